@@ -1,0 +1,397 @@
+//! Connection commands: PING ECHO QUIT RESET HELLO AUTH SELECT CLIENT.
+//! They read and change the connection's own state, so they run in the
+//! connection task and never travel to another shard.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::args::{db_index, int, is, text};
+use super::keys::help_reply;
+use super::ConnCmd;
+use crate::error::{CmdError, CmdResult, SYNTAX};
+use crate::resp::Reply;
+use crate::server::conn::Client;
+use crate::server::global::{ClientInfo, Global};
+use crate::shard::ShardState;
+
+pub const SERVER_VERSION: &str = "7.2.0";
+
+fn check_password(g: &Global, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
+    let required = g.config.get("requirepass");
+    if let Some(u) = user {
+        if u != b"default" {
+            return Err(CmdError::new("WRONGPASS invalid username-password pair or user is disabled."));
+        }
+    }
+    if required.is_empty() {
+        if user.is_none() {
+            return Err(CmdError::new("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
+        }
+        return Ok(());
+    }
+    if pass != required.as_bytes() {
+        return Err(CmdError::new("WRONGPASS invalid username-password pair or user is disabled."));
+    }
+    Ok(())
+}
+
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+fn set_name(client: &Client, name: &[u8]) -> CmdResult {
+    if !valid_name(name) {
+        return Err(CmdError::new(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    if let Ok(mut n) = client.info.name.lock() {
+        *n = text(name);
+    }
+    Ok(())
+}
+
+pub fn run(st: &ShardState, client: &mut Client, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let g = &st.global;
+    match c {
+        ConnCmd::Ping => match argv.len() {
+            1 => r.simple("PONG"),
+            2 => r.bulk(&argv[1]),
+            _ => return Err(CmdError::new(super::arity_error("ping"))),
+        },
+        ConnCmd::Echo => r.bulk(&argv[1]),
+        ConnCmd::Quit => {
+            r.ok();
+            client.closing = true;
+        }
+        ConnCmd::Reset => {
+            client.db = 0;
+            client.resp3 = false;
+            r.resp3 = false;
+            client.authed = !g.config.requirepass_set.load(Ordering::Relaxed);
+            if let Ok(mut n) = client.info.name.lock() {
+                n.clear();
+            }
+            client.info.db.store(0, Ordering::Relaxed);
+            client.info.resp.store(2, Ordering::Relaxed);
+            r.simple("RESET");
+        }
+        ConnCmd::Auth => {
+            let (user, pass) = match argv.len() {
+                2 => (None, &argv[1]),
+                3 => (Some(&argv[1][..]), &argv[2]),
+                _ => return Err(SYNTAX),
+            };
+            check_password(g, user, pass)?;
+            client.authed = true;
+            r.ok();
+        }
+        ConnCmd::Hello => hello(g, client, argv, r)?,
+        ConnCmd::Select => {
+            let db = int(&argv[1]).and_then(|_| db_index(&argv[1], g.databases))?;
+            client.db = db;
+            client.info.db.store(db, Ordering::Relaxed);
+            r.ok();
+        }
+        ConnCmd::Client => client_cmd(g, client, argv, r)?,
+        _ => return Err(CmdError::new("ERR internal routing error")),
+    }
+    Ok(())
+}
+
+fn hello(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut proto = if client.resp3 { 3 } else { 2 };
+    let mut j = 1;
+    if argv.len() > 1 {
+        let v = int(&argv[1]).map_err(|_| CmdError::new("ERR Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&v) {
+            return Err(CmdError::new("NOPROTO unsupported protocol version"));
+        }
+        proto = v;
+        j = 2;
+    }
+    let mut name = None;
+    let mut authed_now = false;
+    while j < argv.len() {
+        if is(&argv[j], "auth") && j + 2 < argv.len() {
+            check_password(g, Some(&argv[j + 1]), &argv[j + 2])?;
+            authed_now = true;
+            j += 3;
+        } else if is(&argv[j], "setname") && j + 1 < argv.len() {
+            if !valid_name(&argv[j + 1]) {
+                return Err(CmdError::new(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                ));
+            }
+            name = Some(argv[j + 1].clone());
+            j += 2;
+        } else {
+            return Err(CmdError::new(format!("ERR Syntax error in HELLO option '{}'", text(&argv[j]))));
+        }
+    }
+    if authed_now {
+        client.authed = true;
+    }
+    if g.config.requirepass_set.load(Ordering::Relaxed) && !client.authed {
+        return Err(CmdError::new("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+    }
+    if let Some(n) = name {
+        set_name(client, &n)?;
+    }
+    client.resp3 = proto == 3;
+    r.resp3 = client.resp3;
+    client.info.resp.store(proto as u8, Ordering::Relaxed);
+    r.map(7);
+    r.bulk(b"server");
+    r.bulk(b"redis");
+    r.bulk(b"version");
+    r.bulk(SERVER_VERSION.as_bytes());
+    r.bulk(b"proto");
+    r.int(proto);
+    r.bulk(b"id");
+    r.int(client.info.id as i64);
+    r.bulk(b"mode");
+    r.bulk(b"standalone");
+    r.bulk(b"role");
+    r.bulk(b"master");
+    r.bulk(b"modules");
+    r.array(0);
+    Ok(())
+}
+
+/// One CLIENT LIST / CLIENT INFO line, in Redis 7.2's field order.
+fn client_line(c: &ClientInfo, now_ms: u64) -> String {
+    let age = c.created.elapsed().as_secs();
+    let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        ClientInfo::text(&c.name),
+        age,
+        idle,
+        c.db.load(Ordering::Relaxed),
+        match c.last_cmd.load(Ordering::Relaxed) {
+            0 => "NULL".to_string(),
+            i => super::TABLE.get(i - 1).map_or("NULL".to_string(), |s| s.name.to_string()),
+        },
+        c.resp.load(Ordering::Relaxed),
+        ClientInfo::text(&c.lib_name),
+        ClientInfo::text(&c.lib_ver),
+    )
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "    * MAXAGE <maxage>",
+    "      Kill connections older than the specified age.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let sub = text(&argv[1]).to_ascii_lowercase();
+    let now = crate::server::global::now_ms();
+    match sub.as_str() {
+        "id" => r.int(client.info.id as i64),
+        "setname" => {
+            set_name(client, &argv[2])?;
+            r.ok();
+        }
+        "getname" => {
+            let n = ClientInfo::text(&client.info.name);
+            if n.is_empty() {
+                r.null();
+            } else {
+                r.bulk(n.as_bytes());
+            }
+        }
+        "info" => r.verbatim(&(client_line(&client.info, now) + "\n")),
+        "list" => {
+            let mut ids: Option<Vec<u64>> = None;
+            let mut j = 2;
+            while j < argv.len() {
+                if is(&argv[j], "type") && j + 1 < argv.len() {
+                    let t = text(&argv[j + 1]).to_ascii_lowercase();
+                    if !["normal", "master", "replica", "pubsub", "slave"].contains(&t.as_str()) {
+                        return Err(CmdError::new(format!("ERR Unknown client type '{}'", text(&argv[j + 1]))));
+                    }
+                    if t != "normal" {
+                        ids = Some(Vec::new());
+                    }
+                    j += 2;
+                } else if is(&argv[j], "id") && j + 1 < argv.len() {
+                    let mut list = ids.take().unwrap_or_default();
+                    j += 1;
+                    while j < argv.len() {
+                        match super::args::parse_i64(&argv[j]) {
+                            Some(v) if v > 0 => list.push(v as u64),
+                            _ => return Err(CmdError::new("ERR Invalid client ID")),
+                        }
+                        j += 1;
+                    }
+                    ids = Some(list);
+                } else {
+                    return Err(SYNTAX);
+                }
+            }
+            let clients = g
+                .clients
+                .lock()
+                .map(|c| c.values().cloned().collect::<Vec<_>>())
+                .unwrap_or_default();
+            let mut out = String::new();
+            for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id))) {
+                out.push_str(&client_line(c, now));
+                out.push('\n');
+            }
+            r.verbatim(&out);
+        }
+        "kill" => client_kill(g, client, argv, r)?,
+        "setinfo" => {
+            let attr = text(&argv[2]).to_ascii_lowercase();
+            let v = &argv[3];
+            if !valid_name(v) && !v.is_empty() {
+                return Err(CmdError::new(format!(
+                    "ERR {} cannot contain spaces, newlines or special characters.",
+                    attr
+                )));
+            }
+            let slot = match attr.as_str() {
+                "lib-name" => &client.info.lib_name,
+                "lib-ver" => &client.info.lib_ver,
+                _ => return Err(CmdError::new(format!("ERR Unrecognized option '{}'", text(&argv[2])))),
+            };
+            if let Ok(mut s) = slot.lock() {
+                *s = text(v);
+            }
+            r.ok();
+        }
+        "no-evict" | "no-touch" => {
+            if is(&argv[2], "on") || is(&argv[2], "off") {
+                r.ok();
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        "help" => help_reply(r, CLIENT_HELP),
+        _ => {
+            return Err(CmdError::new(format!(
+                "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+                text(&argv[1])
+            )))
+        }
+    }
+    Ok(())
+}
+
+fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let clients = g.clients.lock().map_err(|_| CmdError::new("ERR client registry unavailable"))?;
+    if argv.len() == 3 {
+        // Old form: CLIENT KILL addr:port, reply +OK or an error.
+        let addr = text(&argv[2]);
+        let Some(c) = clients.values().find(|c| c.addr == addr) else {
+            return Err(CmdError::new("ERR No such client"));
+        };
+        if c.id == client.info.id {
+            client.closing = true;
+        } else {
+            c.kill();
+        }
+        r.ok();
+        return Ok(());
+    }
+    if !argv.len().is_multiple_of(2) {
+        return Err(SYNTAX);
+    }
+    let (mut id, mut addr, mut laddr, mut skipme, mut maxage, mut user, mut ty) = (None, None, None, true, None, None, None);
+    for pair in argv[2..].chunks(2) {
+        let (opt, val) = (text(&pair[0]).to_ascii_lowercase(), &pair[1]);
+        match opt.as_str() {
+            "id" => match super::args::parse_i64(val) {
+                Some(v) if v > 0 => id = Some(v as u64),
+                _ => return Err(CmdError::new("ERR client-id should be greater than 0")),
+            },
+            "addr" => addr = Some(text(val)),
+            "laddr" => laddr = Some(text(val)),
+            "user" => user = Some(text(val)),
+            "type" => {
+                let t = text(val).to_ascii_lowercase();
+                if !["normal", "master", "replica", "pubsub", "slave"].contains(&t.as_str()) {
+                    return Err(CmdError::new(format!("ERR Unknown client type '{}'", text(val))));
+                }
+                ty = Some(t);
+            }
+            "skipme" => {
+                skipme = if is(val, "yes") {
+                    true
+                } else if is(val, "no") {
+                    false
+                } else {
+                    return Err(SYNTAX);
+                }
+            }
+            "maxage" => maxage = Some(int(val)?),
+            _ => return Err(SYNTAX),
+        }
+    }
+    let mut killed = 0;
+    for c in clients.values() {
+        let matches = id.is_none_or(|v| v == c.id)
+            && addr.as_ref().is_none_or(|a| *a == c.addr)
+            && laddr.as_ref().is_none_or(|a| *a == c.laddr)
+            && user.as_ref().is_none_or(|u| u == "default")
+            && ty.as_ref().is_none_or(|t| t == "normal")
+            && maxage.is_none_or(|m| c.created.elapsed().as_secs() as i64 >= m);
+        if !matches || (skipme && c.id == client.info.id) {
+            continue;
+        }
+        if c.id == client.info.id {
+            client.closing = true;
+        } else {
+            c.kill();
+        }
+        killed += 1;
+    }
+    r.int(killed);
+    Ok(())
+}

@@ -1,0 +1,467 @@
+//! Generic key commands that run on one shard: TYPE, the EXPIRE and TTL
+//! families, PERSIST, MOVE, OBJECT, DUMP, RESTORE. Also the per-shard halves
+//! of multi-key commands (DEL, EXISTS, MGET, MSET, RENAME...) that `coord`
+//! calls on each owner.
+
+use bytes::Bytes;
+
+use super::args::{db_index, int, is, text};
+use super::Ctx;
+use crate::error::{invalid_expire, CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
+use crate::resp::Reply;
+use crate::storage::meta::{self, KeyType, Meta};
+use crate::types::keyspace::Keyspace;
+
+pub fn type_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let t = ctx.ks().type_of(ctx.db, &argv[1], ctx.now_ms)?;
+    r.simple(t.map_or("none", |t| t.name()));
+    Ok(())
+}
+
+/// Condition flags of EXPIRE and friends.
+#[derive(Default, Clone, Copy)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn parse_expire_flags(argv: &[Bytes]) -> CmdResult<ExpireFlags> {
+    let mut f = ExpireFlags::default();
+    for a in &argv[3..] {
+        if is(a, "nx") {
+            f.nx = true;
+        } else if is(a, "xx") {
+            f.xx = true;
+        } else if is(a, "gt") {
+            f.gt = true;
+        } else if is(a, "lt") {
+            f.lt = true;
+        } else {
+            return Err(CmdError::new(format!("ERR Unsupported option {}", text(a))));
+        }
+    }
+    if f.nx && (f.xx || f.gt || f.lt) {
+        return Err(CmdError::new("ERR NX and XX, GT or LT options at the same time are not compatible"));
+    }
+    if f.gt && f.lt {
+        return Err(CmdError::new("ERR GT and LT options at the same time are not compatible"));
+    }
+    Ok(f)
+}
+
+fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bool, abs: bool) -> CmdResult {
+    let flags = parse_expire_flags(argv)?;
+    let mut when = int(&argv[2])?;
+    if secs {
+        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
+            return Err(invalid_expire(cmd));
+        }
+        when *= 1000;
+    }
+    if !abs {
+        let base = ctx.now_ms as i64;
+        if when > i64::MAX - base {
+            return Err(invalid_expire(cmd));
+        }
+        when += base;
+    }
+    let ks = ctx.ks();
+    let Some(stored) = ks.get(ctx.db, &argv[1], ctx.now_ms)? else {
+        r.int(0);
+        return Ok(());
+    };
+    let cur = stored.meta().expire_ms;
+    // A key with no expiry counts as an infinite TTL for GT and LT.
+    let ok = !((flags.nx && cur != 0)
+        || (flags.xx && cur == 0)
+        || (flags.gt && (cur == 0 || when <= cur as i64))
+        || (flags.lt && cur != 0 && when >= cur as i64));
+    if !ok {
+        r.int(0);
+        return Ok(());
+    }
+    if when <= ctx.now_ms as i64 {
+        ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
+    } else {
+        ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, when as u64), true)?;
+    }
+    r.int(1);
+    Ok(())
+}
+
+pub fn expire(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    expire_generic(ctx, argv, r, "expire", true, false)
+}
+
+pub fn pexpire(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    expire_generic(ctx, argv, r, "pexpire", false, false)
+}
+
+pub fn expireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    expire_generic(ctx, argv, r, "expireat", true, true)
+}
+
+pub fn pexpireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    expire_generic(ctx, argv, r, "pexpireat", false, true)
+}
+
+/// TTL-family reply: -2 missing, -1 no expiry, else `f(expire_ms)`.
+fn ttl_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, f: impl FnOnce(u64) -> i64) -> CmdResult {
+    let e = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
+    r.int(match e {
+        None => -2,
+        Some(0) => -1,
+        Some(at) => f(at),
+    });
+    Ok(())
+}
+
+pub fn ttl(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let now = ctx.now_ms;
+    ttl_generic(ctx, argv, r, |at| ((at.saturating_sub(now) + 500) / 1000) as i64)
+}
+
+pub fn pttl(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let now = ctx.now_ms;
+    ttl_generic(ctx, argv, r, |at| at.saturating_sub(now) as i64)
+}
+
+pub fn expiretime(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    ttl_generic(ctx, argv, r, |at| (at.saturating_add(500) / 1000) as i64)
+}
+
+pub fn pexpiretime(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    ttl_generic(ctx, argv, r, |at| at as i64)
+}
+
+pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let ks = ctx.ks();
+    match ks.get(ctx.db, &argv[1], ctx.now_ms)? {
+        Some(s) if s.meta().expire_ms != 0 => {
+            ks.put(ctx.db, &argv[1], &meta::with_expire(&s.raw, 0), true)?;
+            r.int(1);
+        }
+        _ => r.int(0),
+    }
+    Ok(())
+}
+
+pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let ks = ctx.ks();
+    let dst = db_index(&argv[2], ks.databases())?;
+    if dst == ctx.db {
+        return Err(CmdError::new("ERR source and destination objects are the same"));
+    }
+    let Some(s) = ks.get(ctx.db, &argv[1], ctx.now_ms)? else {
+        r.int(0);
+        return Ok(());
+    };
+    if ks.read(dst, &argv[1], ctx.now_ms, |m| m.is_some())? {
+        r.int(0);
+        return Ok(());
+    }
+    let mut b = ks.store.batch();
+    ks.stage_put(&mut b, dst, &argv[1], &s.raw, false);
+    ks.stage_delete(&mut b, ctx.db, &argv[1]);
+    ks.store.write(b)?;
+    r.int(1);
+    Ok(())
+}
+
+/// The encoding name Redis would report for a string value.
+fn string_encoding(v: &[u8]) -> &'static str {
+    if v.len() <= 20 && super::args::parse_i64(v).is_some() {
+        "int"
+    } else if v.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
+    }
+}
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// Writes a HELP reply: status lines, as Redis's `addReplyHelp`.
+pub fn help_reply(r: &mut Reply, lines: &[&str]) {
+    r.array(lines.len());
+    for l in lines {
+        r.simple(l);
+    }
+}
+
+pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let sub = &argv[1];
+    if is(sub, "help") {
+        help_reply(r, OBJECT_HELP);
+        return Ok(());
+    }
+    let found = ctx.ks().read(ctx.db, &argv[2], ctx.now_ms, |m| {
+        m.map(|m| match m.ty {
+            KeyType::String => string_encoding(m.body),
+            _ => "hashtable",
+        })
+    })?;
+    let Some(encoding) = found else {
+        r.null();
+        return Ok(());
+    };
+    if is(sub, "encoding") {
+        r.bulk(encoding.as_bytes());
+    } else if is(sub, "refcount") {
+        r.int(1);
+    } else if is(sub, "idletime") {
+        // Basalt keeps no per-key access clock: every key reads as just used.
+        r.int(0);
+    } else {
+        return Err(CmdError::new("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+    }
+    Ok(())
+}
+
+/// DUMP payload: `meta format byte, type, body` then a 2-byte payload
+/// version (little endian, as RDB) and a CRC-64 of everything before it.
+const DUMP_VERSION: u16 = 0xBA01;
+
+/// CRC-64/ECMA-182 (the polynomial Redis's DUMP uses, bit by bit).
+pub fn crc64(data: &[u8]) -> u64 {
+    let mut crc: u64 = 0;
+    for &b in data {
+        crc ^= (b as u64) << 56;
+        for _ in 0..8 {
+            crc = if crc & (1 << 63) != 0 {
+                (crc << 1) ^ 0x42F0_E1EB_A9EA_3693
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// Serialises a meta value (expiry dropped) into a DUMP payload.
+pub fn dump_payload(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 2);
+    out.push(raw[0]);
+    out.push(raw[1]);
+    out.extend_from_slice(&raw[10.min(raw.len())..]);
+    out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Checks a DUMP payload and rebuilds the meta value it carries.
+pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Vec<u8>> {
+    if p.len() < 12 {
+        return None;
+    }
+    let (body, trailer) = p.split_at(p.len() - 10);
+    let version = u16::from_le_bytes([trailer[0], trailer[1]]);
+    let mut crc = [0u8; 8];
+    crc.copy_from_slice(&trailer[2..]);
+    if version != DUMP_VERSION || crc64(&p[..p.len() - 8]) != u64::from_le_bytes(crc) {
+        return None;
+    }
+    let mut raw = Vec::with_capacity(body.len() + 8);
+    raw.extend_from_slice(&body[..2]);
+    raw.extend_from_slice(&expire_ms.to_be_bytes());
+    raw.extend_from_slice(&body[2..]);
+    // Only layouts this build can read are accepted.
+    Meta::decode(&raw).filter(|m| m.ty == KeyType::String)?;
+    Some(raw)
+}
+
+pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    match ctx.ks().get(ctx.db, &argv[1], ctx.now_ms)? {
+        None => r.null(),
+        Some(s) => r.bulk(&dump_payload(&s.raw)),
+    }
+    Ok(())
+}
+
+pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let ttl = int(&argv[2])?;
+    let (mut replace, mut absttl) = (false, false);
+    let mut j = 4;
+    while j < argv.len() {
+        let a = &argv[j];
+        if is(a, "replace") {
+            replace = true;
+        } else if is(a, "absttl") {
+            absttl = true;
+        } else if is(a, "idletime") && j + 1 < argv.len() {
+            j += 1;
+            if int(&argv[j])? < 0 {
+                return Err(CmdError::new("ERR Invalid IDLETIME value, must be >= 0"));
+            }
+        } else if is(a, "freq") && j + 1 < argv.len() {
+            j += 1;
+            let f = int(&argv[j])?;
+            if !(0..=255).contains(&f) {
+                return Err(CmdError::new("ERR Invalid FREQ value, must be >= 0 and <= 255"));
+            }
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    if ttl < 0 {
+        return Err(CmdError::new("ERR Invalid TTL value, must be >= 0"));
+    }
+    let ks = ctx.ks();
+    let existed = ks.read(ctx.db, &argv[1], ctx.now_ms, |m| m.is_some())?;
+    if existed && !replace {
+        return Err(CmdError::new("BUSYKEY Target key name already exists."));
+    }
+    let expire_ms = match (ttl, absttl) {
+        (0, _) => 0,
+        (t, true) => t as u64,
+        (t, false) => ctx.now_ms.saturating_add(t as u64),
+    };
+    let raw = parse_payload(&argv[3], expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
+    if expire_ms != 0 && expire_ms <= ctx.now_ms {
+        if existed {
+            ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
+        }
+    } else {
+        ks.put(ctx.db, &argv[1], &raw, existed)?;
+    }
+    r.ok();
+    Ok(())
+}
+
+// ---- per-shard halves of multi-key commands (called by `coord`) ----
+
+/// DEL/UNLINK on this shard: how many of `keys` existed.
+pub fn del_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<i64> {
+    let mut n = 0;
+    for k in keys {
+        n += ks.delete(db, k, now_ms)? as i64;
+    }
+    Ok(n)
+}
+
+/// EXISTS/TOUCH on this shard: how many of `keys` exist (repeats count).
+pub fn exists_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<i64> {
+    let mut n = 0;
+    for k in keys {
+        n += ks.read(db, k, now_ms, |m| m.is_some())? as i64;
+    }
+    Ok(n)
+}
+
+/// MGET on this shard: each key's string value, None for missing or non-strings.
+pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<Vec<Option<Bytes>>> {
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        let v = ks.read(db, k, now_ms, |m| match m {
+            Some(Meta {
+                ty: KeyType::String, body, ..
+            }) => Some(Bytes::copy_from_slice(body)),
+            _ => None,
+        })?;
+        ks.note_lookup(v.is_some());
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// MSET on this shard: one atomic batch. With `only_if_none_exist`
+/// (MSETNX on one shard) nothing is written if any key exists.
+pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, only_if_none_exist: bool) -> CmdResult<bool> {
+    let mut existed = Vec::with_capacity(pairs.len());
+    for (k, _) in pairs {
+        existed.push(ks.read(db, k, now_ms, |m| m.is_some())?);
+    }
+    if only_if_none_exist && existed.iter().any(|e| *e) {
+        return Ok(false);
+    }
+    let mut b = ks.store.batch();
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for ((k, v), e) in pairs.iter().zip(existed) {
+        // A key repeated in one MSET exists after its first write.
+        let e = e || seen.contains(&&k[..]);
+        ks.stage_put(&mut b, db, k, &meta::encode_string(0, v), e);
+        seen.push(k);
+    }
+    ks.store.write(b)?;
+    Ok(true)
+}
+
+/// The meta value of a live key, for RENAME/COPY across shards.
+pub fn take_raw(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64, delete: bool) -> CmdResult<Option<Vec<u8>>> {
+    let Some(s) = ks.get(db, key, now_ms)? else { return Ok(None) };
+    if delete {
+        ks.delete(db, key, now_ms)?;
+    }
+    Ok(Some(s.raw))
+}
+
+/// Writes a moved/copied value at its destination. `mode`: overwrite, or
+/// only if absent. Returns false when the destination exists and must not be replaced.
+pub fn put_raw(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now_ms: u64, replace: bool) -> CmdResult<bool> {
+    let existed = ks.read(db, key, now_ms, |m| m.is_some())?;
+    if existed && !replace {
+        return Ok(false);
+    }
+    let expired = Meta::decode(raw).is_some_and(|m| m.is_expired(now_ms));
+    if expired {
+        if existed {
+            ks.delete(db, key, now_ms)?;
+        }
+        return Ok(true);
+    }
+    ks.put(db, key, raw, existed)?;
+    Ok(true)
+}
+
+/// Whether a live key exists (RENAMENX/COPY pre-checks).
+pub fn exists(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<bool> {
+    ks.read(db, key, now_ms, |m| m.is_some())
+}
+
+pub const RENAME_NO_SUCH_KEY: CmdError = NO_SUCH_KEY;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_payload_round_trip_and_corruption() {
+        let raw = meta::encode_string(12345, b"hello");
+        let p = dump_payload(&raw);
+        let back = parse_payload(&p, 0).unwrap();
+        assert_eq!(back, meta::encode_string(0, b"hello"));
+        for i in 0..p.len() {
+            let mut bad = p.clone();
+            bad[i] ^= 0x01;
+            assert!(parse_payload(&bad, 0).is_none(), "flip at {i} accepted");
+        }
+        assert!(parse_payload(b"short", 0).is_none());
+    }
+
+    #[test]
+    fn encodings_like_redis() {
+        assert_eq!(string_encoding(b"12345"), "int");
+        assert_eq!(string_encoding(b"hello"), "embstr");
+        assert_eq!(string_encoding(&[b'a'; 45]), "raw");
+    }
+}

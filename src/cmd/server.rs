@@ -1,0 +1,353 @@
+//! Server commands: INFO CONFIG TIME SHUTDOWN LASTSAVE SAVE BGSAVE DEBUG.
+//! They gather per-shard counters with `broadcast` and act on the process.
+
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use shards::Shard;
+
+use super::args::{float, is, text};
+use super::keys::help_reply;
+use super::{ConnCmd, TABLE};
+use crate::error::{CmdError, CmdResult, SYNTAX};
+use crate::resp::Reply;
+use crate::server::conn::Client;
+use crate::server::global::{now_ms, now_us, Global};
+use crate::shard::{CmdStat, ShardState};
+use crate::storage::Fsync;
+
+/// What every shard reports for INFO.
+struct ShardReport {
+    keys: Vec<i64>,
+    stats: Vec<CmdStat>,
+    expired: u64,
+    hits: u64,
+    misses: u64,
+    net_in: u64,
+    net_out: u64,
+}
+
+async fn gather(shard: &Rc<Shard<ShardState>>) -> Vec<ShardReport> {
+    shard
+        .broadcast(|st: &ShardState| ShardReport {
+            keys: (0..st.ks.databases()).map(|d| st.ks.count(d as u8)).collect(),
+            stats: st.cmd_stats.borrow().clone(),
+            expired: st.ks.stats.expired_keys.get(),
+            hits: st.ks.stats.hits.get(),
+            misses: st.ks.stats.misses.get(),
+            net_in: st.net.borrow().0,
+            net_out: st.net.borrow().1,
+        })
+        .await
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage writes into the struct we pass and nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_stime), t(ru.ru_utime))
+}
+
+async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> String {
+    let wanted: Vec<String> = argv[1..].iter().map(|a| text(a).to_ascii_lowercase()).collect();
+    let all = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let want = |s: &str| all || wanted.iter().any(|w| w == s) || (default && s != "commandstats");
+    let reports = gather(shard).await;
+    let mut out = String::new();
+    let uptime = g.started.elapsed().as_secs();
+    if want("server") {
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{}\r\nbasalt_version:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nshards:{}\r\n\r\n",
+            super::connection::SERVER_VERSION,
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::process::id(),
+            g.run_id,
+            g.port,
+            now_us(),
+            uptime,
+            uptime / 86400,
+            g.config.hz.load(Ordering::Relaxed),
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            g.config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            g.shards,
+        );
+    }
+    if want("clients") {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            g.connected(),
+            g.config.maxclients.load(Ordering::Relaxed)
+        );
+    }
+    if want("memory") {
+        let rss = rss_bytes();
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_memtables:{}\r\nrocksdb_table_readers:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
+            g.engine.property_sum(g.shards, "rocksdb.block-cache-usage") / g.shards.max(1) as u64,
+            g.engine.property_sum(g.shards, "rocksdb.cur-size-all-mem-tables"),
+            g.engine.property_sum(g.shards, "rocksdb.estimate-table-readers-mem"),
+        );
+    }
+    if want("persistence") {
+        let _ = write!(
+            out,
+            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_write_stopped:{}\r\n\r\n",
+            g.bgsave_running.load(Ordering::Relaxed) as u8,
+            g.lastsave.load(Ordering::Relaxed),
+            g.engine.fsync().name(),
+            g.engine.property_sum(g.shards, "rocksdb.estimate-pending-compaction-bytes"),
+            g.engine.property_sum(g.shards, "rocksdb.num-running-compactions"),
+            g.engine.property_sum(g.shards, "rocksdb.is-write-stopped"),
+        );
+    }
+    if want("stats") {
+        let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\r\n",
+            g.total_connections.load(Ordering::Relaxed),
+            calls,
+            reports.iter().map(|r| r.net_in).sum::<u64>(),
+            reports.iter().map(|r| r.net_out).sum::<u64>(),
+            g.rejected_connections.load(Ordering::Relaxed),
+            reports.iter().map(|r| r.expired).sum::<u64>(),
+            reports.iter().map(|r| r.hits).sum::<u64>(),
+            reports.iter().map(|r| r.misses).sum::<u64>(),
+        );
+    }
+    if want("cpu") {
+        let (sys, user) = cpu_times();
+        let _ = write!(out, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
+    }
+    if want("commandstats") {
+        out.push_str("# Commandstats\r\n");
+        for (i, spec) in TABLE.iter().enumerate() {
+            let mut s = CmdStat::default();
+            for r in &reports {
+                if let Some(c) = r.stats.get(i) {
+                    s.calls += c.calls;
+                    s.usec += c.usec;
+                    s.failed += c.failed;
+                    s.rejected += c.rejected;
+                }
+            }
+            if s.calls + s.rejected == 0 {
+                continue;
+            }
+            let per = if s.calls > 0 { s.usec as f64 / s.calls as f64 } else { 0.0 };
+            let _ = write!(
+                out,
+                "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+                spec.name, s.calls, s.usec, per, s.rejected, s.failed
+            );
+        }
+        out.push_str("\r\n");
+    }
+    if want("keyspace") {
+        out.push_str("# Keyspace\r\n");
+        for db in 0..g.databases {
+            let keys: i64 = reports.iter().map(|r| r.keys.get(db).copied().unwrap_or(0)).sum();
+            if keys > 0 {
+                let _ = write!(out, "db{db}:keys={keys},expires=0,avg_ttl=0\r\n");
+            }
+        }
+        out.push_str("\r\n");
+    }
+    while out.ends_with("\r\n\r\n") {
+        out.truncate(out.len() - 2);
+    }
+    out
+}
+
+const CONFIG_HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Print this help.",
+];
+
+async fn config(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let sub = text(&argv[1]).to_ascii_lowercase();
+    match sub.as_str() {
+        "get" => {
+            let pats: Vec<&[u8]> = argv[2..].iter().map(|a| &a[..]).collect();
+            let found = g.config.matching(&pats);
+            r.map(found.len());
+            for (k, v) in found {
+                r.bulk(k.as_bytes());
+                r.bulk(v.as_bytes());
+            }
+        }
+        "set" => {
+            if !argv.len().is_multiple_of(2) {
+                return Err(CmdError::new(super::arity_error("config|set")));
+            }
+            let pairs: Vec<(String, String)> = argv[2..].chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
+            let applied = g.config.set_many(&pairs).map_err(CmdError::new)?;
+            for (k, v) in applied {
+                if k == "appendfsync" {
+                    if let Some(f) = Fsync::parse(&v) {
+                        g.engine.set_fsync(f);
+                    }
+                }
+            }
+            r.ok();
+        }
+        "resetstat" => {
+            shard
+                .broadcast(|st: &ShardState| {
+                    st.cmd_stats.borrow_mut().iter_mut().for_each(|s| *s = CmdStat::default());
+                    st.ks.stats.expired_keys.set(0);
+                    st.ks.stats.hits.set(0);
+                    st.ks.stats.misses.set(0);
+                    *st.net.borrow_mut() = (0, 0);
+                })
+                .await;
+            g.total_connections.store(0, Ordering::Relaxed);
+            g.rejected_connections.store(0, Ordering::Relaxed);
+            r.ok();
+        }
+        "rewrite" => {
+            g.config.rewrite().map_err(|e| CmdError::new(format!("ERR {e}")))?;
+            r.ok();
+        }
+        _ => help_reply(r, CONFIG_HELP),
+    }
+    Ok(())
+}
+
+/// Creates a checkpoint of the whole database under `<dir>/checkpoint`.
+fn save(g: &Global) -> CmdResult {
+    let path = g.engine.dir().join("checkpoint");
+    g.engine.checkpoint(&path)?;
+    g.lastsave.store(now_ms() / 1000, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Flushes everything and exits the process: used by SHUTDOWN and signals.
+pub fn shutdown_now(g: &Global) -> ! {
+    tracing::info!("shutting down: syncing the WAL and flushing memtables");
+    if let Err(e) = g.engine.shutdown() {
+        tracing::error!(error = %e, "flush at shutdown failed");
+    }
+    std::process::exit(0)
+}
+
+pub async fn run(
+    shard: &Rc<Shard<ShardState>>,
+    st: &ShardState,
+    client: &mut Client,
+    c: ConnCmd,
+    argv: &[Bytes],
+    r: &mut Reply,
+) -> CmdResult {
+    let g = st.global.clone();
+    match c {
+        ConnCmd::Info => {
+            let text = info(shard, &g, argv).await;
+            r.verbatim(&text);
+        }
+        ConnCmd::Config => config(shard, &g, argv, r).await?,
+        ConnCmd::Time => {
+            let us = now_us();
+            r.array(2);
+            r.bulk((us / 1_000_000).to_string().as_bytes());
+            r.bulk((us % 1_000_000).to_string().as_bytes());
+        }
+        ConnCmd::Lastsave => r.int(g.lastsave.load(Ordering::Relaxed) as i64),
+        ConnCmd::Save => {
+            if g.bgsave_running.load(Ordering::Relaxed) {
+                return Err(CmdError::new("ERR Background save already in progress"));
+            }
+            save(&g)?;
+            r.ok();
+        }
+        ConnCmd::Bgsave => {
+            if argv.len() > 2 || (argv.len() == 2 && !is(&argv[1], "schedule")) {
+                return Err(SYNTAX);
+            }
+            if g.bgsave_running.swap(true, Ordering::SeqCst) {
+                return Err(CmdError::new("ERR Background save already in progress"));
+            }
+            let g2 = g.clone();
+            shards::rt::spawn(async move {
+                let g3 = g2.clone();
+                let res = shards::rt::spawn_blocking(move || save(&g3)).await;
+                if let Err(e) = res {
+                    tracing::error!(error = %e.0, "background save failed");
+                }
+                g2.bgsave_running.store(false, Ordering::SeqCst);
+            });
+            r.simple("Background saving started");
+        }
+        ConnCmd::Shutdown => {
+            for a in &argv[1..] {
+                if !["nosave", "save", "now", "force", "abort"].iter().any(|w| is(a, w)) {
+                    return Err(SYNTAX);
+                }
+                if is(a, "abort") {
+                    return Err(CmdError::new("ERR No shutdown in progress."));
+                }
+            }
+            shutdown_now(&g);
+        }
+        ConnCmd::Debug => {
+            let allowed = match g.config.get("enable-debug-command").as_str() {
+                "yes" => true,
+                "local" => client.info.addr.starts_with("127.") || client.info.addr.starts_with("[::1]"),
+                _ => false,
+            };
+            if !allowed {
+                return Err(CmdError::new("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
+            }
+            if is(&argv[1], "sleep") && argv.len() == 3 {
+                let secs = float(&argv[2])?;
+                shards::rt::sleep(Duration::from_secs_f64(secs.max(0.0))).await;
+                r.ok();
+            } else if is(&argv[1], "help") {
+                help_reply(
+                    r,
+                    &[
+                        "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                        "SLEEP <seconds>",
+                        "    Stop the connection for <seconds> (decimals allowed).",
+                        "HELP",
+                        "    Print this help.",
+                    ],
+                );
+            } else {
+                return Err(CmdError::new(format!(
+                    "ERR unknown subcommand '{}'. Try DEBUG HELP.",
+                    text(&argv[1])
+                )));
+            }
+        }
+        _ => return Err(CmdError::new("ERR internal routing error")),
+    }
+    Ok(())
+}

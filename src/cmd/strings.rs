@@ -1,0 +1,415 @@
+//! String commands that run on one shard: argument parsing and replies.
+//! Value logic shared with other commands lives in `types::string`.
+
+use bytes::Bytes;
+
+use super::args::{int, is};
+use super::Ctx;
+use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
+use crate::resp::Reply;
+use crate::storage::meta::{KeyType, Meta};
+use crate::types::string::{self as logic, FloatIncrError};
+
+/// A live string key's value and expiry, or None; WRONGTYPE for other types.
+fn read_string(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Vec<u8>, u64)>> {
+    ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
+        None => Ok(None),
+        Some(Meta {
+            ty: KeyType::String,
+            expire_ms,
+            body,
+        }) => Ok(Some((body.to_vec(), expire_ms))),
+        Some(_) => Err(WRONGTYPE),
+    })?
+}
+
+pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // Zero-copy: the value goes from RocksDB's pinned slice to the reply.
+    let found = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
+        None => {
+            r.null();
+            Ok(false)
+        }
+        Some(Meta {
+            ty: KeyType::String, body, ..
+        }) => {
+            r.bulk(body);
+            Ok(true)
+        }
+        Some(_) => Err(WRONGTYPE),
+    })??;
+    ctx.ks().note_lookup(found);
+    Ok(())
+}
+
+/// How SET-like commands treat an existing expiry.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expiry {
+    /// Remove any expiry.
+    Clear,
+    /// Keep the key's expiry (KEEPTTL).
+    Keep,
+    /// Absolute Unix ms.
+    At(u64),
+}
+
+/// Options of SET / GETEX, parsed as Redis's `parseExtendedStringArgumentsOrReply`.
+#[derive(Default, Debug)]
+pub struct SetOpts {
+    pub nx: bool,
+    pub xx: bool,
+    pub get: bool,
+    pub keepttl: bool,
+    pub persist: bool,
+    /// (unit is seconds, absolute, raw argument)
+    pub expire: Option<(bool, bool, Bytes)>,
+}
+
+/// Parses SET (`for_getex == false`) or GETEX options starting at `argv[from]`.
+pub fn parse_set_opts(argv: &[Bytes], from: usize, for_getex: bool) -> CmdResult<SetOpts> {
+    let mut o = SetOpts::default();
+    let mut j = from;
+    while j < argv.len() {
+        let a = &argv[j];
+        let next = argv.get(j + 1);
+        let has_expire = o.expire.is_some();
+        let same_expire = |secs: bool, abs: bool| o.expire.as_ref().is_none_or(|(s, a, _)| *s == secs && *a == abs);
+        if !for_getex && is(a, "nx") && !o.xx {
+            o.nx = true;
+        } else if !for_getex && is(a, "xx") && !o.nx {
+            o.xx = true;
+        } else if !for_getex && is(a, "get") {
+            o.get = true;
+        } else if !for_getex && is(a, "keepttl") && !o.persist && !has_expire {
+            o.keepttl = true;
+        } else if for_getex && is(a, "persist") && !o.keepttl && !has_expire {
+            o.persist = true;
+        } else if let (Some(v), Some((secs, abs))) = (
+            next,
+            [
+                ("ex", true, false),
+                ("px", false, false),
+                ("exat", true, true),
+                ("pxat", false, true),
+            ]
+            .iter()
+            .find(|(w, _, _)| is(a, w))
+            .map(|(_, s, ab)| (*s, *ab)),
+        ) {
+            if o.keepttl || o.persist || !same_expire(secs, abs) {
+                return Err(SYNTAX);
+            }
+            o.expire = Some((secs, abs, v.clone()));
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+/// Turns an EX/PX/EXAT/PXAT argument into absolute ms, with Redis's checks.
+pub fn expire_at(cmd: &str, secs: bool, abs: bool, raw: &[u8], now_ms: u64) -> CmdResult<u64> {
+    let v = int(raw)?;
+    if v <= 0 || (secs && v > i64::MAX / 1000) {
+        return Err(invalid_expire(cmd));
+    }
+    let ms = if secs { v * 1000 } else { v };
+    if abs {
+        return Ok(ms as u64);
+    }
+    let now = now_ms as i64;
+    if ms > i64::MAX - now {
+        return Err(invalid_expire(cmd));
+    }
+    Ok((ms + now) as u64)
+}
+
+/// The shared core of SET, SETNX, SETEX, PSETEX, GETSET: returns whether the
+/// value was written and the old value when `want_old`.
+fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry) -> CmdResult<(bool, Option<Vec<u8>>)> {
+    let ks = ctx.ks();
+    let old = ks.read(ctx.db, key, ctx.now_ms, |m| {
+        m.map(|m| {
+            (
+                m.ty,
+                m.expire_ms,
+                if o.get && m.ty == KeyType::String {
+                    Some(m.body.to_vec())
+                } else {
+                    None
+                },
+            )
+        })
+    })?;
+    if o.get {
+        if let Some((ty, _, _)) = &old {
+            if *ty != KeyType::String {
+                return Err(WRONGTYPE);
+            }
+        }
+    }
+    let existed = old.is_some();
+    let old_value = old.as_ref().and_then(|(_, _, v)| v.clone());
+    if (o.nx && existed) || (o.xx && !existed) {
+        return Ok((false, old_value));
+    }
+    let expire_ms = match expiry {
+        Expiry::Clear => 0,
+        Expiry::Keep => old.as_ref().map_or(0, |(_, e, _)| *e),
+        Expiry::At(at) => at,
+    };
+    if expire_ms != 0 && expire_ms <= ctx.now_ms {
+        // Already expired: the write is a delete, as Redis's checkAlreadyExpired.
+        if existed {
+            ks.delete(ctx.db, key, ctx.now_ms)?;
+        }
+        return Ok((true, old_value));
+    }
+    ks.put_string(ctx.db, key, expire_ms, value, existed)?;
+    Ok((true, old_value))
+}
+
+pub fn set(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let o = parse_set_opts(argv, 3, false)?;
+    let expiry = match &o.expire {
+        Some((secs, abs, raw)) => Expiry::At(expire_at("set", *secs, *abs, raw, ctx.now_ms)?),
+        None if o.keepttl => Expiry::Keep,
+        None => Expiry::Clear,
+    };
+    let (written, old) = set_generic(ctx, &argv[1], &argv[2], &o, expiry)?;
+    if o.get {
+        match old {
+            Some(v) => r.bulk(&v),
+            None => r.null(),
+        }
+    } else if written {
+        r.ok();
+    } else {
+        r.null();
+    }
+    Ok(())
+}
+
+pub fn setnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let o = SetOpts {
+        nx: true,
+        ..SetOpts::default()
+    };
+    let (written, _) = set_generic(ctx, &argv[1], &argv[2], &o, Expiry::Clear)?;
+    r.int(written as i64);
+    Ok(())
+}
+
+fn setex_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bool) -> CmdResult {
+    let at = expire_at(cmd, secs, false, &argv[2], ctx.now_ms)?;
+    set_generic(ctx, &argv[1], &argv[3], &SetOpts::default(), Expiry::At(at))?;
+    r.ok();
+    Ok(())
+}
+
+pub fn setex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    setex_generic(ctx, argv, r, "setex", true)
+}
+
+pub fn psetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    setex_generic(ctx, argv, r, "psetex", false)
+}
+
+pub fn getset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let o = SetOpts {
+        get: true,
+        ..SetOpts::default()
+    };
+    let (_, old) = set_generic(ctx, &argv[1], &argv[2], &o, Expiry::Clear)?;
+    match old {
+        Some(v) => r.bulk(&v),
+        None => r.null(),
+    }
+    Ok(())
+}
+
+pub fn getdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    match read_string(ctx, &argv[1])? {
+        None => r.null(),
+        Some((v, _)) => {
+            ctx.ks().delete(ctx.db, &argv[1], ctx.now_ms)?;
+            r.bulk(&v);
+        }
+    }
+    Ok(())
+}
+
+pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let o = parse_set_opts(argv, 2, true)?;
+    let at = match &o.expire {
+        Some((secs, abs, raw)) => Some(expire_at("getex", *secs, *abs, raw, ctx.now_ms)?),
+        None => None,
+    };
+    let Some((v, old_expire)) = read_string(ctx, &argv[1])? else {
+        r.null();
+        return Ok(());
+    };
+    let ks = ctx.ks();
+    match at {
+        Some(at) if at <= ctx.now_ms => {
+            ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
+        }
+        Some(at) => ks.put_string(ctx.db, &argv[1], at, &v, true)?,
+        None if o.persist && old_expire != 0 => ks.put_string(ctx.db, &argv[1], 0, &v, true)?,
+        None => {}
+    }
+    r.bulk(&v);
+    Ok(())
+}
+
+pub fn append(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (mut v, expire, existed) = match read_string(ctx, &argv[1])? {
+        Some((v, e)) => (v, e, true),
+        None => (Vec::new(), 0, false),
+    };
+    if v.len() + argv[2].len() > ctx.shard.global.max_string_len() {
+        return Err(STRING_TOO_LONG);
+    }
+    v.extend_from_slice(&argv[2]);
+    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, existed)?;
+    r.int(v.len() as i64);
+    Ok(())
+}
+
+pub fn strlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let n = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
+        None => Ok(0),
+        Some(Meta {
+            ty: KeyType::String, body, ..
+        }) => Ok(body.len()),
+        Some(_) => Err(WRONGTYPE),
+    })??;
+    r.int(n as i64);
+    Ok(())
+}
+
+fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
+    let (cur, expire, existed) = match read_string(ctx, key)? {
+        Some((v, e)) => (super::args::parse_i64(&v).ok_or(NOT_INT)?, e, true),
+        None => (0, 0, false),
+    };
+    let next = cur.checked_add(by).ok_or(OVERFLOW)?;
+    ctx.ks().put_string(ctx.db, key, expire, next.to_string().as_bytes(), existed)?;
+    r.int(next);
+    Ok(())
+}
+
+pub fn incr(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    incr_generic(ctx, &argv[1], 1, r)
+}
+
+pub fn decr(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    incr_generic(ctx, &argv[1], -1, r)
+}
+
+pub fn incrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    incr_generic(ctx, &argv[1], int(&argv[2])?, r)
+}
+
+pub fn decrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let by = int(&argv[2])?;
+    if by == i64::MIN {
+        return Err(CmdError::new("ERR decrement would overflow"));
+    }
+    incr_generic(ctx, &argv[1], -by, r)
+}
+
+pub fn incrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let current = read_string(ctx, &argv[1])?;
+    let next = logic::incr_by_float(current.as_ref().map(|(v, _)| &v[..]), &argv[2]).map_err(|e| match e {
+        FloatIncrError::NotFloat | FloatIncrError::BadIncrement => NOT_FLOAT,
+        FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
+    })?;
+    let (expire, existed) = current.map_or((0, false), |(_, e)| (e, true));
+    ctx.ks().put_string(ctx.db, &argv[1], expire, &next, existed)?;
+    r.bulk(&next);
+    Ok(())
+}
+
+pub fn getrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let start = int(&argv[2])?;
+    let end = int(&argv[3])?;
+    ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
+        None => {
+            r.bulk(b"");
+            Ok(())
+        }
+        Some(Meta {
+            ty: KeyType::String, body, ..
+        }) => {
+            r.bulk(logic::range_of(body, start, end));
+            Ok(())
+        }
+        Some(_) => Err(WRONGTYPE),
+    })?
+}
+
+pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let offset = int(&argv[2])?;
+    if offset < 0 {
+        return Err(CmdError::new("ERR offset is out of range"));
+    }
+    let value = &argv[3];
+    let current = read_string(ctx, &argv[1])?;
+    if value.is_empty() {
+        r.int(current.map_or(0, |(v, _)| v.len() as i64));
+        return Ok(());
+    }
+    if offset as u64 + value.len() as u64 > ctx.shard.global.max_string_len() as u64 {
+        return Err(STRING_TOO_LONG);
+    }
+    let existed = current.is_some();
+    let (mut v, expire) = current.unwrap_or_default();
+    logic::set_range(&mut v, offset as usize, value);
+    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, existed)?;
+    r.int(v.len() as i64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(a: &[&str]) -> Vec<Bytes> {
+        a.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
+    }
+
+    #[test]
+    fn set_option_grammar() {
+        let ok = |a: &[&str]| parse_set_opts(&argv(a), 3, false).is_ok();
+        assert!(ok(&["set", "k", "v", "NX", "GET", "EX", "10"]));
+        assert!(ok(&["set", "k", "v", "ex", "1", "ex", "2"]));
+        assert!(!ok(&["set", "k", "v", "NX", "XX"]));
+        assert!(!ok(&["set", "k", "v", "EX", "1", "PX", "2"]));
+        assert!(!ok(&["set", "k", "v", "KEEPTTL", "EX", "1"]));
+        assert!(!ok(&["set", "k", "v", "EX"]));
+        assert!(!ok(&["set", "k", "v", "PERSIST"]));
+        assert!(parse_set_opts(&argv(&["getex", "k", "PERSIST"]), 2, true).is_ok());
+        assert!(parse_set_opts(&argv(&["getex", "k", "PERSIST", "EX", "1"]), 2, true).is_err());
+        assert!(parse_set_opts(&argv(&["getex", "k", "NX"]), 2, true).is_err());
+    }
+
+    #[test]
+    fn expire_arguments() {
+        assert_eq!(expire_at("set", true, false, b"10", 1000), Ok(11_000));
+        assert_eq!(expire_at("set", false, true, b"5", 1000), Ok(5));
+        assert_eq!(expire_at("set", true, false, b"0", 1000), Err(invalid_expire("set")));
+        assert_eq!(expire_at("set", true, false, b"-1", 1000), Err(invalid_expire("set")));
+        assert_eq!(expire_at("set", true, false, b"x", 1000), Err(NOT_INT));
+        assert_eq!(
+            expire_at("set", true, false, b"9223372036854775807", 1000),
+            Err(invalid_expire("set"))
+        );
+        assert_eq!(
+            expire_at("set", false, false, b"9223372036854775807", 1000),
+            Err(invalid_expire("set"))
+        );
+    }
+}

@@ -1,0 +1,462 @@
+//! Cross-shard coordination: commands whose keys may live on several shards
+//! (MGET MSET MSETNX DEL UNLINK EXISTS TOUCH RENAME RENAMENX COPY LCS) and
+//! commands over the whole keyspace (SCAN KEYS RANDOMKEY DBSIZE FLUSHDB
+//! FLUSHALL).
+//!
+//! Keys are grouped by owning shard; each owner runs its half (the
+//! `cmd::keys::*_keys` functions) in one message; replies are merged in
+//! argument order. When every key has one owner the whole command is one
+//! synchronous call on that shard, so it is atomic there. Across shards the
+//! isolation is weaker; docs/cross-shard.md says exactly what holds.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use shards::Shard;
+
+use crate::cmd::args::{db_index, int, is, text};
+use crate::cmd::keys as k;
+use crate::cmd::{arity_error, ConnCmd};
+use crate::error::{CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
+use crate::glob;
+use crate::resp::Reply;
+use crate::server::conn::owner;
+use crate::server::global::now_ms;
+use crate::shard::ShardState;
+use crate::storage::keys::SLOTS;
+use crate::storage::meta::KeyType;
+use crate::storage::{first_slot_of, shard_of_slot};
+
+type S = Rc<Shard<ShardState>>;
+
+/// Groups argument positions by owning shard, keeping argument order inside a group.
+fn group(keys: &[(usize, Bytes)], shards: usize) -> Vec<(usize, Vec<(usize, Bytes)>)> {
+    let mut groups: Vec<(usize, Vec<(usize, Bytes)>)> = Vec::new();
+    for (pos, key) in keys {
+        let o = owner(key, shards);
+        match groups.iter_mut().find(|(s, _)| *s == o) {
+            Some((_, v)) => v.push((*pos, key.clone())),
+            None => groups.push((o, vec![(*pos, key.clone())])),
+        }
+    }
+    groups
+}
+
+/// Runs `job(keys)` on each owner of `keys` concurrently; results per group.
+async fn fan_out<R, F>(shard: &S, keys: &[(usize, Bytes)], job: F) -> Vec<(Vec<usize>, CmdResult<R>)>
+where
+    R: Send + 'static,
+    F: Fn(&ShardState, Vec<Bytes>) -> CmdResult<R> + Send + Sync + Clone + 'static,
+{
+    let groups = group(keys, shard.count());
+    let mut futs = Vec::with_capacity(groups.len());
+    let mut positions = Vec::with_capacity(groups.len());
+    for (target, items) in groups {
+        let (pos, ks): (Vec<usize>, Vec<Bytes>) = items.into_iter().unzip();
+        positions.push(pos);
+        let job = job.clone();
+        futs.push(shard.invoke_on(target, move |st: &ShardState| job(st, ks)));
+    }
+    positions.into_iter().zip(shards::join_all(futs).await).collect()
+}
+
+fn keys_from(argv: &[Bytes], from: usize, step: usize) -> Vec<(usize, Bytes)> {
+    (from..argv.len()).step_by(step).map(|i| (i, argv[i].clone())).collect()
+}
+
+/// Sums an integer-per-shard command (DEL, EXISTS, TOUCH).
+async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool) -> CmdResult<i64> {
+    let parts = fan_out(shard, &keys_from(argv, 1, 1), move |st, ks| {
+        if del {
+            k::del_keys(&st.ks, db, &ks, now_ms())
+        } else {
+            k::exists_keys(&st.ks, db, &ks, now_ms())
+        }
+    })
+    .await;
+    let mut total = 0;
+    for (_, r) in parts {
+        total += r?;
+    }
+    Ok(total)
+}
+
+pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    match c {
+        ConnCmd::Del => r.int(sum(shard, db, argv, true).await?),
+        ConnCmd::Exists | ConnCmd::Touch => r.int(sum(shard, db, argv, false).await?),
+        ConnCmd::Mget => {
+            let parts = fan_out(shard, &keys_from(argv, 1, 1), move |st, ks| k::mget_keys(&st.ks, db, &ks, now_ms())).await;
+            let mut values: Vec<Option<Bytes>> = vec![None; argv.len()];
+            for (pos, res) in parts {
+                for (p, v) in pos.into_iter().zip(res?) {
+                    values[p] = v;
+                }
+            }
+            r.array(argv.len() - 1);
+            for v in &values[1..] {
+                match v {
+                    Some(v) => r.bulk(v),
+                    None => r.null(),
+                }
+            }
+        }
+        ConnCmd::Mset | ConnCmd::Msetnx => {
+            let nx = c == ConnCmd::Msetnx;
+            if argv.len().is_multiple_of(2) {
+                return Err(CmdError::new(arity_error(if nx { "msetnx" } else { "mset" })));
+            }
+            let done = mset(shard, db, argv, nx).await?;
+            if nx {
+                r.int(done as i64);
+            } else {
+                r.ok();
+            }
+        }
+        ConnCmd::Rename | ConnCmd::Renamenx => {
+            let nx = c == ConnCmd::Renamenx;
+            let renamed = move_key(shard, db, &argv[1], db, &argv[2], !nx, true).await?;
+            match renamed {
+                None => return Err(NO_SUCH_KEY),
+                Some(done) if nx => r.int(done as i64),
+                Some(_) => r.ok(),
+            }
+        }
+        ConnCmd::Copy => {
+            let mut dst_db = db;
+            let mut replace = false;
+            let mut j = 3;
+            while j < argv.len() {
+                if is(&argv[j], "replace") {
+                    replace = true;
+                } else if is(&argv[j], "db") && j + 1 < argv.len() {
+                    j += 1;
+                    dst_db = db_index(&argv[j], shard.state().ks.databases())?;
+                } else {
+                    return Err(SYNTAX);
+                }
+                j += 1;
+            }
+            if dst_db == db && argv[1] == argv[2] {
+                return Err(CmdError::new("ERR source and destination objects are the same"));
+            }
+            let done = move_key(shard, db, &argv[1], dst_db, &argv[2], replace, false).await?;
+            r.int(done.unwrap_or(false) as i64);
+        }
+        ConnCmd::Lcs => lcs(shard, db, argv, r).await?,
+        ConnCmd::Scan => scan(shard, db, argv, r).await?,
+        ConnCmd::Keys => {
+            let pattern = argv[1].clone();
+            let found = shard
+                .broadcast(move |st: &ShardState| {
+                    let n = st.global.shards;
+                    let (from, to) = (first_slot_of(st.id, n), first_slot_of(st.id + 1, n));
+                    let mut out = Vec::new();
+                    let res = st.ks.scan_slots(db, from, to, now_ms(), |key, _| {
+                        if glob::matches(&pattern, key, false) {
+                            out.push(Bytes::copy_from_slice(key));
+                        }
+                        true
+                    });
+                    res.map(|_| out)
+                })
+                .await;
+            let mut all = Vec::new();
+            for part in found {
+                all.extend(part?);
+            }
+            r.array(all.len());
+            for key in &all {
+                r.bulk(key);
+            }
+        }
+        ConnCmd::Dbsize => {
+            let counts = shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
+            r.int(counts.iter().sum());
+        }
+        ConnCmd::Flushdb | ConnCmd::Flushall => {
+            if argv.len() > 2 || (argv.len() == 2 && !is(&argv[1], "sync") && !is(&argv[1], "async")) {
+                return Err(SYNTAX);
+            }
+            let all = c == ConnCmd::Flushall;
+            let res = shard
+                .broadcast(move |st: &ShardState| {
+                    if all {
+                        (0..st.ks.databases()).try_for_each(|d| st.ks.flush_db(d as u8))
+                    } else {
+                        st.ks.flush_db(db)
+                    }
+                })
+                .await;
+            res.into_iter().collect::<CmdResult<Vec<()>>>()?;
+            r.ok();
+        }
+        ConnCmd::Randomkey => match randomkey(shard, db).await? {
+            Some(key) => r.bulk(&key),
+            None => r.null(),
+        },
+        _ => return Err(CmdError::new("ERR internal routing error")),
+    }
+    Ok(())
+}
+
+async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
+    let keys = keys_from(argv, 1, 2);
+    let groups = group(&keys, shard.count());
+    let pairs_of =
+        |items: &[(usize, Bytes)]| -> Vec<(Bytes, Bytes)> { items.iter().map(|(p, key)| (key.clone(), argv[p + 1].clone())).collect() };
+    if groups.len() == 1 {
+        let (target, items) = &groups[0];
+        let pairs = pairs_of(items);
+        return shard
+            .invoke_on(*target, move |st: &ShardState| k::mset_pairs(&st.ks, db, &pairs, now_ms(), nx))
+            .await;
+    }
+    if nx {
+        // Phase one: does any key exist anywhere? Nothing is written if so.
+        let parts = fan_out(shard, &keys, move |st, ks| k::exists_keys(&st.ks, db, &ks, now_ms())).await;
+        for (_, n) in parts {
+            if n? > 0 {
+                return Ok(false);
+            }
+        }
+    }
+    let mut futs = Vec::new();
+    for (target, items) in &groups {
+        let pairs = pairs_of(items);
+        futs.push(shard.invoke_on(*target, move |st: &ShardState| k::mset_pairs(&st.ks, db, &pairs, now_ms(), false)));
+    }
+    for res in shards::join_all(futs).await {
+        res?;
+    }
+    Ok(true)
+}
+
+/// RENAME / RENAMENX / COPY. Returns None when the source is missing,
+/// Some(false) when the destination exists and may not be replaced.
+async fn move_key(shard: &S, src_db: u8, src: &Bytes, dst_db: u8, dst: &Bytes, replace: bool, delete_src: bool) -> CmdResult<Option<bool>> {
+    let n = shard.count();
+    let (so, dso) = (owner(src, n), owner(dst, n));
+    let (src, dst) = (src.clone(), dst.clone());
+    if so == dso {
+        // Same owner: one synchronous step, atomic on that shard.
+        return shard
+            .invoke_on(so, move |st: &ShardState| {
+                let now = now_ms();
+                let Some(raw) = k::take_raw(&st.ks, src_db, &src, now, false)? else {
+                    return Ok(None);
+                };
+                if src == dst && src_db == dst_db {
+                    return Ok(Some(replace));
+                }
+                if !k::put_raw(&st.ks, dst_db, &dst, &raw, now, replace)? {
+                    return Ok(Some(false));
+                }
+                if delete_src {
+                    st.ks.delete(src_db, &src, now)?;
+                }
+                Ok(Some(true))
+            })
+            .await;
+    }
+    let s2 = src.clone();
+    let Some(raw) = shard
+        .invoke_on(so, move |st: &ShardState| k::take_raw(&st.ks, src_db, &s2, now_ms(), false))
+        .await?
+    else {
+        return Ok(None);
+    };
+    let placed = shard
+        .invoke_on(dso, move |st: &ShardState| {
+            k::put_raw(&st.ks, dst_db, &dst, &raw, now_ms(), replace)
+        })
+        .await?;
+    if !placed {
+        return Ok(Some(false));
+    }
+    if delete_src {
+        shard
+            .invoke_on(so, move |st: &ShardState| st.ks.delete(src_db, &src, now_ms()))
+            .await?;
+    }
+    Ok(Some(true))
+}
+
+async fn lcs(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (mut want_len, mut want_idx, mut with_len, mut min_len) = (false, false, false, 0i64);
+    let mut j = 3;
+    while j < argv.len() {
+        let a = &argv[j];
+        if is(a, "idx") {
+            want_idx = true;
+        } else if is(a, "len") {
+            want_len = true;
+        } else if is(a, "withmatchlen") {
+            with_len = true;
+        } else if is(a, "minmatchlen") && j + 1 < argv.len() {
+            j += 1;
+            min_len = int(&argv[j])?.max(0);
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    let mut values = Vec::with_capacity(2);
+    for key in [&argv[1], &argv[2]] {
+        let key = key.clone();
+        let v = shard
+            .invoke_on(owner(&key, shard.count()), move |st: &ShardState| {
+                st.ks.read(db, &key, now_ms(), |m| match m {
+                    None => Ok(Vec::new()),
+                    Some(m) if m.ty == KeyType::String => Ok(m.body.to_vec()),
+                    Some(_) => Err(CmdError::new("ERR The specified keys must contain string values")),
+                })?
+            })
+            .await?;
+        values.push(v);
+    }
+    if want_len && want_idx {
+        return Err(CmdError::new("ERR If you want both the length and indexes, please just use IDX."));
+    }
+    if (values[0].len() as u64 + 1) * (values[1].len() as u64 + 1) * 4 > shard.state().global.max_string_len() as u64 {
+        return Err(CmdError::new(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let res = crate::types::string::lcs(&values[0], &values[1]);
+    if want_len {
+        r.int(res.seq.len() as i64);
+    } else if want_idx {
+        let kept: Vec<_> = res.matches.iter().filter(|m| (m.1 - m.0 + 1) as i64 >= min_len).collect();
+        r.map(2);
+        r.bulk(b"matches");
+        r.array(kept.len());
+        for (a0, a1, b0, b1) in kept {
+            r.array(if with_len { 3 } else { 2 });
+            r.array(2);
+            r.int(*a0 as i64);
+            r.int(*a1 as i64);
+            r.array(2);
+            r.int(*b0 as i64);
+            r.int(*b1 as i64);
+            if with_len {
+                r.int((a1 - a0 + 1) as i64);
+            }
+        }
+        r.bulk(b"len");
+        r.int(res.seq.len() as i64);
+    } else {
+        r.bulk(&res.seq);
+    }
+    Ok(())
+}
+
+/// SCAN: the cursor is the next hash slot to visit. Each call visits whole
+/// slots on the shard owning the cursor's slot, so a key present for the
+/// whole scan is returned exactly once, and the cursor is a plain number.
+async fn scan(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let cursor = std::str::from_utf8(&argv[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| CmdError::new("ERR invalid cursor"))?;
+    let (mut pattern, mut count, mut ty) = (None, 10usize, None);
+    let mut j = 2;
+    while j < argv.len() {
+        let a = &argv[j];
+        if is(a, "match") && j + 1 < argv.len() {
+            pattern = Some(argv[j + 1].clone());
+        } else if is(a, "count") && j + 1 < argv.len() {
+            let c = int(&argv[j + 1])?;
+            if c < 1 {
+                return Err(SYNTAX);
+            }
+            count = c as usize;
+        } else if is(a, "type") && j + 1 < argv.len() {
+            ty = Some(text(&argv[j + 1]).to_ascii_lowercase());
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 2;
+    }
+    if cursor >= SLOTS as u64 {
+        r.array(2);
+        r.bulk(b"0");
+        r.array(0);
+        return Ok(());
+    }
+    let slot = cursor as u16;
+    let n = shard.count();
+    let target = shard_of_slot(slot, n);
+    let end = first_slot_of(target + 1, n);
+    let (next, keys) = shard
+        .invoke_on(target, move |st: &ShardState| {
+            let mut out = Vec::new();
+            let mut visited = 0usize;
+            let next = st.ks.scan_slots(db, slot, end, now_ms(), |key, m| {
+                visited += 1;
+                let type_ok = ty.as_deref().is_none_or(|t| t == m.ty.name());
+                let match_ok = pattern.as_ref().is_none_or(|p| glob::matches(p, key, false));
+                if type_ok && match_ok {
+                    out.push(Bytes::copy_from_slice(key));
+                }
+                visited < count
+            })?;
+            Ok::<_, CmdError>((next, out))
+        })
+        .await?;
+    let next = if next >= SLOTS { 0 } else { next };
+    r.array(2);
+    r.bulk(next.to_string().as_bytes());
+    r.array(keys.len());
+    for key in &keys {
+        r.bulk(key);
+    }
+    Ok(())
+}
+
+/// A cheap random number (xorshift over the clock): RANDOMKEY needs no more.
+fn random_u64() -> u64 {
+    let mut x = crate::server::global::now_us() ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
+async fn randomkey(shard: &S, db: u8) -> CmdResult<Option<Bytes>> {
+    let counts = shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
+    let total: i64 = counts.iter().sum();
+    if total <= 0 {
+        return Ok(None);
+    }
+    // Pick a shard weighted by its key count, then a random slot within it.
+    let mut pick = (random_u64() % total as u64) as i64;
+    let mut target = 0;
+    for (i, c) in counts.iter().enumerate() {
+        if pick < *c {
+            target = i;
+            break;
+        }
+        pick -= c;
+    }
+    let seed = random_u64();
+    shard
+        .invoke_on(target, move |st: &ShardState| {
+            let n = st.global.shards;
+            let from = first_slot_of(st.id, n);
+            let to = first_slot_of(st.id + 1, n);
+            let start = from + (seed % (to - from).max(1) as u64) as u16;
+            for (a, b) in [(start, to), (from, start)] {
+                let mut found = None;
+                st.ks.scan_slots(db, a, b, now_ms(), |key, _| {
+                    found = Some(Bytes::copy_from_slice(key));
+                    false
+                })?;
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+            Ok(None)
+        })
+        .await
+}

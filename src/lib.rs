@@ -1,0 +1,29 @@
+//! Basalt: a Redis-compatible server that keeps its data on disk in RocksDB,
+//! thread-per-core on glommio.
+//!
+//! Module map (each module says its job at its top):
+//! - [`resp`]: RESP request parser and reply writer; depends on nothing else.
+//! - [`server`]: startup, accept loop, connection loop, client registry.
+//! - [`cmd`]: the command table (declared once) and argument parsing + replies
+//!   per command family.
+//! - [`coord`]: multi-key fan-out across shards and whole-keyspace commands.
+//! - [`types`]: data structure logic on the storage layer; no RESP.
+//! - [`storage`]: the only module that names `rocksdb`: open, column
+//!   families, key and value encoding.
+//! - [`shard`]: one shard's state and counters.
+//! - [`expire`]: active expiration.
+//! - [`config`]: parameters from flags, file and CONFIG.
+//! - [`glob`]: Redis's pattern matching.
+//! - [`error`]: the error type that maps to RESP errors.
+
+pub mod cmd;
+pub mod config;
+pub mod coord;
+pub mod error;
+pub mod expire;
+pub mod glob;
+pub mod resp;
+pub mod server;
+pub mod shard;
+pub mod storage;
+pub mod types;

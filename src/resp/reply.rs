@@ -1,0 +1,254 @@
+//! The reply writer: RESP2 and RESP3 encodings into one output buffer.
+//!
+// Hot path: every reply goes through here. Integers are formatted with
+// `itoa`-style stack buffers, never `format!`; nothing allocates except the
+// output buffer growing.
+//
+//! A `Reply` knows the connection's protocol version and picks the encoding
+//! (RESP2 `$-1` vs RESP3 `_` for nulls, `%` maps vs flat arrays, ...), so
+//! command handlers say what they mean and not how it is spelled.
+
+/// An output buffer plus the protocol version it speaks.
+#[derive(Debug, Default, Clone)]
+pub struct Reply {
+    pub buf: Vec<u8>,
+    pub resp3: bool,
+}
+
+fn write_i64(buf: &mut Vec<u8>, v: i64) {
+    let mut tmp = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        buf.push(b'-');
+    }
+    buf.extend_from_slice(&tmp[i..]);
+}
+
+/// Formats a double the way Redis does for replies (`%.17g`, trimmed, with
+/// `inf`/`-inf`/`nan` spelled as Redis spells them).
+pub fn format_double(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    // Rust's shortest round-trip formatting equals %.17g after trimming for
+    // every finite value Redis prints, except the exponent style.
+    let s = format!("{v}");
+    if s.contains('e') {
+        return s;
+    }
+    if v.abs() >= 1e17 || (v != 0.0 && v.abs() < 1e-4) {
+        let e = format!("{v:e}");
+        // Rust prints 1e20; C prints 1e+20.
+        if let Some((m, exp)) = e.split_once('e') {
+            let (sign, digits) = if let Some(d) = exp.strip_prefix('-') {
+                ('-', d)
+            } else {
+                ('+', exp)
+            };
+            return format!("{m}e{sign}{digits:0>2}");
+        }
+    }
+    s
+}
+
+impl Reply {
+    pub fn new(resp3: bool) -> Self {
+        Reply {
+            buf: Vec::with_capacity(256),
+            resp3,
+        }
+    }
+
+    #[inline]
+    fn header(&mut self, tag: u8, n: i64) {
+        self.buf.push(tag);
+        write_i64(&mut self.buf, n);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// `+OK`.
+    #[inline]
+    pub fn ok(&mut self) {
+        self.buf.extend_from_slice(b"+OK\r\n");
+    }
+
+    /// A simple string. Must not contain CR or LF.
+    pub fn simple(&mut self, s: &str) {
+        self.buf.push(b'+');
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// An error line; `msg` is the whole text including its code (`ERR ...`).
+    /// CR and LF are replaced by spaces, as Redis does.
+    pub fn error(&mut self, msg: &str) {
+        self.buf.push(b'-');
+        for &b in msg.as_bytes() {
+            self.buf.push(if b == b'\r' || b == b'\n' { b' ' } else { b });
+        }
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    #[inline]
+    pub fn int(&mut self, v: i64) {
+        self.header(b':', v);
+    }
+
+    #[inline]
+    pub fn bulk(&mut self, data: &[u8]) {
+        self.header(b'$', data.len() as i64);
+        self.buf.extend_from_slice(data);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// A bulk string built from parts, without joining them first.
+    pub fn bulk_parts(&mut self, parts: &[&[u8]]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.header(b'$', len as i64);
+        for p in parts {
+            self.buf.extend_from_slice(p);
+        }
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    pub fn bulk_i64(&mut self, v: i64) {
+        let mut tmp = Vec::with_capacity(20);
+        write_i64(&mut tmp, v);
+        self.bulk(&tmp);
+    }
+
+    /// A null bulk string (`$-1` / `_`).
+    #[inline]
+    pub fn null(&mut self) {
+        if self.resp3 {
+            self.buf.extend_from_slice(b"_\r\n");
+        } else {
+            self.buf.extend_from_slice(b"$-1\r\n");
+        }
+    }
+
+    /// A null array (`*-1` / `_`).
+    pub fn null_array(&mut self) {
+        if self.resp3 {
+            self.buf.extend_from_slice(b"_\r\n");
+        } else {
+            self.buf.extend_from_slice(b"*-1\r\n");
+        }
+    }
+
+    #[inline]
+    pub fn array(&mut self, n: usize) {
+        self.header(b'*', n as i64);
+    }
+
+    /// A map of `n` pairs: `%n` in RESP3, an array of `2n` in RESP2.
+    pub fn map(&mut self, n: usize) {
+        if self.resp3 {
+            self.header(b'%', n as i64);
+        } else {
+            self.header(b'*', 2 * n as i64);
+        }
+    }
+
+    /// A set of `n` elements: `~n` in RESP3, an array in RESP2.
+    pub fn set(&mut self, n: usize) {
+        self.header(if self.resp3 { b'~' } else { b'*' }, n as i64);
+    }
+
+    /// A double: `,` in RESP3, a bulk string in RESP2.
+    pub fn double(&mut self, v: f64) {
+        let s = format_double(v);
+        if self.resp3 {
+            self.buf.push(b',');
+            self.buf.extend_from_slice(s.as_bytes());
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(s.as_bytes());
+        }
+    }
+
+    /// A verbatim string (`=` with `txt:` in RESP3), a bulk string in RESP2.
+    pub fn verbatim(&mut self, text: &str) {
+        if self.resp3 {
+            self.header(b'=', text.len() as i64 + 4);
+            self.buf.extend_from_slice(b"txt:");
+            self.buf.extend_from_slice(text.as_bytes());
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(text.as_bytes());
+        }
+    }
+
+    /// An array of bulk strings.
+    pub fn bulk_array<T: AsRef<[u8]>>(&mut self, items: &[T]) {
+        self.array(items.len());
+        for i in items {
+            self.bulk(i.as_ref());
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(resp3: bool, f: impl FnOnce(&mut Reply)) -> String {
+        let mut r = Reply::new(resp3);
+        f(&mut r);
+        String::from_utf8(r.buf).unwrap()
+    }
+
+    type Case = (bool, Box<dyn Fn(&mut Reply)>, &'static str);
+
+    #[test]
+    fn encodings() {
+        let cases: Vec<Case> = vec![
+            (false, Box::new(|r| r.int(-42)), ":-42\r\n"),
+            (false, Box::new(|r| r.int(i64::MIN)), ":-9223372036854775808\r\n"),
+            (false, Box::new(|r| r.bulk(b"hi")), "$2\r\nhi\r\n"),
+            (false, Box::new(|r| r.null()), "$-1\r\n"),
+            (true, Box::new(|r| r.null()), "_\r\n"),
+            (false, Box::new(|r| r.null_array()), "*-1\r\n"),
+            (false, Box::new(|r| r.map(2)), "*4\r\n"),
+            (true, Box::new(|r| r.map(2)), "%2\r\n"),
+            (true, Box::new(|r| r.set(3)), "~3\r\n"),
+            (false, Box::new(|r| r.double(1.5)), "$3\r\n1.5\r\n"),
+            (true, Box::new(|r| r.double(3.0)), ",3\r\n"),
+            (false, Box::new(|r| r.error("ERR a\r\nb")), "-ERR a  b\r\n"),
+            (true, Box::new(|r| r.verbatim("x")), "=5\r\ntxt:x\r\n"),
+        ];
+        for (resp3, f, want) in cases {
+            assert_eq!(out(resp3, |r| f(r)), want);
+        }
+    }
+
+    #[test]
+    fn doubles_like_redis() {
+        assert_eq!(format_double(10.5), "10.5");
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(5.0e3), "5000");
+        assert_eq!(format_double(f64::INFINITY), "inf");
+        assert_eq!(format_double(1e20), "1e+20");
+        assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
+    }
+}

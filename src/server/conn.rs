@@ -1,0 +1,335 @@
+//! The connection loop: read, parse, route, reply.
+//!
+// Hot path: everything here runs per request. No allocation per argument
+// (arguments are slices of one frozen read chunk), no logging per command,
+// one write per batch of pipelined replies, one cross-shard message per run
+// of consecutive commands for the same remote shard.
+//
+//! A batch is every complete request in the read buffer. Requests run in
+//! order; a run of consecutive shard-local commands owned by one remote shard
+//! travels as one `invoke_on` and comes back as one reply buffer.
+
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use shards::rt::TcpStream;
+use shards::Shard;
+
+use crate::cmd::{self, CommandSpec, ConnCmd, Ctx, Exec};
+use crate::error::CmdError;
+use crate::resp::{parse_request, Limits, Reply};
+use crate::server::global::{now_ms, ClientInfo};
+use crate::shard::ShardState;
+use crate::storage::{keys::slot_of, shard_of_slot};
+
+const READ_CHUNK: usize = 16 * 1024;
+
+/// Per-connection state that connection commands change.
+pub struct Client {
+    pub info: Arc<ClientInfo>,
+    pub db: u8,
+    pub resp3: bool,
+    pub authed: bool,
+    pub closing: bool,
+}
+
+/// The shard that owns `key`.
+#[inline]
+pub fn owner(key: &[u8], shards: usize) -> usize {
+    shard_of_slot(slot_of(key), shards)
+}
+
+/// Where a shard command runs: the owner of its routing key, or here.
+fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> usize {
+    if spec.first_key > 0 && (spec.first_key as usize) < argv.len() {
+        owner(&argv[spec.first_key as usize], shards)
+    } else {
+        here
+    }
+}
+
+/// Runs one shard command against `st` and records its stats.
+#[inline]
+pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes], db: u8, r: &mut Reply) {
+    let start = Instant::now();
+    let ctx = Ctx {
+        shard: st,
+        db,
+        now_ms: now_ms(),
+    };
+    // A bug in one handler must not take the shard down with it.
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
+    let failed = res.is_err();
+    if let Err(e) = res {
+        r.error(&e.0);
+    }
+    st.record(idx, start.elapsed().as_micros() as u64, failed);
+}
+
+/// The reply for a command whose handler panicked (logged; a bug to fix).
+fn internal_error(argv: &[Bytes]) -> CmdError {
+    tracing::error!(command = %String::from_utf8_lossy(&argv[0]), "command handler panicked");
+    CmdError::new("ERR internal error while executing the command")
+}
+
+/// Checks done before a command runs: unknown, arity, subcommand, auth.
+fn precheck(client: &Client, argv: &[Bytes], requirepass: bool) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
+    let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
+        return Err((None, cmd::unknown_command_error(argv)));
+    };
+    if requirepass && !client.authed && !spec.flags.contains(&"no_auth") {
+        return Err((Some(idx), "NOAUTH Authentication required.".into()));
+    }
+    if !CommandSpec::arity_ok(spec.arity, argv.len()) {
+        return Err((Some(idx), cmd::arity_error(spec.name)));
+    }
+    cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
+    Ok((idx, spec))
+}
+
+/// Serves one client until it quits, is killed, errs or times out.
+pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
+    let st = shard.state().clone();
+    let g = st.global.clone();
+    let _ = stream.set_nodelay(true);
+    let id = g.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let info = Arc::new(ClientInfo {
+        id,
+        addr: stream.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+        laddr: stream.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+        shard: shard.id(),
+        created: Instant::now(),
+        name: Default::default(),
+        lib_name: Default::default(),
+        lib_ver: Default::default(),
+        last_cmd: Default::default(),
+        last_active_ms: now_ms().into(),
+        db: 0.into(),
+        resp: 2.into(),
+        killed: false.into(),
+    });
+    {
+        let admitted = match g.clients.lock() {
+            Ok(mut clients) if (clients.len() as u64) < g.config.maxclients.load(Ordering::Relaxed) => {
+                clients.insert(id, info.clone());
+                true
+            }
+            _ => false,
+        };
+        if !admitted {
+            g.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+            return;
+        }
+    }
+    g.total_connections.fetch_add(1, Ordering::Relaxed);
+    // As Redis: a client that connects while no password is set is authenticated.
+    let authed = !g.config.requirepass_set.load(Ordering::Relaxed);
+    let mut client = Client {
+        info: info.clone(),
+        db: 0,
+        resp3: false,
+        authed,
+        closing: false,
+    };
+    let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = Reply::new(false);
+    loop {
+        let timeout = g.config.timeout_secs.load(Ordering::Relaxed);
+        let _ = stream.set_read_timeout(if timeout > 0 { Some(Duration::from_secs(timeout)) } else { None });
+        let filled = rbuf.len();
+        if rbuf.capacity() - filled < READ_CHUNK / 4 {
+            rbuf.reserve(READ_CHUNK);
+        }
+        let room = rbuf.capacity() - filled;
+        rbuf.resize(filled + room, 0);
+        let n = match stream.read(&mut rbuf[filled..]).await {
+            Ok(0) | Err(_) => {
+                rbuf.truncate(filled);
+                break;
+            }
+            Ok(n) => n,
+        };
+        rbuf.truncate(filled + n);
+        st.net.borrow_mut().0 += n as u64;
+        if rbuf.len() as u64 > g.config.query_buffer_limit.load(Ordering::Relaxed) {
+            tracing::warn!(client = id, "closing client that exceeded client-query-buffer-limit");
+            break;
+        }
+        out.resp3 = client.resp3;
+        let proto_err = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
+        if !out.buf.is_empty() {
+            st.net.borrow_mut().1 += out.buf.len() as u64;
+            if stream.write_all(&out.buf).await.is_err() {
+                break;
+            }
+            out.buf.clear();
+            if out.buf.capacity() > 1 << 20 {
+                out.buf.shrink_to(64 * 1024);
+            }
+        }
+        if proto_err || client.closing || info.killed.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    if let Ok(mut clients) = g.clients.lock() {
+        clients.remove(&id);
+    }
+    let _ = stream.close().await;
+}
+
+/// Parses every complete request in `rbuf` and runs them in order, replies
+/// into `out`. Returns true on a protocol error (reply written; close).
+async fn run_batch(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mut Client, rbuf: &mut BytesMut, out: &mut Reply) -> bool {
+    let limits = Limits {
+        max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
+        unauthenticated: !client.authed && st.global.config.requirepass_set.load(Ordering::Relaxed),
+    };
+    let mut frames = Vec::new();
+    let mut consumed = 0;
+    let mut proto_err = None;
+    loop {
+        match parse_request(&rbuf[consumed..], limits) {
+            Ok(Some(f)) => {
+                let base = consumed;
+                consumed += f.consumed;
+                if f.args.is_empty() && f.owned.is_none() {
+                    continue;
+                }
+                frames.push((base, f));
+            }
+            Ok(None) => break,
+            Err(e) => {
+                proto_err = Some(e);
+                break;
+            }
+        }
+    }
+    // One freeze per batch: every argument is a slice of this chunk.
+    let chunk = rbuf.split_to(consumed).freeze();
+    let mut cmds: Vec<Vec<Bytes>> = frames
+        .into_iter()
+        .map(|(base, f)| match f.owned {
+            Some(owned) => owned.into_iter().map(Bytes::from).collect(),
+            None => f.args.into_iter().map(|r| chunk.slice(base + r.start..base + r.end)).collect(),
+        })
+        .filter(|a: &Vec<Bytes>| !a.is_empty())
+        .collect();
+    execute(shard, st, client, &mut cmds, out).await;
+    if let Some(e) = proto_err {
+        out.error(&format!("ERR Protocol error: {}", e.0));
+        return true;
+    }
+    false
+}
+
+async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mut Client, cmds: &mut [Vec<Bytes>], out: &mut Reply) {
+    let g = &st.global;
+    let requirepass = g.config.requirepass_set.load(Ordering::Relaxed);
+    let here = shard.id();
+    let n = shard.count();
+    let mut i = 0;
+    while i < cmds.len() && !client.closing {
+        let (idx, spec) = match precheck(client, &cmds[i], requirepass) {
+            Ok(found) => found,
+            Err((idx, msg)) => {
+                if let Some(idx) = idx {
+                    st.record_rejected(idx);
+                }
+                out.error(&msg);
+                i += 1;
+                continue;
+            }
+        };
+        client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
+        client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
+        match spec.exec {
+            Exec::Shard(f) => {
+                let target = target_of(spec, &cmds[i], here, n);
+                if target == here {
+                    run_shard_cmd(st, idx, f, &cmds[i], client.db, out);
+                    i += 1;
+                    continue;
+                }
+                // Gather the run of commands for the same remote shard.
+                let mut batch = vec![(idx, f, std::mem::take(&mut cmds[i]))];
+                let mut j = i + 1;
+                while j < cmds.len() {
+                    match precheck(client, &cmds[j], requirepass) {
+                        Ok((idx2, spec2)) => match spec2.exec {
+                            Exec::Shard(f2) if target_of(spec2, &cmds[j], here, n) == target => {
+                                batch.push((idx2, f2, std::mem::take(&mut cmds[j])));
+                                j += 1;
+                            }
+                            _ => break,
+                        },
+                        Err(_) => break,
+                    }
+                }
+                let (db, resp3) = (client.db, client.resp3);
+                let bytes = shard
+                    .invoke_on(target, move |remote: &ShardState| {
+                        let mut r = Reply::new(resp3);
+                        for (idx, f, argv) in &batch {
+                            run_shard_cmd(remote, *idx, *f, argv, db, &mut r);
+                        }
+                        r.buf
+                    })
+                    .await;
+                out.buf.extend_from_slice(&bytes);
+                i = j;
+            }
+            Exec::Conn(c) => {
+                let argv = std::mem::take(&mut cmds[i]);
+                let start = Instant::now();
+                let res = std::panic::AssertUnwindSafe(run_conn(shard, st, client, c, &argv, out))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| Err(internal_error(&argv)));
+                let failed = res.is_err();
+                if let Err(e) = res {
+                    out.error(&e.0);
+                }
+                st.record(idx, start.elapsed().as_micros() as u64, failed);
+                i += 1;
+            }
+        }
+    }
+}
+
+async fn run_conn(
+    shard: &Rc<Shard<ShardState>>,
+    st: &Rc<ShardState>,
+    client: &mut Client,
+    c: ConnCmd,
+    argv: &[Bytes],
+    out: &mut Reply,
+) -> Result<(), CmdError> {
+    use crate::cmd::{command, connection, server};
+    use crate::coord;
+    match c {
+        ConnCmd::Ping
+        | ConnCmd::Echo
+        | ConnCmd::Quit
+        | ConnCmd::Reset
+        | ConnCmd::Hello
+        | ConnCmd::Auth
+        | ConnCmd::Select
+        | ConnCmd::Client => connection::run(st, client, c, argv, out),
+        ConnCmd::Command => command::run(argv, out),
+        ConnCmd::Info
+        | ConnCmd::Config
+        | ConnCmd::Time
+        | ConnCmd::Shutdown
+        | ConnCmd::Lastsave
+        | ConnCmd::Save
+        | ConnCmd::Bgsave
+        | ConnCmd::Debug => server::run(shard, st, client, c, argv, out).await,
+        _ => coord::run(shard, client.db, c, argv, out).await,
+    }
+}

@@ -1,0 +1,179 @@
+//! The server: startup, the per-shard accept loop, the connection loop.
+//!
+//! `run` opens storage, starts one shard per core through the `shards`
+//! runtime, and on every shard binds the same port (SO_REUSEPORT: the kernel
+//! spreads connections over shards), accepts clients and runs the active
+//! expiration task. Signals and SHUTDOWN sync the WAL and exit.
+
+pub mod conn;
+pub mod global;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use shards::{Config as RtConfig, Runtime, Shard};
+
+use crate::config::Config;
+use crate::shard::ShardState;
+use crate::storage::{Engine, Fsync, StoreOptions};
+use crate::types::keyspace::Keyspace;
+use global::Global;
+
+/// Blocks SIGINT/SIGTERM in this thread and every thread started after it.
+/// Must run before anything starts threads (RocksDB starts its own at open):
+/// a thread that does not block them would take the default action and kill
+/// the process without syncing the WAL.
+fn block_shutdown_signals() -> libc::sigset_t {
+    // SAFETY: plain libc signal-mask calls on a zeroed sigset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Waits for SIGINT/SIGTERM on a dedicated thread that shuts down cleanly.
+fn install_signal_thread(g: Arc<Global>, set: libc::sigset_t) {
+    // SAFETY: sigwait on a set this process blocked in every thread.
+    unsafe {
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                let mut sig: libc::c_int = 0;
+                libc::sigwait(&set, &mut sig);
+                tracing::info!(signal = sig, "received signal");
+                crate::cmd::server::shutdown_now(&g);
+            })
+            .ok();
+    }
+}
+
+/// Syncs the WAL once a second while `appendfsync` is `everysec`.
+fn start_fsync_thread(engine: &'static Engine) {
+    std::thread::Builder::new()
+        .name("wal-sync".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_secs(1));
+            if engine.fsync() == Fsync::EverySec {
+                if let Err(e) = engine.sync_wal() {
+                    tracing::error!(error = %e, "WAL sync failed");
+                }
+            }
+        })
+        .ok();
+}
+
+fn parse_cores(s: &str) -> Vec<usize> {
+    s.split(',').filter_map(|c| c.trim().parse().ok()).collect()
+}
+
+/// Starts the server and blocks until it exits.
+pub fn run(config: Config) -> Result<(), String> {
+    let signals = block_shutdown_signals();
+    let cores = match parse_cores(&config.get("cores")) {
+        c if !c.is_empty() => c,
+        _ => shards::available_cores(),
+    };
+    let shards = match config.get_int("shards") {
+        n if n > 0 => n as usize,
+        _ => cores.len().max(1),
+    };
+    let databases = config.get_int("databases").max(1) as usize;
+    let engine: &'static Engine = Box::leak(Box::new(
+        Engine::open(&StoreOptions {
+            dir: config.get("dir").into(),
+            shards,
+            block_cache_bytes: config.get_int("block-cache-size") as usize,
+            write_buffer_bytes: config.get_int("write-buffer-size") as usize,
+        })
+        .map_err(|e| format!("cannot open storage: {e}"))?,
+    ));
+    engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));
+    let port = config.get_int("port") as u16;
+    let bind = config.get("bind");
+    let spin = Duration::from_micros(config.get_int("shard-spin-us") as u64);
+    let g = Arc::new(Global {
+        config,
+        engine,
+        shards,
+        databases,
+        started: Instant::now(),
+        run_id: format!(
+            "{:040x}",
+            (global::now_us() as u128 * 0x9E37_79B9_7F4A_7C15u128) ^ std::process::id() as u128
+        ),
+        port,
+        clients: Mutex::new(BTreeMap::new()),
+        next_client_id: AtomicU64::new(1),
+        total_connections: AtomicU64::new(0),
+        rejected_connections: AtomicU64::new(0),
+        lastsave: AtomicU64::new(global::now_ms() / 1000),
+        bgsave_running: AtomicBool::new(false),
+    });
+    install_signal_thread(g.clone(), signals);
+    start_fsync_thread(engine);
+    let addr = format!("{bind}:{port}");
+    tracing::info!(%addr, shards, ?cores, dir = %engine.dir().display(), "Basalt starting");
+    let g2 = g.clone();
+    let make_state = move |id: usize| -> ShardState {
+        let store = match g2.engine.shard(id) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(shard = id, error = %e, "cannot open shard store");
+                std::process::exit(1);
+            }
+        };
+        let ks = match Keyspace::open(store, g2.databases) {
+            Ok(ks) => ks,
+            Err(e) => {
+                tracing::error!(shard = id, error = %e.0, "cannot count keys");
+                std::process::exit(1);
+            }
+        };
+        ShardState::new(id, ks, g2.clone())
+    };
+    let rt = Runtime::start(
+        RtConfig {
+            shards,
+            cores,
+            spin_before_park: spin,
+        },
+        make_state,
+        move |shard: Rc<Shard<ShardState>>| {
+            let addr = addr.clone();
+            async move { shard_main(shard, addr).await }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    rt.join();
+    Ok(())
+}
+
+async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
+    let listener = match shards::rt::TcpListener::bind(addr.as_str()) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(shard = shard.id(), %addr, error = %e, "cannot listen");
+            std::process::exit(1);
+        }
+    };
+    if shard.id() == 0 {
+        tracing::info!(%addr, "Ready to accept connections tcp");
+    }
+    shards::rt::spawn(crate::expire::active_expire_loop(shard.clone()));
+    loop {
+        match listener.accept().await {
+            Ok(stream) => shards::rt::spawn(conn::serve(shard.clone(), stream)),
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                shards::rt::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}

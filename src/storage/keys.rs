@@ -1,0 +1,152 @@
+//! Key encoding: how a Redis key becomes a RocksDB key (see docs/encoding.md).
+//!
+//! ```text
+//! meta key   db(1) 'M' slot(2,BE) user_key                                  -> meta value
+//! sub key    db(1) 'S' slot(2,BE) keylen(4,BE) user_key version(8,BE) sub   -> sub value
+//! ttl index  0xFF 'T' expire_ms(8,BE) db(1) user_key                        -> ""
+//! ```
+//! Big-endian integers make byte order numeric order, so a db's meta records
+//! are one contiguous range, sorted by slot: FLUSHDB is one range delete and
+//! SCAN walks slots in order. The db byte is at most 254, so the TTL index
+//! (0xFF) sorts after every db.
+//!
+//! This module is pure: no I/O, no RocksDB types.
+
+/// Tag of meta records.
+pub const TAG_META: u8 = b'M';
+/// Tag of collection member records (hashes, sets, lists...).
+pub const TAG_SUB: u8 = b'S';
+/// First byte of the TTL index.
+pub const TTL_PREFIX: [u8; 2] = [0xFF, b'T'];
+
+/// Redis Cluster's hash slot count.
+pub const SLOTS: u16 = 16384;
+
+/// CRC16-CCITT (XMODEM), as Redis Cluster uses for slots.
+pub fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in data {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+/// The hash slot of a key, honouring `{hash tags}` exactly as Redis Cluster.
+pub fn slot_of(key: &[u8]) -> u16 {
+    let hashed = match memchr::memchr(b'{', key) {
+        Some(open) => match memchr::memchr(b'}', &key[open + 1..]) {
+            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+            _ => key,
+        },
+        None => key,
+    };
+    crc16(hashed) & (SLOTS - 1)
+}
+
+/// The meta key of `key` in database `db`.
+pub fn meta_key(db: u8, key: &[u8]) -> Vec<u8> {
+    let slot = slot_of(key);
+    let mut k = Vec::with_capacity(4 + key.len());
+    k.push(db);
+    k.push(TAG_META);
+    k.extend_from_slice(&slot.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+/// The first meta key of `slot` in `db` (inclusive bound).
+pub fn meta_slot_start(db: u8, slot: u16) -> Vec<u8> {
+    let mut k = vec![db, TAG_META];
+    k.extend_from_slice(&slot.to_be_bytes());
+    k
+}
+
+/// Bounds of every meta record of `db`: `[db 'M', db 'N')`.
+pub fn meta_db_range(db: u8) -> (Vec<u8>, Vec<u8>) {
+    (vec![db, TAG_META], vec![db, TAG_META + 1])
+}
+
+/// Bounds of every record of `db`, meta and sub alike: `[db, db+1)`.
+pub fn db_range(db: u8) -> (Vec<u8>, Vec<u8>) {
+    (vec![db], vec![db + 1])
+}
+
+/// Splits a meta key into (db, slot, user key).
+pub fn split_meta_key(k: &[u8]) -> Option<(u8, u16, &[u8])> {
+    if k.len() < 4 || k[1] != TAG_META {
+        return None;
+    }
+    Some((k[0], u16::from_be_bytes([k[2], k[3]]), &k[4..]))
+}
+
+/// The TTL index entry for `key` in `db` expiring at `expire_ms`.
+pub fn ttl_key(expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(11 + key.len());
+    k.extend_from_slice(&TTL_PREFIX);
+    k.extend_from_slice(&expire_ms.to_be_bytes());
+    k.push(db);
+    k.extend_from_slice(key);
+    k
+}
+
+/// Splits a TTL index key into (expire_ms, db, user key).
+pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
+    if k.len() < 11 || k[..2] != TTL_PREFIX {
+        return None;
+    }
+    let mut ms = [0u8; 8];
+    ms.copy_from_slice(&k[2..10]);
+    Some((u64::from_be_bytes(ms), k[10], &k[11..]))
+}
+
+/// The slot a stored record belongs to, for moving it between shards.
+/// `None` for records of no slot (unknown tags).
+pub fn slot_of_record(k: &[u8]) -> Option<u16> {
+    if k.len() >= 2 && k[..2] == TTL_PREFIX {
+        return split_ttl_key(k).map(|(_, _, key)| slot_of(key));
+    }
+    if k.len() >= 4 && (k[1] == TAG_META || k[1] == TAG_SUB || k[1] == b'Z') {
+        return Some(u16::from_be_bytes([k[2], k[3]]));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_match_redis_cluster() {
+        // Values from CLUSTER KEYSLOT on a real Redis.
+        assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!(slot_of(b"bar"), 5061);
+        assert_eq!(slot_of(b"{user1000}.following"), slot_of(b"user1000"));
+        assert_eq!(slot_of(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 16383);
+        assert_eq!(slot_of(b"foo{{bar}}zap"), crc16(b"{bar") & 16383);
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+    }
+
+    #[test]
+    fn meta_keys_sort_by_db_then_slot() {
+        let a = meta_key(0, b"foo");
+        let b = meta_key(0, b"bar");
+        assert!(b < a, "slot 5061 sorts before slot 12182");
+        assert!(meta_key(0, b"zzz") < meta_key(1, b"aaa"));
+        assert_eq!(split_meta_key(&a), Some((0, 12182, &b"foo"[..])));
+        let (lo, hi) = meta_db_range(0);
+        assert!(lo <= a && a < hi);
+    }
+
+    #[test]
+    fn ttl_keys_sort_by_time_and_round_trip() {
+        let early = ttl_key(1000, 3, b"k");
+        let late = ttl_key(1001, 0, b"a");
+        assert!(early < late);
+        assert_eq!(split_ttl_key(&early), Some((1000, 3, &b"k"[..])));
+        assert_eq!(slot_of_record(&early), Some(slot_of(b"k")));
+        assert!(meta_key(254, b"\xff\xff") < early);
+    }
+}

@@ -1,0 +1,140 @@
+//! The meta value: one record per Redis key telling its type, expiry and,
+//! for a string, its payload (see docs/encoding.md).
+//!
+//! ```text
+//! format(1)=1 type(1) expire_ms(8,BE, 0 = none) body
+//! string body:      the payload bytes
+//! collection body:  version(8,BE) size(8,BE) type-specific fields
+//! ```
+//! The leading format byte lets a later layout read this one. Reading a key's
+//! type never needs more than this one record.
+
+/// The layout version written today.
+pub const FORMAT: u8 = 1;
+const HEADER: usize = 10;
+
+/// The Redis type of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum KeyType {
+    String = 0,
+    Hash = 1,
+    Set = 2,
+    List = 3,
+    ZSet = 4,
+    Stream = 5,
+}
+
+impl KeyType {
+    fn from_byte(b: u8) -> Option<KeyType> {
+        Some(match b {
+            0 => KeyType::String,
+            1 => KeyType::Hash,
+            2 => KeyType::Set,
+            3 => KeyType::List,
+            4 => KeyType::ZSet,
+            5 => KeyType::Stream,
+            _ => return None,
+        })
+    }
+
+    /// The name TYPE replies with.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::String => "string",
+            KeyType::Hash => "hash",
+            KeyType::Set => "set",
+            KeyType::List => "list",
+            KeyType::ZSet => "zset",
+            KeyType::Stream => "stream",
+        }
+    }
+}
+
+/// A decoded view of a meta value; borrows the stored bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta<'a> {
+    pub ty: KeyType,
+    /// Absolute Unix time in ms; 0 means no expiry.
+    pub expire_ms: u64,
+    /// For strings: the payload. For collections: version, size, specifics.
+    pub body: &'a [u8],
+}
+
+impl<'a> Meta<'a> {
+    /// Decodes a stored value; `None` if it is not a layout we know
+    /// (treated as corruption by callers, never as a panic).
+    pub fn decode(raw: &'a [u8]) -> Option<Meta<'a>> {
+        if raw.len() < HEADER || raw[0] != FORMAT {
+            return None;
+        }
+        let ty = KeyType::from_byte(raw[1])?;
+        let mut ms = [0u8; 8];
+        ms.copy_from_slice(&raw[2..10]);
+        Some(Meta {
+            ty,
+            expire_ms: u64::from_be_bytes(ms),
+            body: &raw[HEADER..],
+        })
+    }
+
+    /// True when the key has an expiry at or before `now_ms`.
+    #[inline]
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_ms != 0 && self.expire_ms <= now_ms
+    }
+}
+
+/// Encodes a string key's meta value.
+pub fn encode_string(expire_ms: u64, payload: &[u8]) -> Vec<u8> {
+    encode(KeyType::String, expire_ms, payload)
+}
+
+/// Encodes a meta value of any type with the given body.
+pub fn encode(ty: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(HEADER + body.len());
+    v.push(FORMAT);
+    v.push(ty as u8);
+    v.extend_from_slice(&expire_ms.to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+/// The same value with another expiry, without decoding the body.
+pub fn with_expire(raw: &[u8], expire_ms: u64) -> Vec<u8> {
+    let mut v = raw.to_vec();
+    if v.len() >= HEADER {
+        v[2..10].copy_from_slice(&expire_ms.to_be_bytes());
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let raw = encode_string(1234, b"hello");
+        let m = Meta::decode(&raw).unwrap();
+        assert_eq!(
+            m,
+            Meta {
+                ty: KeyType::String,
+                expire_ms: 1234,
+                body: b"hello"
+            }
+        );
+        assert!(m.is_expired(1234));
+        assert!(!m.is_expired(1233));
+        let raw2 = with_expire(&raw, 0);
+        assert!(!Meta::decode(&raw2).unwrap().is_expired(u64::MAX));
+    }
+
+    #[test]
+    fn rejects_unknown_layouts() {
+        assert!(Meta::decode(b"").is_none());
+        assert!(Meta::decode(&[2, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_none());
+        assert!(Meta::decode(&[1, 9, 0, 0, 0, 0, 0, 0, 0, 0]).is_none());
+    }
+}

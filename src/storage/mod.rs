@@ -1,0 +1,407 @@
+//! Storage: the only module that names `rocksdb`.
+//!
+//! One RocksDB instance holds a column family `shard-<i>` per shard; only the
+//! owning core writes its column family. This module opens the database,
+//! moves data when the shard count changes, and gives each shard a
+//! [`ShardStore`]: point reads, atomic write batches, bounded range
+//! iteration, range deletes. Key and value layouts live in [`keys`] and
+//! [`meta`]; docs/encoding.md pins the bytes.
+//!
+//! The server leaks its `Engine` on purpose: it lives as long as the process,
+//! and a `'static` engine lets every shard hold plain references to its
+//! column family with no reference counting on the hot path. Shutdown
+//! flushes the WAL explicitly instead of relying on `Drop`.
+
+pub mod keys;
+pub mod meta;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions, WriteBatch, WriteOptions, DB,
+};
+
+/// Where the shard count the data was written with is kept (default CF).
+const SHARDS_RECORD: &[u8] = b"basalt:shards";
+/// How many records a resharding write batch carries.
+const RESHARD_BATCH: usize = 4096;
+
+/// A storage failure, reported to the client as `ERR` and logged.
+#[derive(Debug, Clone)]
+pub struct StorageError(pub String);
+
+impl From<rocksdb::Error> for StorageError {
+    fn from(e: rocksdb::Error) -> Self {
+        StorageError(e.into_string())
+    }
+}
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// When writes are synced to disk (Redis's `appendfsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Fsync {
+    /// Every write batch is synced before the reply.
+    Always = 0,
+    /// A background thread syncs the WAL once a second.
+    EverySec = 1,
+    /// The OS decides.
+    No = 2,
+}
+
+impl Fsync {
+    pub fn parse(s: &str) -> Option<Fsync> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Some(Fsync::Always),
+            "everysec" => Some(Fsync::EverySec),
+            "no" => Some(Fsync::No),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
+/// Tunables for opening the database.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub dir: PathBuf,
+    pub shards: usize,
+    pub block_cache_bytes: usize,
+    pub write_buffer_bytes: usize,
+}
+
+/// The open database, shared by every shard.
+pub struct Engine {
+    db: DB,
+    fsync: AtomicU8,
+    dir: PathBuf,
+}
+
+fn cf_name(i: usize) -> String {
+    format!("shard-{i}")
+}
+
+fn cf_options(cache: &Cache, opts: &StoreOptions) -> Options {
+    let mut o = Options::default();
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    // Point lookups dominate (GET, meta reads before writes): a bloom filter
+    // turns most misses into no disk read at all.
+    table.set_bloom_filter(10.0, false);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    table.set_block_size(16 * 1024);
+    o.set_block_based_table_factory(&table);
+    o.set_write_buffer_size(opts.write_buffer_bytes);
+    o.set_max_write_buffer_number(4);
+    o.set_level_compaction_dynamic_level_bytes(true);
+    o.set_compression_type(DBCompressionType::Lz4);
+    o.set_bottommost_compression_type(DBCompressionType::Zstd);
+    o
+}
+
+impl Engine {
+    /// Opens (or creates) the database in `opts.dir` with `opts.shards`
+    /// column families, moving records between column families if the data
+    /// was written with another shard count.
+    pub fn open(opts: &StoreOptions) -> Result<Engine, StorageError> {
+        std::fs::create_dir_all(&opts.dir).map_err(|e| StorageError(format!("{}: {e}", opts.dir.display())))?;
+        let cache = Cache::new_lru_cache(opts.block_cache_bytes);
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(2);
+        db_opts.set_bytes_per_sync(1 << 20);
+        db_opts.set_max_total_wal_size(256 << 20);
+        db_opts.set_keep_log_file_num(4);
+        let path = opts.dir.join("db");
+        let existing = DB::list_cf(&db_opts, &path).unwrap_or_default();
+        let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default").collect();
+        for i in 0..opts.shards {
+            if !names.contains(&cf_name(i)) {
+                names.push(cf_name(i));
+            }
+        }
+        let descriptors: Vec<ColumnFamilyDescriptor> = names
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(n, cf_options(&cache, opts)))
+            .collect();
+        let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
+        Self::reshard(&mut db, &names, opts.shards)?;
+        for stale in names.iter().filter(|n| !(0..opts.shards).any(|i| &&cf_name(i) == n)) {
+            db.drop_cf(stale)?;
+        }
+        db.put(SHARDS_RECORD, opts.shards.to_string())?;
+        db.flush_wal(true)?;
+        Ok(Engine {
+            db,
+            fsync: AtomicU8::new(Fsync::EverySec as u8),
+            dir: opts.dir.clone(),
+        })
+    }
+
+    /// Moves every record whose slot now belongs to another shard. Safe to
+    /// rerun after a crash: a record's target depends only on its slot.
+    fn reshard(db: &mut DB, names: &[String], shards: usize) -> Result<(), StorageError> {
+        let stored = db
+            .get(SHARDS_RECORD)?
+            .and_then(|v| String::from_utf8(v).ok())
+            .and_then(|s| s.parse::<usize>().ok());
+        if stored == Some(shards) || stored.is_none() {
+            return Ok(());
+        }
+        tracing::info!(from = ?stored, to = shards, "shard count changed: moving records to their new column families");
+        let mut moved = 0usize;
+        for name in names {
+            let Some(src) = db.cf_handle(name) else { continue };
+            let mut it = db.raw_iterator_cf(src);
+            it.seek_to_first();
+            let mut batch = WriteBatch::default();
+            while it.valid() {
+                let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+                if let Some(slot) = keys::slot_of_record(k) {
+                    let target = cf_name(shard_of_slot(slot, shards));
+                    if &target != name {
+                        if let Some(dst) = db.cf_handle(&target) {
+                            batch.put_cf(dst, k, v);
+                            batch.delete_cf(src, k);
+                            moved += 1;
+                        }
+                    }
+                }
+                if batch.len() >= RESHARD_BATCH {
+                    db.write(std::mem::take(&mut batch))?;
+                }
+                it.next();
+            }
+            it.status()?;
+            db.write(batch)?;
+        }
+        tracing::info!(moved, "resharding done");
+        Ok(())
+    }
+
+    pub fn set_fsync(&self, f: Fsync) {
+        self.fsync.store(f as u8, Ordering::Relaxed);
+    }
+
+    pub fn fsync(&self) -> Fsync {
+        match self.fsync.load(Ordering::Relaxed) {
+            0 => Fsync::Always,
+            1 => Fsync::EverySec,
+            _ => Fsync::No,
+        }
+    }
+
+    /// The store of shard `i`.
+    pub fn shard(&'static self, i: usize) -> Result<ShardStore, StorageError> {
+        let cf = self
+            .db
+            .cf_handle(&cf_name(i))
+            .ok_or_else(|| StorageError(format!("missing column family {}", cf_name(i))))?;
+        Ok(ShardStore {
+            engine: self,
+            db: &self.db,
+            cf,
+        })
+    }
+
+    /// Syncs the WAL to disk.
+    pub fn sync_wal(&self) -> Result<(), StorageError> {
+        Ok(self.db.flush_wal(true)?)
+    }
+
+    /// Flushes memtables and syncs the WAL: used at shutdown.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        self.db.flush_wal(true)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Creates a RocksDB checkpoint (hard links, consistent) at `path`.
+    pub fn checkpoint(&self, path: &Path) -> Result<(), StorageError> {
+        if path.exists() {
+            std::fs::remove_dir_all(path).map_err(|e| StorageError(e.to_string()))?;
+        }
+        let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
+        cp.create_checkpoint(path)?;
+        Ok(())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A RocksDB integer property summed over every shard's column family.
+    pub fn property_sum(&self, shards: usize, name: &str) -> u64 {
+        (0..shards)
+            .filter_map(|i| self.db.cf_handle(&cf_name(i)))
+            .filter_map(|cf| self.db.property_int_value_cf(cf, name).ok().flatten())
+            .sum()
+    }
+}
+
+/// Which shard owns `slot` when there are `shards` shards: contiguous ranges.
+#[inline]
+pub fn shard_of_slot(slot: u16, shards: usize) -> usize {
+    (slot as usize * shards) / keys::SLOTS as usize
+}
+
+/// The first slot shard `i` of `shards` owns; `first_slot_of(shards, shards)` is `SLOTS`.
+pub fn first_slot_of(i: usize, shards: usize) -> u16 {
+    (i * keys::SLOTS as usize).div_ceil(shards) as u16
+}
+
+/// An atomic group of writes to one shard.
+#[derive(Default)]
+pub struct Batch(WriteBatch);
+
+/// One shard's view of the database: its column family.
+pub struct ShardStore {
+    engine: &'static Engine,
+    db: &'static DB,
+    cf: &'static ColumnFamily,
+}
+
+impl ShardStore {
+    /// Reads a record; `f` sees the stored bytes without a copy.
+    #[inline]
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
+        let v = self.db.get_pinned_cf(self.cf, key)?;
+        Ok(f(v.as_deref()))
+    }
+
+    pub fn batch(&self) -> Batch {
+        Batch(WriteBatch::default())
+    }
+
+    #[inline]
+    pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
+        b.0.put_cf(self.cf, key, value);
+    }
+
+    #[inline]
+    pub fn delete(&self, b: &mut Batch, key: &[u8]) {
+        b.0.delete_cf(self.cf, key);
+    }
+
+    pub fn delete_range(&self, b: &mut Batch, from: &[u8], to: &[u8]) {
+        b.0.delete_range_cf(self.cf, from, to);
+    }
+
+    /// Applies a batch atomically, synced according to `appendfsync`.
+    pub fn write(&self, b: Batch) -> Result<(), StorageError> {
+        if b.0.is_empty() {
+            return Ok(());
+        }
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.engine.fsync() == Fsync::Always);
+        Ok(self.db.write_opt(b.0, &wo)?)
+    }
+
+    /// Visits records in `[from, to)` in key order until `f` returns false.
+    pub fn scan(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(to.to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        it.seek(from);
+        while it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+            if !f(k, v) {
+                return Ok(());
+            }
+            it.next();
+        }
+        Ok(it.status()?)
+    }
+
+    /// Counts records in `[from, to)` without decoding values.
+    pub fn count(&self, from: &[u8], to: &[u8]) -> Result<u64, StorageError> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(to.to_vec());
+        ro.fill_cache(false);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        it.seek(from);
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_ranges_are_contiguous_and_cover_all() {
+        for shards in 1..=7 {
+            let mut last = 0;
+            for slot in 0..keys::SLOTS {
+                let s = shard_of_slot(slot, shards);
+                assert!(s == last || s == last + 1);
+                if s != last {
+                    assert_eq!(first_slot_of(s, shards), slot);
+                }
+                last = s;
+            }
+            assert_eq!(last, shards - 1);
+        }
+    }
+
+    fn open(dir: &Path, shards: usize) -> Engine {
+        let opts = StoreOptions {
+            dir: dir.to_path_buf(),
+            shards,
+            block_cache_bytes: 1 << 20,
+            write_buffer_bytes: 1 << 20,
+        };
+        Engine::open(&opts).unwrap()
+    }
+
+    fn where_is(e: &Engine, shards: usize, key: &[u8]) -> Vec<usize> {
+        (0..shards)
+            .filter(|&i| e.db.get_cf(e.db.cf_handle(&cf_name(i)).unwrap(), key).unwrap().is_some())
+            .collect()
+    }
+
+    #[test]
+    fn reopening_with_another_shard_count_moves_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<Vec<u8>> = (0..300).map(|i| format!("key:{i}").into_bytes()).collect();
+        let records: Vec<Vec<u8>> = names.iter().flat_map(|n| [keys::meta_key(0, n), keys::ttl_key(99, 0, n)]).collect();
+        {
+            let e = open(dir.path(), 1);
+            let cf = e.db.cf_handle(&cf_name(0)).unwrap();
+            for r in &records {
+                e.db.put_cf(cf, r, b"v").unwrap();
+            }
+        }
+        for shards in [4, 3, 1] {
+            let e = open(dir.path(), shards);
+            for r in &records {
+                let want = shard_of_slot(keys::slot_of_record(r).unwrap(), shards);
+                assert_eq!(where_is(&e, shards, r), vec![want]);
+            }
+            let mut cfs = DB::list_cf(&Options::default(), dir.path().join("db")).unwrap();
+            cfs.sort();
+            assert_eq!(cfs.len(), shards + 1, "stale column families dropped: {cfs:?}");
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! A shard's keyspace: meta records with lazy expiration, the TTL index,
+//! exact per-database key counts, key versions. No RESP here.
+//!
+//! Invariants:
+//! - An expired key is never returned: every read checks the expiry and
+//!   deletes what is due (lazy expiration, as Redis's `expireIfNeeded`).
+//! - `counts[db]` is the number of meta records of `db` on this shard
+//!   (expired-but-not-yet-deleted ones included, as Redis's DBSIZE does).
+//!   Every write that creates or deletes a meta record adjusts it.
+//! - A key with an expiry has a TTL index entry at that expiry. Entries left
+//!   behind by a changed expiry are stale; active expiration drops them.
+
+use std::cell::Cell;
+
+use crate::error::{CmdError, CmdResult, CORRUPT};
+use crate::storage::keys::{self, meta_key, ttl_key};
+use crate::storage::meta::{self, KeyType, Meta};
+use crate::storage::{Batch, ShardStore};
+
+/// An owned copy of a key's meta value.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub raw: Vec<u8>,
+}
+
+impl Stored {
+    /// The decoded view (the bytes were checked when the copy was made).
+    pub fn meta(&self) -> Meta<'_> {
+        Meta::decode(&self.raw).unwrap_or(Meta {
+            ty: KeyType::String,
+            expire_ms: 0,
+            body: &[],
+        })
+    }
+}
+
+/// Counters the shard owns; INFO sums them over shards.
+#[derive(Debug, Default)]
+pub struct KeyspaceStats {
+    pub expired_keys: Cell<u64>,
+    pub hits: Cell<u64>,
+    pub misses: Cell<u64>,
+}
+
+pub struct Keyspace {
+    pub store: ShardStore,
+    counts: Vec<Cell<i64>>,
+    last_version: Cell<u64>,
+    pub stats: KeyspaceStats,
+}
+
+fn bump(c: &Cell<u64>) {
+    c.set(c.get() + 1);
+}
+
+impl Keyspace {
+    /// Opens a shard's keyspace and counts its keys (a key-only scan per db).
+    pub fn open(store: ShardStore, databases: usize) -> CmdResult<Keyspace> {
+        let mut counts = Vec::with_capacity(databases);
+        for db in 0..databases {
+            let (lo, hi) = keys::meta_db_range(db as u8);
+            counts.push(Cell::new(store.count(&lo, &hi)? as i64));
+        }
+        Ok(Keyspace {
+            store,
+            counts,
+            last_version: Cell::new(0),
+            stats: KeyspaceStats::default(),
+        })
+    }
+
+    pub fn databases(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Keys of `db` on this shard.
+    pub fn count(&self, db: u8) -> i64 {
+        self.counts.get(db as usize).map_or(0, |c| c.get())
+    }
+
+    fn adjust(&self, db: u8, delta: i64) {
+        if let Some(c) = self.counts.get(db as usize) {
+            c.set(c.get() + delta);
+        }
+    }
+
+    /// A version unique to this shard and never going backwards:
+    /// microseconds since the epoch shifted left 11 bits, plus a counter.
+    pub fn next_version(&self, now_us: u64) -> u64 {
+        let v = (now_us << 11).max(self.last_version.get() + 1);
+        self.last_version.set(v);
+        v
+    }
+
+    /// Reads a live key: `f` sees its meta (borrowed, no copy) or `None`.
+    /// An expired key is deleted on the way and reads as missing.
+    pub fn read<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
+        let mk = meta_key(db, key);
+        let mut f = Some(f);
+        let live = self.store.get_with(&mk, |v| match v {
+            None => Ok(f.take().map(|f| f(None))),
+            Some(raw) => match Meta::decode(raw) {
+                None => Err(CORRUPT),
+                Some(m) if m.is_expired(now_ms) => Ok(None),
+                Some(m) => Ok(f.take().map(|f| f(Some(m)))),
+            },
+        })??;
+        if let Some(r) = live {
+            return Ok(r);
+        }
+        self.expire_key(db, key)?;
+        f.take().map(|f| f(None)).ok_or(CORRUPT)
+    }
+
+    /// An owned copy of a live key's meta value.
+    pub fn get(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<Stored>> {
+        self.read(db, key, now_ms, |m| m.map(|_| ())).and_then(|found| match found {
+            None => Ok(None),
+            Some(()) => self
+                .store
+                .get_with(&meta_key(db, key), |v| v.map(|raw| Stored { raw: raw.to_vec() }))
+                .map_err(CmdError::from),
+        })
+    }
+
+    /// The type of a live key.
+    pub fn type_of(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<KeyType>> {
+        self.read(db, key, now_ms, |m| m.map(|m| m.ty))
+    }
+
+    /// Deletes a key found expired, counting it as Redis counts expired keys.
+    fn expire_key(&self, db: u8, key: &[u8]) -> CmdResult<()> {
+        let mut b = self.store.batch();
+        self.store.delete(&mut b, &meta_key(db, key));
+        self.store.write(b)?;
+        self.adjust(db, -1);
+        bump(&self.stats.expired_keys);
+        Ok(())
+    }
+
+    /// Adds the writes that store `raw` as `key`'s meta value to `b`.
+    /// `existed`: whether a live key was there (for the key count).
+    pub fn stage_put(&self, b: &mut Batch, db: u8, key: &[u8], raw: &[u8], existed: bool) {
+        self.store.put(b, &meta_key(db, key), raw);
+        if let Some(m) = Meta::decode(raw) {
+            if m.expire_ms != 0 {
+                self.store.put(b, &ttl_key(m.expire_ms, db, key), b"");
+            }
+        }
+        if !existed {
+            self.adjust(db, 1);
+        }
+    }
+
+    /// Adds the delete of `key`'s meta record to `b` (the key was live).
+    pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8]) {
+        self.store.delete(b, &meta_key(db, key));
+        self.adjust(db, -1);
+    }
+
+    /// Stores `raw` as `key`'s meta value in one write.
+    pub fn put(&self, db: u8, key: &[u8], raw: &[u8], existed: bool) -> CmdResult<()> {
+        let mut b = self.store.batch();
+        self.stage_put(&mut b, db, key, raw, existed);
+        self.store.write(b).map_err(|e| {
+            if !existed {
+                self.adjust(db, -1);
+            }
+            CmdError::from(e)
+        })
+    }
+
+    /// Stores a string value.
+    pub fn put_string(&self, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], existed: bool) -> CmdResult<()> {
+        self.put(db, key, &meta::encode_string(expire_ms, payload), existed)
+    }
+
+    /// Deletes a key if it is live; true if it was.
+    pub fn delete(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<bool> {
+        if self.read(db, key, now_ms, |m| m.is_some())? {
+            let mut b = self.store.batch();
+            self.stage_delete(&mut b, db, key);
+            self.store.write(b)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Counts a read for INFO's keyspace_hits / keyspace_misses.
+    pub fn note_lookup(&self, hit: bool) {
+        bump(if hit { &self.stats.hits } else { &self.stats.misses });
+    }
+
+    /// Drops every key of `db` on this shard.
+    pub fn flush_db(&self, db: u8) -> CmdResult<()> {
+        let (lo, hi) = keys::db_range(db);
+        let mut b = self.store.batch();
+        self.store.delete_range(&mut b, &lo, &hi);
+        self.store.write(b)?;
+        self.adjust(db, -self.count(db));
+        Ok(())
+    }
+
+    /// Active expiration: deletes keys whose TTL index entry is due, visiting
+    /// at most `budget` entries. Returns how many entries it visited.
+    pub fn expire_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
+        let lo = keys::TTL_PREFIX.to_vec();
+        let hi = ttl_key(now_ms.saturating_add(1), 0, b"");
+        let mut due: Vec<(u64, u8, Vec<u8>, Vec<u8>)> = Vec::new();
+        self.store.scan(&lo, &hi, |k, _| {
+            if let Some((at, db, key)) = keys::split_ttl_key(k) {
+                due.push((at, db, key.to_vec(), k.to_vec()));
+            }
+            due.len() < budget
+        })?;
+        let mut b = self.store.batch();
+        for (at, db, key, entry) in &due {
+            let mk = meta_key(*db, key);
+            let current = self.store.get_with(&mk, |v| v.and_then(Meta::decode).map(|m| m.expire_ms))?;
+            if current == Some(*at) {
+                self.stage_delete(&mut b, *db, key);
+                bump(&self.stats.expired_keys);
+            }
+            self.store.delete(&mut b, entry);
+        }
+        self.store.write(b)?;
+        Ok(due.len())
+    }
+
+    /// Visits live meta records of `db` from slot `from_slot` up to (not
+    /// including) `to_slot`, whole slots at a time, until `f` returns false
+    /// at the end of a slot. Returns the next slot to visit.
+    pub fn scan_slots(
+        &self,
+        db: u8,
+        from_slot: u16,
+        to_slot: u16,
+        now_ms: u64,
+        mut f: impl FnMut(&[u8], Meta<'_>) -> bool,
+    ) -> CmdResult<u16> {
+        let lo = keys::meta_slot_start(db, from_slot);
+        let hi = if to_slot >= keys::SLOTS {
+            keys::meta_db_range(db).1
+        } else {
+            keys::meta_slot_start(db, to_slot)
+        };
+        let mut next = to_slot;
+        let mut current: Option<u16> = None;
+        let mut stop = false;
+        self.store.scan(&lo, &hi, |k, v| {
+            let (Some((_, slot, key)), Some(m)) = (keys::split_meta_key(k), Meta::decode(v)) else {
+                return true;
+            };
+            if current != Some(slot) {
+                if stop {
+                    next = slot;
+                    return false;
+                }
+                current = Some(slot);
+            }
+            if !m.is_expired(now_ms) && !f(key, m) {
+                stop = true;
+            }
+            true
+        })?;
+        Ok(next)
+    }
+}

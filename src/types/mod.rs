@@ -1,0 +1,7 @@
+//! Data structure logic on top of the storage layer; no RESP here.
+//!
+//! `keyspace` owns meta records, expiry and key counts for one shard;
+//! `string` is pure string-value logic shared by several commands.
+
+pub mod keyspace;
+pub mod string;

@@ -1,0 +1,257 @@
+//! Test harness: starts the real `basalt` binary (and Debian's
+//! `redis-server` for differential tests) on free ports with temp dirs, and a
+//! raw RESP client that returns each reply's exact bytes.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn wait_ready(port: u16, child: &mut Child, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{what} exited early: {status}");
+        }
+        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+            let mut c = Raw::from_stream(s);
+            let pong = c.cmd(&["PING"]);
+            if pong == b"+PONG\r\n" || pong.starts_with(b"-NOAUTH") {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{what} did not start on port {port}");
+}
+
+/// A running Basalt server; killed on drop.
+pub struct Basalt {
+    pub port: u16,
+    pub dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    child: Option<Child>,
+    pub shards: usize,
+}
+
+impl Basalt {
+    pub fn start(shards: usize) -> Basalt {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut b = Basalt::start_in(&dir, shards, &[]);
+        b._tmp = Some(tmp);
+        b
+    }
+
+    pub fn start_with(shards: usize, extra: &[&str]) -> Basalt {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let mut b = Basalt::start_in(&dir, shards, extra);
+        b._tmp = Some(tmp);
+        b
+    }
+
+    /// Starts on an existing data dir (restart tests keep the TempDir themselves).
+    pub fn start_in(dir: &Path, shards: usize, extra: &[&str]) -> Basalt {
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--dir",
+            &dir.display().to_string(),
+            "--shards",
+            &shards.to_string(),
+        ])
+        .args(["--block-cache-size", "16mb", "--write-buffer-size", "4mb"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(if std::env::var("BASALT_TEST_LOG").is_ok() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
+        let mut child = cmd.spawn().expect("spawn basalt");
+        wait_ready(port, &mut child, "basalt");
+        Basalt {
+            port,
+            dir: dir.to_path_buf(),
+            _tmp: None,
+            child: Some(child),
+            shards,
+        }
+    }
+
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .and_then(|c| c.get_connection())
+            .expect("redis client")
+    }
+
+    /// Sends a signal and waits for the process to exit.
+    pub fn signal_and_wait(&mut self, sig: &str) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        Command::new("kill").args([sig, &child.id().to_string()]).status().expect("kill");
+        child.wait().expect("wait")
+    }
+
+    /// Waits for the process to exit on its own (after SHUTDOWN).
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        child.wait().expect("wait")
+    }
+}
+
+impl Drop for Basalt {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Debian's redis-server, persistence off; killed on drop.
+pub struct RedisServer {
+    pub port: u16,
+    child: Child,
+    _tmp: tempfile::TempDir,
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let mut child = Command::new(&bin)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--dir", &tmp.path().display().to_string(), "--daemonize", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {bin} (run the README's setup): {e}"));
+        wait_ready(port, &mut child, "redis-server");
+        RedisServer { port, child, _tmp: tmp }
+    }
+
+    pub fn raw(&self) -> Raw {
+        Raw::connect(self.port)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw RESP connection: sends commands, returns each reply's exact bytes.
+pub struct Raw {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Raw {
+    pub fn connect(port: u16) -> Raw {
+        Raw::from_stream(TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+    }
+
+    fn from_stream(s: TcpStream) -> Raw {
+        s.set_read_timeout(Some(Duration::from_secs(30))).ok();
+        s.set_nodelay(true).ok();
+        let w = s.try_clone().expect("clone");
+        Raw { r: BufReader::new(s), w }
+    }
+
+    pub fn encode<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            let a = a.as_ref();
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    pub fn send_bytes(&mut self, b: &[u8]) {
+        self.w.write_all(b).expect("write");
+    }
+
+    /// One command, one reply (exact bytes).
+    pub fn cmd<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Vec<u8> {
+        self.send_bytes(&Self::encode(args));
+        self.reply()
+    }
+
+    /// Reads one whole reply, RESP2 or RESP3.
+    pub fn reply(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.read_value(&mut out);
+        out
+    }
+
+    /// True when the server closed the connection.
+    pub fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.r.read(&mut b), Ok(0) | Err(_))
+    }
+
+    fn read_line(&mut self, out: &mut Vec<u8>) -> Vec<u8> {
+        let mut line = Vec::new();
+        let n = self.r.read_until(b'\n', &mut line).expect("read reply");
+        assert!(
+            n > 0,
+            "connection closed while reading a reply; got so far: {:?}",
+            String::from_utf8_lossy(out)
+        );
+        out.extend_from_slice(&line);
+        line.truncate(line.len().saturating_sub(2));
+        line
+    }
+
+    fn read_value(&mut self, out: &mut Vec<u8>) {
+        let line = self.read_line(out);
+        let (tag, rest) = (line[0], &line[1..]);
+        let n: i64 = std::str::from_utf8(rest).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        match tag {
+            b'$' | b'=' | b'!' if n >= 0 => {
+                let mut body = vec![0u8; n as usize + 2];
+                self.r.read_exact(&mut body).expect("bulk body");
+                out.extend_from_slice(&body);
+            }
+            b'*' | b'~' | b'>' if n > 0 => (0..n).for_each(|_| self.read_value(out)),
+            b'%' | b'|' if n > 0 => (0..2 * n).for_each(|_| self.read_value(out)),
+            _ => {}
+        }
+    }
+}
+
+/// Readable form of reply bytes for assertion messages.
+pub fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).replace("\r\n", "\\r\\n")
+}
