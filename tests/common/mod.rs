@@ -17,22 +17,50 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
-fn wait_ready(port: u16, child: &mut Child, what: &str) {
+/// Waits until the server answers PING. False when the child exited first
+/// (another process may have taken the port between `free_port` and bind).
+fn wait_ready(port: u16, child: &mut Child, what: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{what} exited early: {status}");
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
         }
-        if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
-            let mut c = Raw::from_stream(s);
-            let pong = c.cmd(&["PING"]);
-            if pong == b"+PONG\r\n" || pong.starts_with(b"-NOAUTH") {
-                return;
-            }
+        if answers_ping(port) {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     panic!("{what} did not start on port {port}");
+}
+
+/// One PING on a fresh connection; any I/O error means "not ready yet".
+fn answers_ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(n) => buf[..n].starts_with(b"+PONG\r\n") || buf[..n].starts_with(b"-NOAUTH"),
+        Err(_) => false,
+    }
+}
+
+/// Spawns a server on a free port, retrying on a new port when the child
+/// exits before answering.
+fn spawn_on_free_port(what: &str, mut spawn: impl FnMut(u16) -> Child) -> (u16, Child) {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = spawn(port);
+        if wait_ready(port, &mut child, what) {
+            return (port, child);
+        }
+        let _ = child.wait();
+    }
+    panic!("{what} exited early five times");
 }
 
 /// A running Basalt server; killed on drop.
@@ -63,26 +91,26 @@ impl Basalt {
 
     /// Starts on an existing data dir (restart tests keep the TempDir themselves).
     pub fn start_in(dir: &Path, shards: usize, extra: &[&str]) -> Basalt {
-        let port = free_port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--dir",
-            &dir.display().to_string(),
-            "--shards",
-            &shards.to_string(),
-        ])
-        .args(["--block-cache-size", "16mb", "--write-buffer-size", "4mb"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(if std::env::var("BASALT_TEST_LOG").is_ok() {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
+        let (port, child) = spawn_on_free_port("basalt", |port| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
+            cmd.args([
+                "--port",
+                &port.to_string(),
+                "--dir",
+                &dir.display().to_string(),
+                "--shards",
+                &shards.to_string(),
+            ])
+            .args(["--block-cache-size", "16mb", "--write-buffer-size", "4mb"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(if std::env::var("BASALT_TEST_LOG").is_ok() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
+            cmd.spawn().expect("spawn basalt")
         });
-        let mut child = cmd.spawn().expect("spawn basalt");
-        wait_ready(port, &mut child, "basalt");
         Basalt {
             port,
             dir: dir.to_path_buf(),
@@ -135,25 +163,25 @@ pub struct RedisServer {
 impl RedisServer {
     pub fn start() -> RedisServer {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
         let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let mut child = Command::new(&bin)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--dir", &tmp.path().display().to_string(), "--daemonize", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {bin} (run the README's setup): {e}"));
-        wait_ready(port, &mut child, "redis-server");
+        let (port, child) = spawn_on_free_port("redis-server", |port| {
+            Command::new(&bin)
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .args(["--dir", &tmp.path().display().to_string(), "--daemonize", "no"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {bin} (run the README's setup): {e}"))
+        });
         RedisServer { port, child, _tmp: tmp }
     }
 
