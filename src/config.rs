@@ -24,6 +24,8 @@ enum Kind {
     Str,
     /// yes/no.
     Bool,
+    /// Space-separated numbers in [0, 100] (`latency-tracking-info-percentiles`).
+    Percentiles,
 }
 
 struct Param {
@@ -150,9 +152,45 @@ const PARAMS: &[Param] = &[
         mutable: false,
     },
     Param {
+        name: "listen-shards",
+        default: "",
+        kind: Kind::Str,
+        mutable: false,
+    },
+    Param {
         name: "hz",
         default: "10",
         kind: Kind::Int(1, 500),
+        mutable: true,
+    },
+    Param {
+        name: "slowlog-log-slower-than",
+        default: "10000",
+        kind: Kind::Int(i64::MIN, i64::MAX),
+        mutable: true,
+    },
+    Param {
+        name: "slowlog-max-len",
+        default: "128",
+        kind: Kind::Int(0, i64::MAX),
+        mutable: true,
+    },
+    Param {
+        name: "latency-monitor-threshold",
+        default: "0",
+        kind: Kind::Int(0, i64::MAX),
+        mutable: true,
+    },
+    Param {
+        name: "latency-tracking",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+    },
+    Param {
+        name: "latency-tracking-info-percentiles",
+        default: "50 99 99.9",
+        kind: Kind::Percentiles,
         mutable: true,
     },
     Param {
@@ -210,6 +248,17 @@ fn validate(p: &Param, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Str => Ok(value.to_string()),
+        Kind::Percentiles => {
+            // Redis's two messages: not a number, or out of range.
+            let words: Vec<&str> = value.split_whitespace().collect();
+            if words.iter().any(|w| w.parse::<f64>().is_err()) {
+                return Err("Invalid latency-tracking-info-percentiles parameters".into());
+            }
+            match crate::monitor::parse_percentiles(value) {
+                Some(ps) => Ok(ps.iter().map(|p| crate::monitor::percentile_name(*p)).collect::<Vec<_>>().join(" ")),
+                None => Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()),
+            }
+        }
     }
 }
 
@@ -225,6 +274,12 @@ pub struct Config {
     pub hz: AtomicU64,
     /// `requirepass` is not empty.
     pub requirepass_set: AtomicBool,
+    /// Commands at least this slow (µs) go to the slow log; negative: none.
+    pub slowlog_slower_than: AtomicI64,
+    pub slowlog_max_len: AtomicU64,
+    /// Spikes at least this long (ms) go to the latency monitor; 0: off.
+    pub latency_monitor_threshold: AtomicU64,
+    pub latency_tracking: AtomicBool,
 }
 
 impl Config {
@@ -278,6 +333,10 @@ impl Config {
             timeout_secs: AtomicU64::new(0),
             hz: AtomicU64::new(10),
             requirepass_set: AtomicBool::new(false),
+            slowlog_slower_than: AtomicI64::new(10_000),
+            slowlog_max_len: AtomicU64::new(128),
+            latency_monitor_threshold: AtomicU64::new(0),
+            latency_tracking: AtomicBool::new(true),
         };
         cfg.mirror();
         cfg
@@ -306,6 +365,12 @@ impl Config {
         self.hz.store(int("hz").max(1) as u64, Ordering::Relaxed);
         self.requirepass_set
             .store(m.get("requirepass").is_some_and(|p| !p.is_empty()), Ordering::Relaxed);
+        self.slowlog_slower_than.store(int("slowlog-log-slower-than"), Ordering::Relaxed);
+        self.slowlog_max_len.store(int("slowlog-max-len").max(0) as u64, Ordering::Relaxed);
+        self.latency_monitor_threshold
+            .store(int("latency-monitor-threshold").max(0) as u64, Ordering::Relaxed);
+        self.latency_tracking
+            .store(m.get("latency-tracking").is_none_or(|v| v == "yes"), Ordering::Relaxed);
     }
 
     /// A parameter's current value ("" if unknown).

@@ -1,7 +1,8 @@
 //! Active expiration: each shard walks its TTL index `hz` times a second and
 //! deletes keys that are due, a bounded slice at a time, so a burst of
 //! expiring keys never stalls the core for more than about a millisecond.
-//! Lazy expiration (on every read) lives in `types::keyspace`.
+//! Lazy expiration (on every read) lives in `types::keyspace`. The same tick
+//! samples INFO's instantaneous rates and watches for RocksDB write stalls.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -19,9 +20,11 @@ const BUDGET: Duration = Duration::from_millis(1);
 
 pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
     let st = shard.state().clone();
+    let mut stall_since: Option<Instant> = None;
     loop {
         let hz = st.global.config.hz.load(Ordering::Relaxed).max(1);
         shards::rt::sleep(Duration::from_millis(1000 / hz)).await;
+        housekeeping(&st, &mut stall_since);
         let start = Instant::now();
         loop {
             match st.ks.expire_due(now_ms(), SLICE) {
@@ -33,5 +36,35 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
                 }
             }
         }
+    }
+}
+
+/// The shard's periodic bookkeeping: samples for INFO's instantaneous rates
+/// and, on shard 0, RocksDB write stalls for the latency monitor.
+fn housekeeping(st: &ShardState, stall_since: &mut Option<Instant>) {
+    let now = Instant::now();
+    let (input, output) = *st.net.borrow();
+    st.rates.borrow_mut().sample(now, st.total_calls(), input, output);
+    if st.id != 0 {
+        return;
+    }
+    let g = &st.global;
+    let threshold = g.config.latency_monitor_threshold.load(Ordering::Relaxed);
+    if threshold == 0 {
+        *stall_since = None;
+        return;
+    }
+    let stalled = g.engine.property_sum(g.shards, "rocksdb.is-write-stopped") > 0
+        || g.engine.property_sum(g.shards, "rocksdb.actual-delayed-write-rate") > 0;
+    match (stalled, *stall_since) {
+        (true, None) => *stall_since = Some(now),
+        (false, Some(since)) => {
+            let ms = now.duration_since(since).as_millis() as u64;
+            if ms >= threshold {
+                g.latency.add("write-stall", now_ms() / 1000, ms);
+            }
+            *stall_since = None;
+        }
+        _ => {}
     }
 }

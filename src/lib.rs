@@ -11,7 +11,8 @@
 //! - [`storage`]: the only module that names `rocksdb`: open, column
 //!   families, key and value encoding.
 //! - [`shard`]: one shard's state and counters.
-//! - [`expire`]: active expiration.
+//! - [`expire`]: active expiration (and the shard's ~100 ms housekeeping tick).
+//! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
 //! - [`config`]: parameters from flags, file and CONFIG.
 //! - [`glob`]: Redis's pattern matching.
 //! - [`error`]: the error type that maps to RESP errors.
@@ -22,6 +23,7 @@ pub mod coord;
 pub mod error;
 pub mod expire;
 pub mod glob;
+pub mod monitor;
 pub mod resp;
 pub mod server;
 pub mod shard;

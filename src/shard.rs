@@ -2,10 +2,14 @@
 //! shard's own thread (plain `Cell`s, no atomics); other shards reach it only
 //! through `invoke_on`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use hdrhistogram::Histogram;
+
 use crate::cmd::TABLE;
+use crate::monitor::{self, SlowEntry};
 use crate::server::global::Global;
 use crate::types::keyspace::Keyspace;
 
@@ -18,14 +22,59 @@ pub struct CmdStat {
     pub rejected: u64,
 }
 
+/// Samples for INFO's instantaneous_* rates, taken every ~100 ms as Redis does.
+#[derive(Default)]
+pub struct RateSamples {
+    last: Option<(std::time::Instant, u64, u64, u64)>,
+    /// (ops/s, input B/s, output B/s), newest last, at most [`RATE_SAMPLES`].
+    samples: VecDeque<(f64, f64, f64)>,
+}
+
+/// Redis averages its instantaneous metrics over 16 samples.
+const RATE_SAMPLES: usize = 16;
+
+impl RateSamples {
+    /// Adds a sample from cumulative (commands, bytes in, bytes out).
+    pub fn sample(&mut self, now: std::time::Instant, ops: u64, input: u64, output: u64) {
+        if let Some((t, o, i, w)) = self.last {
+            let secs = now.duration_since(t).as_secs_f64();
+            if secs > 0.0 {
+                let rate = |a: u64, b: u64| a.saturating_sub(b) as f64 / secs;
+                self.samples.push_back((rate(ops, o), rate(input, i), rate(output, w)));
+                if self.samples.len() > RATE_SAMPLES {
+                    self.samples.pop_front();
+                }
+            }
+        }
+        self.last = Some((now, ops, input, output));
+    }
+
+    /// Mean (ops/s, input B/s, output B/s) over the samples.
+    pub fn mean(&self) -> (f64, f64, f64) {
+        let n = self.samples.len().max(1) as f64;
+        let s = self.samples.iter().fold((0.0, 0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+        (s.0 / n, s.1 / n, s.2 / n)
+    }
+}
+
 pub struct ShardState {
     pub id: usize,
     pub ks: Keyspace,
     pub global: Arc<Global>,
     /// Indexed like `cmd::TABLE`.
     pub cmd_stats: RefCell<Vec<CmdStat>>,
+    /// Latency of each command in ns, indexed like `cmd::TABLE`; allocated
+    /// on a command's first call.
+    pub latency: RefCell<Vec<Option<Box<Histogram<u64>>>>>,
+    /// Error replies by code (INFO errorstats).
+    pub errors: RefCell<HashMap<String, u64>>,
     /// Bytes read from and written to this shard's clients.
     pub net: RefCell<(u64, u64)>,
+    /// This shard's slow-log entries, newest first.
+    pub slowlog: RefCell<VecDeque<SlowEntry>>,
+    pub rates: RefCell<RateSamples>,
+    /// Client connections open on this shard.
+    pub connections: Cell<u64>,
 }
 
 impl ShardState {
@@ -35,17 +84,32 @@ impl ShardState {
             ks,
             global,
             cmd_stats: RefCell::new(vec![CmdStat::default(); TABLE.len()]),
+            latency: RefCell::new((0..TABLE.len()).map(|_| None).collect()),
+            errors: RefCell::new(HashMap::new()),
             net: RefCell::new((0, 0)),
+            slowlog: RefCell::new(VecDeque::new()),
+            rates: RefCell::new(RateSamples::default()),
+            connections: Cell::new(0),
         }
     }
 
-    /// Records one call of command `idx`.
+    /// Records one call of command `idx` that took `ns`.
     #[inline]
-    pub fn record(&self, idx: usize, usec: u64, failed: bool) {
+    pub fn record(&self, idx: usize, ns: u64, failed: bool) {
         if let Some(s) = self.cmd_stats.borrow_mut().get_mut(idx) {
             s.calls += 1;
-            s.usec += usec;
+            s.usec += ns / 1000;
             s.failed += failed as u64;
+        }
+        if self.global.config.latency_tracking.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(slot) = self.latency.borrow_mut().get_mut(idx) {
+                if slot.is_none() {
+                    *slot = monitor::new_histogram();
+                }
+                if let Some(h) = slot {
+                    monitor::record_ns(h, ns);
+                }
+            }
         }
     }
 
@@ -54,5 +118,36 @@ impl ShardState {
         if let Some(s) = self.cmd_stats.borrow_mut().get_mut(idx) {
             s.rejected += 1;
         }
+    }
+
+    /// Counts an error reply under its code.
+    pub fn record_error(&self, msg: &str) {
+        let code = monitor::error_code(msg);
+        let mut errors = self.errors.borrow_mut();
+        match errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                // Redis caps distinct codes at 128 and files the rest under ERR-like noise.
+                if errors.len() < 128 {
+                    errors.insert(code.to_string(), 1);
+                }
+            }
+        }
+    }
+
+    /// Total commands this shard ran.
+    pub fn total_calls(&self) -> u64 {
+        self.cmd_stats.borrow().iter().map(|s| s.calls).sum()
+    }
+
+    /// CONFIG RESETSTAT for this shard.
+    pub fn reset_stats(&self) {
+        self.cmd_stats.borrow_mut().iter_mut().for_each(|s| *s = CmdStat::default());
+        self.latency.borrow_mut().iter_mut().for_each(|h| *h = None);
+        self.errors.borrow_mut().clear();
+        *self.net.borrow_mut() = (0, 0);
+        self.ks.stats.expired_keys.set(0);
+        self.ks.stats.hits.set(0);
+        self.ks.stats.misses.set(0);
     }
 }

@@ -418,6 +418,38 @@ const SCRIPTS: &[(&str, &str)] = &[
         DEBUG SLEEP 0
         "#,
     ),
+    (
+        "slowlog-and-latency",
+        r#"
+        CONFIG SET slowlog-log-slower-than -1
+        SLOWLOG RESET
+        SLOWLOG LEN
+        SLOWLOG GET
+        SLOWLOG GET -1
+        SLOWLOG GET -2
+        SLOWLOG GET abc
+        SLOWLOG GET 1 2
+        SLOWLOG LEN x
+        SLOWLOG FOO
+        SLOWLOG
+        CONFIG SET slowlog-max-len -1
+        CONFIG SET slowlog-log-slower-than abc
+        CONFIG SET slowlog-log-slower-than 10000
+        LATENCY RESET
+        LATENCY LATEST
+        LATENCY HISTORY command
+        LATENCY HISTORY
+        LATENCY RESET command fork
+        LATENCY FOO
+        CONFIG SET latency-monitor-threshold -1
+        CONFIG SET latency-tracking maybe
+        CONFIG SET latency-tracking-info-percentiles "50 101"
+        CONFIG SET latency-tracking-info-percentiles abc
+        CONFIG SET latency-tracking-info-percentiles "50 99.9"
+        CONFIG GET latency-tracking-info-percentiles
+        CONFIG SET latency-tracking-info-percentiles "50 99 99.9"
+        "#,
+    ),
 ];
 
 fn differential(shards: usize) {

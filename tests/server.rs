@@ -488,3 +488,142 @@ fn debug_sleep_when_enabled() {
     assert!(start.elapsed() >= Duration::from_millis(200));
     assert!(show(&raw.cmd(&["DEBUG", "NOPE"])).starts_with("-ERR unknown subcommand 'NOPE'"));
 }
+
+#[test]
+fn slowlog_keeps_slow_commands_from_every_shard() {
+    each_shard_count(|b| {
+        let mut c = b.client();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(0)
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("slowpoke").query(&mut c).unwrap();
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).unwrap();
+        for k in keys(20) {
+            let _: () = c.set(&k, "v").unwrap();
+        }
+        let long = "x".repeat(200);
+        let _: () = c.set("long", &long).unwrap();
+        // 20 SETs + SLOWLOG RESET + the long SET: RESET is logged after it ran.
+        let len: i64 = redis::cmd("SLOWLOG").arg("LEN").query(&mut c).unwrap();
+        assert_eq!(len, 22, "{} shards", b.shards);
+        let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(3).query(&mut c).unwrap();
+        assert_eq!(entries.len(), 3);
+        // entries[0] is the SLOWLOG LEN above; then the long SET.
+        let Value::Array(newest) = &entries[1] else { panic!("{entries:?}") };
+        assert_eq!(newest.len(), 6);
+        let Value::Array(args) = &newest[3] else { panic!("{newest:?}") };
+        assert_eq!(args.len(), 3);
+        assert_eq!(
+            args[2],
+            Value::BulkString(format!("{}... (72 more bytes)", "x".repeat(128)).into_bytes())
+        );
+        assert_eq!(newest[5], Value::BulkString(b"slowpoke".to_vec()));
+        // Newest first, ids strictly decreasing across shards.
+        let ids: Vec<i64> = entries
+            .iter()
+            .map(|e| match e {
+                Value::Array(f) => match f[0] {
+                    Value::Int(id) => id,
+                    _ => panic!("{f:?}"),
+                },
+                _ => panic!("{e:?}"),
+            })
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] > w[1]), "{ids:?}");
+        let all: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(-1).query(&mut c).unwrap();
+        assert!(all.len() >= 22);
+        let _: () = redis::cmd("CONFIG").arg("SET").arg("slowlog-max-len").arg(2).query(&mut c).unwrap();
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).unwrap();
+        for k in keys(10) {
+            let _: Option<String> = c.get(&k).unwrap();
+        }
+        let len: i64 = redis::cmd("SLOWLOG").arg("LEN").query(&mut c).unwrap();
+        assert!(len <= 2 * b.shards as i64, "each shard keeps at most slowlog-max-len: {len}");
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("slowlog-log-slower-than")
+            .arg(-1)
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut c).unwrap();
+        let _: () = c.set("a", 1).unwrap();
+        let len: i64 = redis::cmd("SLOWLOG").arg("LEN").query(&mut c).unwrap();
+        assert_eq!(len, 0);
+    });
+}
+
+#[test]
+fn info_latencystats_errorstats_and_shards() {
+    each_shard_count(|b| {
+        let mut c = b.client();
+        for k in keys(30) {
+            let _: () = c.set(&k, "v").unwrap();
+            let _: Option<String> = c.get(&k).unwrap();
+        }
+        let _ = redis::cmd("INCR").arg("key:1").query::<i64>(&mut c);
+        let _ = redis::cmd("GET").query::<()>(&mut c);
+        let _ = redis::cmd("NOSUCH").query::<()>(&mut c);
+        let info: String = redis::cmd("INFO")
+            .arg("latencystats")
+            .arg("errorstats")
+            .arg("shards")
+            .arg("stats")
+            .query(&mut c)
+            .unwrap();
+        for needle in [
+            "latency_percentiles_usec_set:p50=",
+            "latency_percentiles_usec_get:p50=",
+            ",p99=",
+            ",p99.9=",
+            "errorstat_ERR:count=3",
+            "total_error_replies:3",
+            "instantaneous_ops_per_sec:",
+            "instantaneous_input_kbps:",
+        ] {
+            assert!(info.contains(needle), "{} shards: INFO lacks {needle}:\n{info}", b.shards);
+        }
+        let shard_lines: Vec<&str> = info.lines().filter(|l| l.starts_with("shard")).collect();
+        assert_eq!(shard_lines.len(), b.shards, "{info}");
+        let keys_total: i64 = shard_lines
+            .iter()
+            .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("keys=")))
+            .map(|v| v.parse::<i64>().unwrap())
+            .sum();
+        assert_eq!(keys_total, 30);
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("latency-tracking-info-percentiles")
+            .arg("50 99.99")
+            .query(&mut c)
+            .unwrap();
+        let info: String = redis::cmd("INFO").arg("latencystats").query(&mut c).unwrap();
+        assert!(info.contains(",p99.99="), "{info}");
+        assert!(!info.contains(",p99.9="), "{info}");
+        // Default INFO leaves latencystats out, as Redis does.
+        let info: String = redis::cmd("INFO").query(&mut c).unwrap();
+        assert!(!info.contains("latency_percentiles_usec"));
+        assert!(info.contains("# Errorstats"));
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+        let info: String = redis::cmd("INFO").arg("errorstats").arg("latencystats").query(&mut c).unwrap();
+        assert!(!info.contains("errorstat_ERR"), "{info}");
+        assert!(!info.contains("latency_percentiles_usec_set"), "{info}");
+    });
+}
+
+#[test]
+fn latency_monitor_records_slow_commands() {
+    let b = Basalt::start_with(1, &["--enable-debug-command", "yes", "--latency-monitor-threshold", "50"]);
+    let mut raw = b.raw();
+    assert_eq!(raw.cmd(&["DEBUG", "SLEEP", "0.1"]), b"+OK\r\n");
+    let latest = show(&raw.cmd(&["LATENCY", "LATEST"]));
+    assert!(latest.starts_with("*1\\r\\n*4\\r\\n$7\\r\\ncommand\\r\\n:"), "{latest}");
+    let history = show(&raw.cmd(&["LATENCY", "HISTORY", "command"]));
+    assert!(history.starts_with("*1\\r\\n*2\\r\\n:"), "{history}");
+    let doctor = show(&raw.cmd(&["LATENCY", "DOCTOR"]));
+    assert!(doctor.contains("command: latest spike"), "{doctor}");
+    assert_eq!(raw.cmd(&["LATENCY", "RESET"]), b":1\r\n");
+    assert_eq!(raw.cmd(&["LATENCY", "LATEST"]), b"*0\r\n");
+}

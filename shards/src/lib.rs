@@ -251,6 +251,11 @@ impl<S: 'static> Shard<S> {
         &self.state
     }
 
+    /// Jobs waiting in every shard's inbox, in shard order (INFO's queue depth).
+    pub fn queue_depths(&self) -> Vec<usize> {
+        self.inboxes.iter().map(|i| i.queue.lock().map_or(0, |q| q.len())).collect()
+    }
+
     /// Runs `job` on shard `target` and returns its result. On the local
     /// shard it runs inline, with no message and no await point.
     pub async fn invoke_on<R, F>(&self, target: usize, job: F) -> R

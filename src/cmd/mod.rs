@@ -75,6 +75,8 @@ pub enum ConnCmd {
     Bgsave,
     Debug,
     Command,
+    Slowlog,
+    Latency,
 }
 
 #[derive(Clone, Copy)]
@@ -249,6 +251,51 @@ const CONFIG_SUBS: &[SubSpec] = &[
         2,
         ["admin", "noscript", "loading", "stale"],
         "Persists the effective configuration to file."
+    ),
+    sub!(
+        "help",
+        2,
+        ["loading", "stale"],
+        "Returns helpful text about the different subcommands."
+    ),
+];
+
+const SLOWLOG_SUBS: &[SubSpec] = &[
+    sub!("get", -2, ["admin", "loading", "stale"], "Returns the slow log's entries."),
+    sub!(
+        "len",
+        2,
+        ["admin", "loading", "stale"],
+        "Returns the number of entries in the slow log."
+    ),
+    sub!("reset", 2, ["admin", "loading", "stale"], "Clears all entries from the slow log."),
+    sub!("help", 2, ["loading", "stale"], "Show helpful text about the different subcommands"),
+];
+
+const LATENCY_SUBS: &[SubSpec] = &[
+    sub!(
+        "doctor",
+        2,
+        ["admin", "noscript", "loading", "stale"],
+        "Returns a human-readable latency analysis report."
+    ),
+    sub!(
+        "history",
+        3,
+        ["admin", "noscript", "loading", "stale"],
+        "Returns timestamp-latency samples for an event."
+    ),
+    sub!(
+        "latest",
+        2,
+        ["admin", "noscript", "loading", "stale"],
+        "Returns the latest latency samples for all events."
+    ),
+    sub!(
+        "reset",
+        -2,
+        ["admin", "noscript", "loading", "stale"],
+        "Resets the latency data for one or more events."
     ),
     sub!(
         "help",
@@ -1098,6 +1145,32 @@ pub static TABLE: &[CommandSpec] = &[
         "1.0.0",
         "A container for debugging commands.",
         Conn(C::Debug)
+    ),
+    spec!(
+        "slowlog",
+        -2,
+        [],
+        0,
+        0,
+        0,
+        "server",
+        "2.2.12",
+        "A container for slow log commands.",
+        Conn(C::Slowlog),
+        SLOWLOG_SUBS
+    ),
+    spec!(
+        "latency",
+        -2,
+        [],
+        0,
+        0,
+        0,
+        "server",
+        "2.8.13",
+        "A container for latency diagnostics commands.",
+        Conn(C::Latency),
+        LATENCY_SUBS
     ),
     spec!(
         "command",

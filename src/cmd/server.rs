@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
+use hdrhistogram::Histogram;
 use shards::Shard;
 
 use super::args::{float, is, text};
@@ -28,11 +29,16 @@ struct ShardReport {
     misses: u64,
     net_in: u64,
     net_out: u64,
+    /// Only gathered when INFO asks for latencystats.
+    latency: Vec<Option<Box<Histogram<u64>>>>,
+    errors: Vec<(String, u64)>,
+    rates: (f64, f64, f64),
+    connections: u64,
 }
 
-async fn gather(shard: &Rc<Shard<ShardState>>) -> Vec<ShardReport> {
+async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardReport> {
     shard
-        .broadcast(|st: &ShardState| ShardReport {
+        .broadcast(move |st: &ShardState| ShardReport {
             keys: (0..st.ks.databases()).map(|d| st.ks.count(d as u8)).collect(),
             stats: st.cmd_stats.borrow().clone(),
             expired: st.ks.stats.expired_keys.get(),
@@ -40,8 +46,25 @@ async fn gather(shard: &Rc<Shard<ShardState>>) -> Vec<ShardReport> {
             misses: st.ks.stats.misses.get(),
             net_in: st.net.borrow().0,
             net_out: st.net.borrow().1,
+            latency: if with_latency { st.latency.borrow().clone() } else { Vec::new() },
+            errors: st.errors.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            rates: st.rates.borrow().mean(),
+            connections: st.connections.get(),
         })
         .await
+}
+
+/// Size of the WAL files under the data dir.
+fn wal_bytes(g: &Global) -> u64 {
+    std::fs::read_dir(g.engine.dir().join("db"))
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 fn rss_bytes() -> u64 {
@@ -65,8 +88,8 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
     let wanted: Vec<String> = argv[1..].iter().map(|a| text(a).to_ascii_lowercase()).collect();
     let all = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
-    let want = |s: &str| all || wanted.iter().any(|w| w == s) || (default && s != "commandstats");
-    let reports = gather(shard).await;
+    let want = |s: &str| all || wanted.iter().any(|w| w == s) || (default && s != "commandstats" && s != "latencystats");
+    let reports = gather(shard, want("latencystats")).await;
     let mut out = String::new();
     let uptime = g.started.elapsed().as_secs();
     if want("server") {
@@ -109,12 +132,15 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
     if want("persistence") {
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_write_stopped:{}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\n\r\n",
             g.bgsave_running.load(Ordering::Relaxed) as u8,
             g.lastsave.load(Ordering::Relaxed),
             g.engine.fsync().name(),
+            wal_bytes(g),
+            g.engine.property_sum(g.shards, "rocksdb.live-sst-files-size"),
             g.engine.property_sum(g.shards, "rocksdb.estimate-pending-compaction-bytes"),
             g.engine.property_sum(g.shards, "rocksdb.num-running-compactions"),
+            g.engine.property_sum(g.shards, "rocksdb.actual-delayed-write-rate"),
             g.engine.property_sum(g.shards, "rocksdb.is-write-stopped"),
         );
     }
@@ -122,15 +148,19 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
+            reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
             reports.iter().map(|r| r.net_in).sum::<u64>(),
             reports.iter().map(|r| r.net_out).sum::<u64>(),
+            reports.iter().map(|r| r.rates.1).sum::<f64>() / 1024.0,
+            reports.iter().map(|r| r.rates.2).sum::<f64>() / 1024.0,
             g.rejected_connections.load(Ordering::Relaxed),
             reports.iter().map(|r| r.expired).sum::<u64>(),
             reports.iter().map(|r| r.hits).sum::<u64>(),
             reports.iter().map(|r| r.misses).sum::<u64>(),
+            reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
         );
     }
     if want("cpu") {
@@ -157,6 +187,57 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
                 out,
                 "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
                 spec.name, s.calls, s.usec, per, s.rejected, s.failed
+            );
+        }
+        out.push_str("\r\n");
+    }
+    if want("errorstats") {
+        out.push_str("# Errorstats\r\n");
+        let mut by_code: std::collections::BTreeMap<&str, u64> = Default::default();
+        for (code, n) in reports.iter().flat_map(|r| r.errors.iter()) {
+            *by_code.entry(code.as_str()).or_default() += n;
+        }
+        for (code, n) in by_code {
+            let _ = write!(out, "errorstat_{code}:count={n}\r\n");
+        }
+        out.push_str("\r\n");
+    }
+    if want("latencystats") {
+        out.push_str("# Latencystats\r\n");
+        let percentiles = crate::monitor::parse_percentiles(&g.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
+        for (i, spec) in TABLE.iter().enumerate() {
+            let mut merged: Option<Box<Histogram<u64>>> = None;
+            for h in reports.iter().filter_map(|r| r.latency.get(i).and_then(|h| h.as_ref())) {
+                match &mut merged {
+                    Some(m) => {
+                        let _ = m.add(&**h);
+                    }
+                    None => merged = Some(h.clone()),
+                }
+            }
+            if let Some(h) = merged.filter(|h| !h.is_empty()) {
+                let _ = write!(
+                    out,
+                    "latency_percentiles_usec_{}:{}\r\n",
+                    spec.name,
+                    crate::monitor::percentiles_line(&h, &percentiles)
+                );
+            }
+        }
+        out.push_str("\r\n");
+    }
+    if want("shards") {
+        out.push_str("# Shards\r\n");
+        let depths = shard.queue_depths();
+        for (i, r) in reports.iter().enumerate() {
+            let _ = write!(
+                out,
+                "shard{i}:ops={},instantaneous_ops_per_sec={},keys={},connected_clients={},queue_depth={}\r\n",
+                r.stats.iter().map(|s| s.calls).sum::<u64>(),
+                r.rates.0.round() as u64,
+                r.keys.iter().sum::<i64>(),
+                r.connections,
+                depths.get(i).copied().unwrap_or(0)
             );
         }
         out.push_str("\r\n");
@@ -219,15 +300,7 @@ async fn config(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes], r: &m
             r.ok();
         }
         "resetstat" => {
-            shard
-                .broadcast(|st: &ShardState| {
-                    st.cmd_stats.borrow_mut().iter_mut().for_each(|s| *s = CmdStat::default());
-                    st.ks.stats.expired_keys.set(0);
-                    st.ks.stats.hits.set(0);
-                    st.ks.stats.misses.set(0);
-                    *st.net.borrow_mut() = (0, 0);
-                })
-                .await;
+            shard.broadcast(|st: &ShardState| st.reset_stats()).await;
             g.total_connections.store(0, Ordering::Relaxed);
             g.rejected_connections.store(0, Ordering::Relaxed);
             r.ok();
@@ -273,6 +346,8 @@ pub async fn run(
             r.verbatim(&text);
         }
         ConnCmd::Config => config(shard, &g, argv, r).await?,
+        ConnCmd::Slowlog => slowlog(shard, argv, r).await?,
+        ConnCmd::Latency => latency(&g, argv, r)?,
         ConnCmd::Time => {
             let us = now_us();
             r.array(2);
@@ -348,6 +423,141 @@ pub async fn run(
             }
         }
         _ => return Err(CmdError::new("ERR internal routing error")),
+    }
+    Ok(())
+}
+
+const SLOWLOG_HELP: &[&str] = &[
+    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET [<count>]",
+    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    "    client name",
+    "LEN",
+    "    Return the length of the slowlog.",
+    "RESET",
+    "    Reset the slowlog.",
+    "HELP",
+    "    Print this help.",
+];
+
+/// SLOWLOG GET/LEN/RESET/HELP over every shard's log, merged by entry id.
+async fn slowlog(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let sub = text(&argv[1]).to_ascii_lowercase();
+    match sub.as_str() {
+        "get" if argv.len() > 3 => {
+            return Err(CmdError::new(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
+                text(&argv[1])
+            )));
+        }
+        "get" => {
+            let count = match argv.get(2) {
+                None => 10,
+                // As Redis: one message for non-numbers and numbers below -1.
+                Some(a) => match text(a).parse::<i64>() {
+                    Ok(n) if n >= -1 => n,
+                    _ => return Err(CmdError::new("ERR count should be greater than or equal to -1")),
+                },
+            };
+            let mut entries: Vec<crate::monitor::SlowEntry> = shard
+                .broadcast(|st: &ShardState| st.slowlog.borrow().iter().cloned().collect::<Vec<_>>())
+                .await
+                .into_iter()
+                .flatten()
+                .collect();
+            entries.sort_by_key(|e| std::cmp::Reverse(e.id));
+            if count >= 0 {
+                entries.truncate(count as usize);
+            }
+            r.array(entries.len());
+            for e in &entries {
+                r.array(6);
+                r.int(e.id as i64);
+                r.int(e.unix_secs as i64);
+                r.int(e.micros as i64);
+                r.bulk_array(&e.args);
+                r.bulk(e.addr.as_bytes());
+                r.bulk(e.name.as_bytes());
+            }
+        }
+        "len" => {
+            let n: usize = shard.broadcast(|st: &ShardState| st.slowlog.borrow().len()).await.into_iter().sum();
+            r.int(n as i64);
+        }
+        "reset" => {
+            shard.broadcast(|st: &ShardState| st.slowlog.borrow_mut().clear()).await;
+            r.ok();
+        }
+        _ => help_reply(r, SLOWLOG_HELP),
+    }
+    Ok(())
+}
+
+const LATENCY_HELP: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HELP",
+    "    Print this help.",
+];
+
+/// LATENCY LATEST/HISTORY/RESET/DOCTOR/HELP over the process-wide monitor.
+/// Events: "command" (a command at least `latency-monitor-threshold` ms),
+/// "wal-fsync" (the everysec WAL sync), "write-stall" (RocksDB stopped or
+/// delayed writes).
+fn latency(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let sub = text(&argv[1]).to_ascii_lowercase();
+    match sub.as_str() {
+        "latest" => {
+            let latest = g.latency.latest();
+            r.array(latest.len());
+            for (event, t, ms, max) in latest {
+                r.array(4);
+                r.bulk(event.as_bytes());
+                r.int(t as i64);
+                r.int(ms as i64);
+                r.int(max as i64);
+            }
+        }
+        "history" => {
+            let h = g.latency.history(&text(&argv[2]));
+            r.array(h.len());
+            for (t, ms) in h {
+                r.array(2);
+                r.int(t as i64);
+                r.int(ms as i64);
+            }
+        }
+        "reset" => {
+            let events: Vec<String> = argv[2..].iter().map(|a| text(a)).collect();
+            r.int(g.latency.reset(&events) as i64);
+        }
+        "doctor" => {
+            let latest = g.latency.latest();
+            let mut report = String::new();
+            if g.config.latency_monitor_threshold.load(Ordering::Relaxed) == 0 {
+                report.push_str("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Basalt instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it.\n");
+            } else if latest.is_empty() {
+                report.push_str(
+                    "Dave, no latency spike was observed during the lifetime of this Basalt instance, not in the slightest bit.\n",
+                );
+            } else {
+                for (event, _, ms, max) in latest {
+                    let _ = writeln!(report, "{event}: latest spike {ms} ms, worst {max} ms.");
+                }
+            }
+            r.verbatim(&report);
+        }
+        _ => help_reply(r, LATENCY_HELP),
     }
     Ok(())
 }

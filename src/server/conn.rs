@@ -54,7 +54,7 @@ fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> 
 
 /// Runs one shard command against `st` and records its stats.
 #[inline]
-pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes], db: u8, r: &mut Reply) {
+pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes], db: u8, client: &ClientInfo, r: &mut Reply) {
     let start = Instant::now();
     let ctx = Ctx {
         shard: st,
@@ -63,11 +63,46 @@ pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes
     };
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
-    let failed = res.is_err();
-    if let Err(e) = res {
+    if let Err(e) = &res {
         r.error(&e.0);
     }
-    st.record(idx, start.elapsed().as_micros() as u64, failed);
+    finish_cmd(st, idx, argv, start, res.err().as_ref(), client);
+}
+
+/// Records a finished command: commandstats, latency histogram, errorstats,
+/// slow log and latency monitor.
+#[inline]
+pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: Instant, err: Option<&CmdError>, client: &ClientInfo) {
+    let ns = start.elapsed().as_nanos() as u64;
+    st.record(idx, ns, err.is_some());
+    if let Some(e) = err {
+        st.record_error(&e.0);
+    }
+    let cfg = &st.global.config;
+    let us = ns / 1000;
+    let slower_than = cfg.slowlog_slower_than.load(Ordering::Relaxed);
+    if slower_than >= 0 && us >= slower_than as u64 {
+        slow(st, argv, us, client);
+    }
+    let threshold = cfg.latency_monitor_threshold.load(Ordering::Relaxed);
+    if threshold > 0 && us / 1000 >= threshold {
+        st.global.latency.add("command", now_ms() / 1000, us / 1000);
+    }
+}
+
+#[cold]
+fn slow(st: &ShardState, argv: &[Bytes], us: u64, client: &ClientInfo) {
+    let g = &st.global;
+    let entry = crate::monitor::SlowEntry {
+        id: g.slowlog_next_id.fetch_add(1, Ordering::Relaxed),
+        unix_secs: now_ms() / 1000,
+        micros: us,
+        args: crate::monitor::slowlog_args(argv),
+        addr: client.addr.clone(),
+        name: ClientInfo::text(&client.name),
+    };
+    let max = g.config.slowlog_max_len.load(Ordering::Relaxed) as usize;
+    crate::monitor::slowlog_push(&mut st.slowlog.borrow_mut(), entry, max);
 }
 
 /// The reply for a command whose handler panicked (logged; a bug to fix).
@@ -128,6 +163,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         }
     }
     g.total_connections.fetch_add(1, Ordering::Relaxed);
+    st.connections.set(st.connections.get() + 1);
     // As Redis: a client that connects while no password is set is authenticated.
     let authed = !g.config.requirepass_set.load(Ordering::Relaxed);
     let mut client = Client {
@@ -138,24 +174,18 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         closing: false,
     };
     let mut rbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut scratch = vec![0u8; READ_CHUNK];
     let mut out = Reply::new(false);
     loop {
         let timeout = g.config.timeout_secs.load(Ordering::Relaxed);
         let _ = stream.set_read_timeout(if timeout > 0 { Some(Duration::from_secs(timeout)) } else { None });
-        let filled = rbuf.len();
-        if rbuf.capacity() - filled < READ_CHUNK / 4 {
-            rbuf.reserve(READ_CHUNK);
-        }
-        let room = rbuf.capacity() - filled;
-        rbuf.resize(filled + room, 0);
-        let n = match stream.read(&mut rbuf[filled..]).await {
-            Ok(0) | Err(_) => {
-                rbuf.truncate(filled);
-                break;
-            }
+        // Read into a scratch buffer zeroed once, then append: a small
+        // request costs a copy of its own size, not a 16 KiB memset.
+        let n = match stream.read(&mut scratch[..]).await {
+            Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        rbuf.truncate(filled + n);
+        rbuf.extend_from_slice(&scratch[..n]);
         st.net.borrow_mut().0 += n as u64;
         if rbuf.len() as u64 > g.config.query_buffer_limit.load(Ordering::Relaxed) {
             tracing::warn!(client = id, "closing client that exceeded client-query-buffer-limit");
@@ -180,6 +210,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
     if let Ok(mut clients) = g.clients.lock() {
         clients.remove(&id);
     }
+    st.connections.set(st.connections.get().saturating_sub(1));
     let _ = stream.close().await;
 }
 
@@ -222,6 +253,7 @@ async fn run_batch(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &
         .collect();
     execute(shard, st, client, &mut cmds, out).await;
     if let Some(e) = proto_err {
+        st.record_error("ERR");
         out.error(&format!("ERR Protocol error: {}", e.0));
         return true;
     }
@@ -241,6 +273,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 if let Some(idx) = idx {
                     st.record_rejected(idx);
                 }
+                st.record_error(&msg);
                 out.error(&msg);
                 i += 1;
                 continue;
@@ -252,7 +285,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
             Exec::Shard(f) => {
                 let target = target_of(spec, &cmds[i], here, n);
                 if target == here {
-                    run_shard_cmd(st, idx, f, &cmds[i], client.db, out);
+                    run_shard_cmd(st, idx, f, &cmds[i], client.db, &client.info, out);
                     i += 1;
                     continue;
                 }
@@ -271,12 +304,12 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                         Err(_) => break,
                     }
                 }
-                let (db, resp3) = (client.db, client.resp3);
+                let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
                 let bytes = shard
                     .invoke_on(target, move |remote: &ShardState| {
                         let mut r = Reply::new(resp3);
                         for (idx, f, argv) in &batch {
-                            run_shard_cmd(remote, *idx, *f, argv, db, &mut r);
+                            run_shard_cmd(remote, *idx, *f, argv, db, &info, &mut r);
                         }
                         r.buf
                     })
@@ -291,11 +324,10 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     .catch_unwind()
                     .await
                     .unwrap_or_else(|_| Err(internal_error(&argv)));
-                let failed = res.is_err();
-                if let Err(e) = res {
+                if let Err(e) = &res {
                     out.error(&e.0);
                 }
-                st.record(idx, start.elapsed().as_micros() as u64, failed);
+                finish_cmd(st, idx, &argv, start, res.err().as_ref(), &client.info);
                 i += 1;
             }
         }
@@ -329,7 +361,9 @@ async fn run_conn(
         | ConnCmd::Lastsave
         | ConnCmd::Save
         | ConnCmd::Bgsave
-        | ConnCmd::Debug => server::run(shard, st, client, c, argv, out).await,
+        | ConnCmd::Debug
+        | ConnCmd::Slowlog
+        | ConnCmd::Latency => server::run(shard, st, client, c, argv, out).await,
         _ => coord::run(shard, client.db, c, argv, out).await,
     }
 }

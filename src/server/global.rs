@@ -60,6 +60,9 @@ pub struct Global {
     pub rejected_connections: AtomicU64,
     pub lastsave: AtomicU64,
     pub bgsave_running: AtomicBool,
+    /// Slow-log entry ids, process-wide so SLOWLOG GET can merge shards.
+    pub slowlog_next_id: AtomicU64,
+    pub latency: crate::monitor::LatencyMonitor,
 }
 
 impl Global {

@@ -55,14 +55,22 @@ fn install_signal_thread(g: Arc<Global>, set: libc::sigset_t) {
 }
 
 /// Syncs the WAL once a second while `appendfsync` is `everysec`.
-fn start_fsync_thread(engine: &'static Engine) {
+/// `appendfsync everysec`: syncs the WAL once a second; a sync slower than
+/// `latency-monitor-threshold` is a "wal-fsync" latency event.
+fn start_fsync_thread(g: Arc<Global>) {
     std::thread::Builder::new()
         .name("wal-sync".into())
         .spawn(move || loop {
             std::thread::sleep(Duration::from_secs(1));
-            if engine.fsync() == Fsync::EverySec {
-                if let Err(e) = engine.sync_wal() {
+            if g.engine.fsync() == Fsync::EverySec {
+                let start = Instant::now();
+                if let Err(e) = g.engine.sync_wal() {
                     tracing::error!(error = %e, "WAL sync failed");
+                }
+                let ms = start.elapsed().as_millis() as u64;
+                let threshold = g.config.latency_monitor_threshold.load(std::sync::atomic::Ordering::Relaxed);
+                if threshold > 0 && ms >= threshold {
+                    g.latency.add("wal-fsync", global::now_ms() / 1000, ms);
                 }
             }
         })
@@ -115,9 +123,11 @@ pub fn run(config: Config) -> Result<(), String> {
         rejected_connections: AtomicU64::new(0),
         lastsave: AtomicU64::new(global::now_ms() / 1000),
         bgsave_running: AtomicBool::new(false),
+        slowlog_next_id: AtomicU64::new(0),
+        latency: Default::default(),
     });
     install_signal_thread(g.clone(), signals);
-    start_fsync_thread(engine);
+    start_fsync_thread(g.clone());
     let addr = format!("{bind}:{port}");
     tracing::info!(%addr, shards, ?cores, dir = %engine.dir().display(), "Basalt starting");
     let g2 = g.clone();
@@ -156,6 +166,13 @@ pub fn run(config: Config) -> Result<(), String> {
 }
 
 async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
+    shards::rt::spawn(crate::expire::active_expire_loop(shard.clone()));
+    // `listen-shards 0,2`: only those shards accept connections; the others
+    // serve cross-shard work only (perf/compare's cross-shard GET uses it).
+    let listen = parse_cores(&shard.state().global.config.get("listen-shards"));
+    if !listen.is_empty() && !listen.contains(&shard.id()) {
+        std::future::pending::<()>().await;
+    }
     let listener = match shards::rt::TcpListener::bind(addr.as_str()) {
         Ok(l) => l,
         Err(e) => {
@@ -163,10 +180,9 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
             std::process::exit(1);
         }
     };
-    if shard.id() == 0 {
+    if shard.id() == 0 || listen.first() == Some(&shard.id()) {
         tracing::info!(%addr, "Ready to accept connections tcp");
     }
-    shards::rt::spawn(crate::expire::active_expire_loop(shard.clone()));
     loop {
         match listener.accept().await {
             Ok(stream) => shards::rt::spawn(conn::serve(shard.clone(), stream)),
