@@ -1,5 +1,5 @@
 //! Micro-benchmarks of the hot paths: RESP parsing and reply writing, key
-//! encoding, command lookup, and a cross-shard `invoke_on` round trip.
+//! and meta value encoding and decoding, command lookup, and a cross-shard `invoke_on` round trip.
 //! Run: `cargo bench --bench core` (release profile, symbols kept).
 
 use std::hint::black_box;
@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use basalt::cmd::lookup;
 use basalt::resp::{parse_request, Limits, Reply};
-use basalt::storage::keys::{meta_key, slot_of};
+use basalt::storage::keys::{meta_key, slot_of, split_meta_key};
+use basalt::storage::meta::{encode_string, Meta};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 const LIMITS: Limits = Limits {
@@ -94,6 +95,11 @@ fn keys(c: &mut Criterion) {
     let key = b"user:{1000}:profile";
     c.bench_function("slot_of", |b| b.iter(|| slot_of(black_box(key))));
     c.bench_function("meta_key", |b| b.iter(|| meta_key(0, black_box(key))));
+    let mk = meta_key(0, key);
+    c.bench_function("split_meta_key", |b| b.iter(|| split_meta_key(black_box(&mk))));
+    let value = encode_string(0, &[b'v'; 100]);
+    c.bench_function("meta_encode_string_100b", |b| b.iter(|| encode_string(0, black_box(&[b'v'; 100]))));
+    c.bench_function("meta_decode_string_100b", |b| b.iter(|| Meta::decode(black_box(&value)).is_some()));
     c.bench_function("command_lookup_incrbyfloat", |b| b.iter(|| lookup(black_box(b"INCRBYFLOAT"))));
 }
 
