@@ -627,3 +627,44 @@ fn latency_monitor_records_slow_commands() {
     assert_eq!(raw.cmd(&["LATENCY", "RESET"]), b":1\r\n");
     assert_eq!(raw.cmd(&["LATENCY", "LATEST"]), b"*0\r\n");
 }
+
+#[test]
+fn appendfsync_always_commits_pipelines_as_groups() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut b = Basalt::start_in(tmp.path(), 2, &["--appendfsync", "always"]);
+        let port = b.port;
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                std::thread::spawn(move || {
+                    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                        .unwrap()
+                        .get_connection()
+                        .unwrap();
+                    let mut p = redis::pipe();
+                    for i in 0..100 {
+                        p.set(format!("g:{w}:{i}"), i).ignore();
+                    }
+                    let _: () = p.query(&mut c).unwrap();
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let mut c = b.client();
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+        let syncs: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("wal_group_syncs:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{info}"));
+        // 400 acknowledged writes, synced in groups: one per pipelined batch at most.
+        assert!((1..100).contains(&syncs), "wal_group_syncs {syncs}");
+        b.signal_and_wait("-KILL");
+    }
+    let b = Basalt::start_in(tmp.path(), 2, &[]);
+    let mut c = b.client();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 400);
+}

@@ -132,10 +132,11 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
     if want("persistence") {
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_group_syncs:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\n\r\n",
             g.bgsave_running.load(Ordering::Relaxed) as u8,
             g.lastsave.load(Ordering::Relaxed),
             g.engine.fsync().name(),
+            g.engine.group_syncs.load(Ordering::Relaxed),
             wal_bytes(g),
             g.engine.property_sum(g.shards, "rocksdb.live-sst-files-size"),
             g.engine.property_sum(g.shards, "rocksdb.estimate-pending-compaction-bytes"),

@@ -193,6 +193,16 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         }
         out.resp3 = client.resp3;
         let proto_err = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
+        if g.engine.unsynced() {
+            // appendfsync always: let the other connections ready in this loop
+            // iteration run their batches first, then one fsync covers all.
+            futures_lite::future::yield_now().await;
+            if let Err(e) = g.engine.sync_written() {
+                // As Redis under `always`: never acknowledge an unsynced write.
+                tracing::error!(error = %e, "WAL sync failed; closing the client unanswered");
+                break;
+            }
+        }
         if !out.buf.is_empty() {
             st.net.borrow_mut().1 += out.buf.len() as u64;
             if stream.write_all(&out.buf).await.is_err() {

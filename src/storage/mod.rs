@@ -16,11 +16,9 @@ pub mod keys;
 pub mod meta;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions, WriteBatch, WriteOptions, DB,
-};
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions, WriteBatch, DB};
 
 /// Where the shard count the data was written with is kept (default CF).
 const SHARDS_RECORD: &[u8] = b"basalt:shards";
@@ -88,6 +86,12 @@ pub struct Engine {
     db: DB,
     fsync: AtomicU8,
     dir: PathBuf,
+    /// `appendfsync always` group commit: writes made (and WAL syncs done)
+    /// so far, process-wide, since every column family shares one WAL.
+    written: AtomicU64,
+    synced: AtomicU64,
+    /// Group-commit syncs done (INFO persistence `wal_group_syncs`).
+    pub group_syncs: AtomicU64,
 }
 
 fn cf_name(i: usize) -> String {
@@ -168,6 +172,9 @@ impl Engine {
             db,
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             dir: opts.dir.clone(),
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            group_syncs: AtomicU64::new(0),
         })
     }
 
@@ -240,6 +247,29 @@ impl Engine {
     /// Syncs the WAL to disk.
     pub fn sync_wal(&self) -> Result<(), StorageError> {
         Ok(self.db.flush_wal(true)?)
+    }
+
+    /// True when a write made so far under `appendfsync always` is not yet
+    /// synced: the connection must call [`Engine::sync_written`] before it
+    /// replies.
+    pub fn unsynced(&self) -> bool {
+        self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire)
+    }
+
+    /// Group commit for `appendfsync always`: one WAL sync covers every write
+    /// made before it, from any shard. Connections call this after running
+    /// their batch (having first let the other ready connections run theirs)
+    /// and before replying; the first pays the fsync, the rest find their
+    /// writes already synced.
+    pub fn sync_written(&self) -> Result<(), StorageError> {
+        let target = self.written.load(Ordering::Acquire);
+        if self.synced.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        self.db.flush_wal(true)?;
+        self.synced.fetch_max(target, Ordering::AcqRel);
+        self.group_syncs.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Flushes memtables and syncs the WAL: used at shutdown.
@@ -360,9 +390,14 @@ impl ShardStore {
         if b.0.is_empty() {
             return Ok(());
         }
-        let mut wo = WriteOptions::default();
-        wo.set_sync(self.engine.fsync() == Fsync::Always);
-        Ok(self.db.write_opt(b.0, &wo)?)
+        // Never a sync per write: under `always` the connection syncs once
+        // for every write of the loop iteration before it replies (group
+        // commit, as Redis's beforeSleep does for its AOF).
+        self.db.write(b.0)?;
+        if self.engine.fsync() == Fsync::Always {
+            self.engine.written.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(())
     }
 
     /// Visits records in `[from, to)` in key order until `f` returns false.
