@@ -530,3 +530,53 @@ fn protocol_errors_like_redis() {
     assert_eq!(b.reply(), b"+OK\r\n");
     assert_eq!(b.reply(), b"$3\r\na b\r\n");
 }
+
+/// `keys=` and `expires=` of INFO keyspace's db0 line ("" when db0 is empty).
+fn keyspace_counts(c: &mut Raw) -> String {
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "keyspace"])).to_string();
+    info.lines()
+        .find_map(|l| l.strip_prefix("db0:"))
+        .map(|l| l.split(',').take(2).collect::<Vec<_>>().join(","))
+        .unwrap_or_default()
+}
+
+/// INFO keyspace counts keys with an expiry as Redis does, through every
+/// command that sets, keeps, clears or moves one.
+#[test]
+fn keyspace_expires_count_like_redis() {
+    let script = r#"
+        SET a 1 EX 100
+        SET b 2 PX 100000
+        SET c 3
+        SETEX d 100 4
+        SET a 5
+        EXPIRE c 100
+        PERSIST b
+        GETEX c PERSIST
+        GETEX b EX 50
+        INCR d
+        APPEND d x
+        MSET d 1 e 2
+        EXPIRE e 100
+        RENAME e f
+        COPY f g
+        MOVE g 1
+        SET h 1 EX 100
+        DEL h
+        SET i 1 KEEPTTL
+        PSETEX j 100000 v
+        SETRANGE j 0 w
+        GETDEL j
+        EXPIRE a 0
+    "#;
+    for shards in [1, 4] {
+        let redis = RedisServer::start();
+        let basalt = Basalt::start(shards);
+        let (mut r, mut b) = (redis.raw(), basalt.raw());
+        for line in script.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let args = split(line);
+            assert_eq!(show(&r.cmd(&args)), show(&b.cmd(&args)), "`{line}`");
+            assert_eq!(keyspace_counts(&mut r), keyspace_counts(&mut b), "after `{line}`, {shards} shards");
+        }
+    }
+}

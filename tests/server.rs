@@ -226,6 +226,10 @@ fn data_and_ttls_survive_restart_and_resharding() {
         assert!((4990..=5000).contains(&ttl), "ttl {ttl}");
         let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
         assert_eq!(n, 301);
+        // Key and expiry counts are rebuilt from the records at startup.
+        let info: String = redis::cmd("INFO").arg("keyspace").query(&mut c).unwrap();
+        assert!(info.contains("db0:keys=301,expires=1,"), "{info}");
+        assert!(info.contains("db3:keys=1,expires=0,"), "{info}");
         let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
         let v: String = c.get("in-db3").unwrap();
         assert_eq!(v, "y");

@@ -85,7 +85,7 @@ fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: boo
     if when <= ctx.now_ms as i64 {
         ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
     } else {
-        ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, when as u64), true)?;
+        ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, when as u64), Some(cur))?;
     }
     r.int(1);
     Ok(())
@@ -140,7 +140,7 @@ pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let ks = ctx.ks();
     match ks.get(ctx.db, &argv[1], ctx.now_ms)? {
         Some(s) if s.meta().expire_ms != 0 => {
-            ks.put(ctx.db, &argv[1], &meta::with_expire(&s.raw, 0), true)?;
+            ks.put(ctx.db, &argv[1], &meta::with_expire(&s.raw, 0), Some(s.meta().expire_ms))?;
             r.int(1);
         }
         _ => r.int(0),
@@ -163,8 +163,8 @@ pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     let mut b = ks.store.batch();
-    ks.stage_put(&mut b, dst, &argv[1], &s.raw, false);
-    ks.stage_delete(&mut b, ctx.db, &argv[1]);
+    ks.stage_put(&mut b, dst, &argv[1], &s.raw, None);
+    ks.stage_delete(&mut b, ctx.db, &argv[1], s.meta().expire_ms);
     ks.store.write(b)?;
     r.int(1);
     Ok(())
@@ -327,7 +327,8 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Err(CmdError::new("ERR Invalid TTL value, must be >= 0"));
     }
     let ks = ctx.ks();
-    let existed = ks.read(ctx.db, &argv[1], ctx.now_ms, |m| m.is_some())?;
+    let prior = ks.read(ctx.db, &argv[1], ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
+    let existed = prior.is_some();
     if existed && !replace {
         return Err(CmdError::new("BUSYKEY Target key name already exists."));
     }
@@ -342,7 +343,7 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
         }
     } else {
-        ks.put(ctx.db, &argv[1], &raw, existed)?;
+        ks.put(ctx.db, &argv[1], &raw, prior)?;
     }
     r.ok();
     Ok(())
@@ -387,19 +388,19 @@ pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResul
 /// MSET on this shard: one atomic batch. With `only_if_none_exist`
 /// (MSETNX on one shard) nothing is written if any key exists.
 pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, only_if_none_exist: bool) -> CmdResult<bool> {
-    let mut existed = Vec::with_capacity(pairs.len());
+    let mut priors = Vec::with_capacity(pairs.len());
     for (k, _) in pairs {
-        existed.push(ks.read(db, k, now_ms, |m| m.is_some())?);
+        priors.push(ks.read(db, k, now_ms, |m| m.map(|m| m.expire_ms))?);
     }
-    if only_if_none_exist && existed.iter().any(|e| *e) {
+    if only_if_none_exist && priors.iter().any(|p| p.is_some()) {
         return Ok(false);
     }
     let mut b = ks.store.batch();
     let mut seen: Vec<&[u8]> = Vec::new();
-    for ((k, v), e) in pairs.iter().zip(existed) {
-        // A key repeated in one MSET exists after its first write.
-        let e = e || seen.contains(&&k[..]);
-        ks.stage_put(&mut b, db, k, &meta::encode_string(0, v), e);
+    for ((k, v), prior) in pairs.iter().zip(priors) {
+        // A key repeated in one MSET exists, without expiry, after its first write.
+        let prior = if seen.contains(&&k[..]) { Some(0) } else { prior };
+        ks.stage_put(&mut b, db, k, &meta::encode_string(0, v), prior);
         seen.push(k);
     }
     ks.store.write(b)?;
@@ -418,18 +419,18 @@ pub fn take_raw(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64, delete: bool) ->
 /// Writes a moved/copied value at its destination. `mode`: overwrite, or
 /// only if absent. Returns false when the destination exists and must not be replaced.
 pub fn put_raw(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now_ms: u64, replace: bool) -> CmdResult<bool> {
-    let existed = ks.read(db, key, now_ms, |m| m.is_some())?;
-    if existed && !replace {
+    let prior = ks.read(db, key, now_ms, |m| m.map(|m| m.expire_ms))?;
+    if prior.is_some() && !replace {
         return Ok(false);
     }
     let expired = Meta::decode(raw).is_some_and(|m| m.is_expired(now_ms));
     if expired {
-        if existed {
+        if prior.is_some() {
             ks.delete(db, key, now_ms)?;
         }
         return Ok(true);
     }
-    ks.put(db, key, raw, existed)?;
+    ks.put(db, key, raw, prior)?;
     Ok(true)
 }
 

@@ -23,6 +23,7 @@ use crate::storage::Fsync;
 /// What every shard reports for INFO.
 struct ShardReport {
     keys: Vec<i64>,
+    expires: Vec<i64>,
     stats: Vec<CmdStat>,
     expired: u64,
     hits: u64,
@@ -40,6 +41,7 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
     shard
         .broadcast(move |st: &ShardState| ShardReport {
             keys: (0..st.ks.databases()).map(|d| st.ks.count(d as u8)).collect(),
+            expires: (0..st.ks.databases()).map(|d| st.ks.expires(d as u8)).collect(),
             stats: st.cmd_stats.borrow().clone(),
             expired: st.ks.stats.expired_keys.get(),
             hits: st.ks.stats.hits.get(),
@@ -248,8 +250,10 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         out.push_str("# Keyspace\r\n");
         for db in 0..g.databases {
             let keys: i64 = reports.iter().map(|r| r.keys.get(db).copied().unwrap_or(0)).sum();
+            let expires: i64 = reports.iter().map(|r| r.expires.get(db).copied().unwrap_or(0)).sum();
             if keys > 0 {
-                let _ = write!(out, "db{db}:keys={keys},expires=0,avg_ttl=0\r\n");
+                // avg_ttl is Redis's sampled estimate; Basalt does not sample (0 = unknown).
+                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
             }
         }
         out.push_str("\r\n");

@@ -167,7 +167,7 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
         }
         return Ok((true, old_value));
     }
-    ks.put_string(ctx.db, key, expire_ms, value, existed)?;
+    ks.put_string(ctx.db, key, expire_ms, value, old.as_ref().map(|(_, e, _)| *e))?;
     Ok((true, old_value))
 }
 
@@ -256,8 +256,8 @@ pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         Some(at) if at <= ctx.now_ms => {
             ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
         }
-        Some(at) => ks.put_string(ctx.db, &argv[1], at, &v, true)?,
-        None if o.persist && old_expire != 0 => ks.put_string(ctx.db, &argv[1], 0, &v, true)?,
+        Some(at) => ks.put_string(ctx.db, &argv[1], at, &v, Some(old_expire))?,
+        None if o.persist && old_expire != 0 => ks.put_string(ctx.db, &argv[1], 0, &v, Some(old_expire))?,
         None => {}
     }
     r.bulk(&v);
@@ -265,15 +265,15 @@ pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn append(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let (mut v, expire, existed) = match read_string(ctx, &argv[1])? {
-        Some((v, e)) => (v, e, true),
-        None => (Vec::new(), 0, false),
+    let (mut v, expire, prior) = match read_string(ctx, &argv[1])? {
+        Some((v, e)) => (v, e, Some(e)),
+        None => (Vec::new(), 0, None),
     };
     if v.len() + argv[2].len() > ctx.shard.global.max_string_len() {
         return Err(STRING_TOO_LONG);
     }
     v.extend_from_slice(&argv[2]);
-    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, existed)?;
+    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, prior)?;
     r.int(v.len() as i64);
     Ok(())
 }
@@ -291,12 +291,12 @@ pub fn strlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
-    let (cur, expire, existed) = match read_string(ctx, key)? {
-        Some((v, e)) => (super::args::parse_i64(&v).ok_or(NOT_INT)?, e, true),
-        None => (0, 0, false),
+    let (cur, expire, prior) = match read_string(ctx, key)? {
+        Some((v, e)) => (super::args::parse_i64(&v).ok_or(NOT_INT)?, e, Some(e)),
+        None => (0, 0, None),
     };
     let next = cur.checked_add(by).ok_or(OVERFLOW)?;
-    ctx.ks().put_string(ctx.db, key, expire, next.to_string().as_bytes(), existed)?;
+    ctx.ks().put_string(ctx.db, key, expire, next.to_string().as_bytes(), prior)?;
     r.int(next);
     Ok(())
 }
@@ -327,8 +327,8 @@ pub fn incrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         FloatIncrError::NotFloat | FloatIncrError::BadIncrement => NOT_FLOAT,
         FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
     })?;
-    let (expire, existed) = current.map_or((0, false), |(_, e)| (e, true));
-    ctx.ks().put_string(ctx.db, &argv[1], expire, &next, existed)?;
+    let prior = current.map(|(_, e)| e);
+    ctx.ks().put_string(ctx.db, &argv[1], prior.unwrap_or(0), &next, prior)?;
     r.bulk(&next);
     Ok(())
 }
@@ -365,10 +365,10 @@ pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if offset as u64 + value.len() as u64 > ctx.shard.global.max_string_len() as u64 {
         return Err(STRING_TOO_LONG);
     }
-    let existed = current.is_some();
+    let prior = current.as_ref().map(|(_, e)| *e);
     let (mut v, expire) = current.unwrap_or_default();
     logic::set_range(&mut v, offset as usize, value);
-    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, existed)?;
+    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, prior)?;
     r.int(v.len() as i64);
     Ok(())
 }

@@ -7,6 +7,9 @@
 //! - `counts[db]` is the number of meta records of `db` on this shard
 //!   (expired-but-not-yet-deleted ones included, as Redis's DBSIZE does).
 //!   Every write that creates or deletes a meta record adjusts it.
+//! - `expires[db]` counts the meta records of `db` with an expiry (INFO
+//!   keyspace `expires=`); writes pass the key's prior state ([`Prior`]) so
+//!   it moves without another read.
 //! - A key with an expiry has a TTL index entry at that expiry. Entries left
 //!   behind by a changed expiry are stale; active expiration drops them.
 
@@ -42,9 +45,14 @@ pub struct KeyspaceStats {
     pub misses: Cell<u64>,
 }
 
+/// A key's state before a write: `None` when no live key was there, else
+/// `Some(expire_ms)` of the live key (0: no expiry).
+pub type Prior = Option<u64>;
+
 pub struct Keyspace {
     pub store: ShardStore,
     counts: Vec<Cell<i64>>,
+    expires: Vec<Cell<i64>>,
     last_version: Cell<u64>,
     pub stats: KeyspaceStats,
 }
@@ -54,16 +62,26 @@ fn bump(c: &Cell<u64>) {
 }
 
 impl Keyspace {
-    /// Opens a shard's keyspace and counts its keys (a key-only scan per db).
+    /// Opens a shard's keyspace and counts its keys and the keys with an
+    /// expiry (one scan of each db's meta records).
     pub fn open(store: ShardStore, databases: usize) -> CmdResult<Keyspace> {
         let mut counts = Vec::with_capacity(databases);
+        let mut expires = Vec::with_capacity(databases);
         for db in 0..databases {
             let (lo, hi) = keys::meta_db_range(db as u8);
-            counts.push(Cell::new(store.count(&lo, &hi)? as i64));
+            let (mut n, mut with_ttl) = (0i64, 0i64);
+            store.scan(&lo, &hi, |_, v| {
+                n += 1;
+                with_ttl += Meta::decode(v).is_some_and(|m| m.expire_ms != 0) as i64;
+                true
+            })?;
+            counts.push(Cell::new(n));
+            expires.push(Cell::new(with_ttl));
         }
         Ok(Keyspace {
             store,
             counts,
+            expires,
             last_version: Cell::new(0),
             stats: KeyspaceStats::default(),
         })
@@ -78,10 +96,29 @@ impl Keyspace {
         self.counts.get(db as usize).map_or(0, |c| c.get())
     }
 
+    /// Keys of `db` on this shard that have an expiry.
+    pub fn expires(&self, db: u8) -> i64 {
+        self.expires.get(db as usize).map_or(0, |c| c.get())
+    }
+
     fn adjust(&self, db: u8, delta: i64) {
         if let Some(c) = self.counts.get(db as usize) {
             c.set(c.get() + delta);
         }
+    }
+
+    fn adjust_expires(&self, db: u8, delta: i64) {
+        if let Some(c) = self.expires.get(db as usize) {
+            c.set(c.get() + delta);
+        }
+    }
+
+    /// Count changes for a write from `prior` to a key with expiry `expire_ms`
+    /// (`None`: the key is deleted).
+    fn account(&self, db: u8, prior: Prior, after: Option<u64>) {
+        self.adjust(db, after.is_some() as i64 - prior.is_some() as i64);
+        let ttl = |p: Option<u64>| p.is_some_and(|e| e != 0) as i64;
+        self.adjust_expires(db, ttl(after) - ttl(prior));
     }
 
     /// A version unique to this shard and never going backwards:
@@ -133,53 +170,51 @@ impl Keyspace {
         let mut b = self.store.batch();
         self.store.delete(&mut b, &meta_key(db, key));
         self.store.write(b)?;
-        self.adjust(db, -1);
+        // Only a key with an expiry expires.
+        self.account(db, Some(1), None);
         bump(&self.stats.expired_keys);
         Ok(())
     }
 
     /// Adds the writes that store `raw` as `key`'s meta value to `b`.
-    /// `existed`: whether a live key was there (for the key count).
-    pub fn stage_put(&self, b: &mut Batch, db: u8, key: &[u8], raw: &[u8], existed: bool) {
+    /// `prior`: the key's state before (for the key and expiry counts).
+    pub fn stage_put(&self, b: &mut Batch, db: u8, key: &[u8], raw: &[u8], prior: Prior) {
         self.store.put(b, &meta_key(db, key), raw);
-        if let Some(m) = Meta::decode(raw) {
-            if m.expire_ms != 0 {
-                self.store.put(b, &ttl_key(m.expire_ms, db, key), b"");
-            }
+        let expire_ms = Meta::decode(raw).map_or(0, |m| m.expire_ms);
+        if expire_ms != 0 {
+            self.store.put(b, &ttl_key(expire_ms, db, key), b"");
         }
-        if !existed {
-            self.adjust(db, 1);
-        }
+        self.account(db, prior, Some(expire_ms));
     }
 
-    /// Adds the delete of `key`'s meta record to `b` (the key was live).
-    pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8]) {
+    /// Adds the delete of `key`'s meta record to `b` (the key was live, with
+    /// expiry `expire_ms`, 0 for none).
+    pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8], expire_ms: u64) {
         self.store.delete(b, &meta_key(db, key));
-        self.adjust(db, -1);
+        self.account(db, Some(expire_ms), None);
     }
 
     /// Stores `raw` as `key`'s meta value in one write.
-    pub fn put(&self, db: u8, key: &[u8], raw: &[u8], existed: bool) -> CmdResult<()> {
+    pub fn put(&self, db: u8, key: &[u8], raw: &[u8], prior: Prior) -> CmdResult<()> {
         let mut b = self.store.batch();
-        self.stage_put(&mut b, db, key, raw, existed);
+        self.stage_put(&mut b, db, key, raw, prior);
         self.store.write(b).map_err(|e| {
-            if !existed {
-                self.adjust(db, -1);
-            }
+            // Undo the counts: nothing was written.
+            self.account(db, Some(Meta::decode(raw).map_or(0, |m| m.expire_ms)), prior);
             CmdError::from(e)
         })
     }
 
     /// Stores a string value.
-    pub fn put_string(&self, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], existed: bool) -> CmdResult<()> {
-        self.put(db, key, &meta::encode_string(expire_ms, payload), existed)
+    pub fn put_string(&self, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], prior: Prior) -> CmdResult<()> {
+        self.put(db, key, &meta::encode_string(expire_ms, payload), prior)
     }
 
     /// Deletes a key if it is live; true if it was.
     pub fn delete(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<bool> {
-        if self.read(db, key, now_ms, |m| m.is_some())? {
+        if let Some(expire_ms) = self.read(db, key, now_ms, |m| m.map(|m| m.expire_ms))? {
             let mut b = self.store.batch();
-            self.stage_delete(&mut b, db, key);
+            self.stage_delete(&mut b, db, key, expire_ms);
             self.store.write(b)?;
             return Ok(true);
         }
@@ -198,6 +233,7 @@ impl Keyspace {
         self.store.delete_range(&mut b, &lo, &hi);
         self.store.write(b)?;
         self.adjust(db, -self.count(db));
+        self.adjust_expires(db, -self.expires(db));
         Ok(())
     }
 
@@ -218,7 +254,7 @@ impl Keyspace {
             let mk = meta_key(*db, key);
             let current = self.store.get_with(&mk, |v| v.and_then(Meta::decode).map(|m| m.expire_ms))?;
             if current == Some(*at) {
-                self.stage_delete(&mut b, *db, key);
+                self.stage_delete(&mut b, *db, key, *at);
                 bump(&self.stats.expired_keys);
             }
             self.store.delete(&mut b, entry);
