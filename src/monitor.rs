@@ -50,6 +50,23 @@ pub fn percentiles_line(h: &Histogram<u64>, percentiles: &[f64]) -> String {
         .join(",")
 }
 
+/// LATENCY HISTOGRAM's buckets: (upper bound in µs, calls at or under it)
+/// for power-of-two buckets starting at 1024 ns, skipping buckets that add
+/// nothing, as Redis's `fillCommandCDF` does.
+pub fn cumulative_log2_buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut cumulative = 0u64;
+    let mut previous = 0u64;
+    for v in h.iter_log(1024, 2.0) {
+        cumulative += v.count_since_last_iteration();
+        if cumulative > previous {
+            out.push((h.highest_equivalent(v.value_iterated_to()) / 1000, cumulative));
+        }
+        previous = cumulative;
+    }
+    out
+}
+
 /// Parses `latency-tracking-info-percentiles`: space-separated numbers in [0, 100].
 pub fn parse_percentiles(s: &str) -> Option<Vec<f64>> {
     s.split_whitespace()
@@ -199,6 +216,20 @@ mod tests {
         // Out-of-range values are clamped, not dropped.
         record_ns(&mut h, u64::MAX);
         assert_eq!(h.len(), 1001);
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_powers_of_two() {
+        let mut h = new_histogram().unwrap();
+        for ns in [500, 900, 3_000, 3_500, 100_000] {
+            record_ns(&mut h, ns);
+        }
+        let b = cumulative_log2_buckets(&h);
+        // 2 calls under ~1 µs, 4 under ~4 µs, all 5 under ~131 µs.
+        assert_eq!(b.first().map(|x| x.1), Some(2));
+        assert!(b.iter().any(|&(us, n)| (3..=4).contains(&us) && n == 4), "{b:?}");
+        assert_eq!(b.last().map(|x| x.1), Some(5));
+        assert!(b.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "{b:?}");
     }
 
     #[test]

@@ -440,6 +440,7 @@ const SCRIPTS: &[(&str, &str)] = &[
         LATENCY HISTORY command
         LATENCY HISTORY
         LATENCY RESET command fork
+        LATENCY HISTOGRAM nosuchcommand
         LATENCY FOO
         CONFIG SET latency-monitor-threshold -1
         CONFIG SET latency-tracking maybe

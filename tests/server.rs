@@ -629,6 +629,14 @@ fn latency_monitor_records_slow_commands() {
     let doctor = show(&raw.cmd(&["LATENCY", "DOCTOR"]));
     assert!(doctor.contains("command: latest spike"), "{doctor}");
     assert_eq!(raw.cmd(&["LATENCY", "RESET"]), b":1\r\n");
+    raw.cmd(&["SET", "a", "1"]);
+    raw.cmd(&["GET", "a"]);
+    raw.cmd(&["GET", "a"]);
+    let h = show(&raw.cmd(&["LATENCY", "HISTOGRAM", "get", "nosuch"]));
+    assert!(
+        h.starts_with("*2\\r\\n$3\\r\\nget\\r\\n*4\\r\\n$5\\r\\ncalls\\r\\n:2\\r\\n$14\\r\\nhistogram_usec\\r\\n*"),
+        "{h}"
+    );
     assert_eq!(raw.cmd(&["LATENCY", "LATEST"]), b"*0\r\n");
 }
 

@@ -280,6 +280,12 @@ const LATENCY_SUBS: &[SubSpec] = &[
         "Returns a human-readable latency analysis report."
     ),
     sub!(
+        "histogram",
+        -2,
+        ["admin", "noscript", "loading", "stale"],
+        "Returns the cumulative distribution of latencies of a subset or all commands."
+    ),
+    sub!(
         "history",
         3,
         ["admin", "noscript", "loading", "stale"],

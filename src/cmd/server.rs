@@ -353,6 +353,7 @@ pub async fn run(
         }
         ConnCmd::Config => config(shard, &g, argv, r).await?,
         ConnCmd::Slowlog => slowlog(shard, argv, r).await?,
+        ConnCmd::Latency if argv.len() >= 2 && is(&argv[1], "histogram") => latency_histogram(shard, argv, r).await,
         ConnCmd::Latency => latency(&g, argv, r)?,
         ConnCmd::Time => {
             let us = now_us();
@@ -512,6 +513,9 @@ const LATENCY_HELP: &[&str] = &[
     "RESET [<event> ...]",
     "    Reset latency data of one or more <event> classes.",
     "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
     "HELP",
     "    Print this help.",
 ];
@@ -566,4 +570,49 @@ fn latency(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         _ => help_reply(r, LATENCY_HELP),
     }
     Ok(())
+}
+
+/// LATENCY HISTOGRAM [command ...]: per command, its calls and the
+/// cumulative count of calls at or under each power-of-two bucket of
+/// microseconds, as Redis replies it (a map of maps). Unknown commands and
+/// commands never called are left out.
+async fn latency_histogram(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply) {
+    let wanted: Vec<usize> = if argv.len() > 2 {
+        argv[2..].iter().filter_map(|a| super::lookup(a).map(|(i, _)| i)).collect()
+    } else {
+        (0..TABLE.len()).collect()
+    };
+    let per_shard = shard.broadcast(|st: &ShardState| st.latency.borrow().clone()).await;
+    let mut found: Vec<(usize, Box<Histogram<u64>>)> = Vec::new();
+    for i in wanted {
+        if found.iter().any(|(j, _)| *j == i) {
+            continue;
+        }
+        let mut merged: Option<Box<Histogram<u64>>> = None;
+        for h in per_shard.iter().filter_map(|hs| hs.get(i).and_then(|h| h.as_ref())) {
+            match &mut merged {
+                Some(m) => {
+                    let _ = m.add(&**h);
+                }
+                None => merged = Some(h.clone()),
+            }
+        }
+        if let Some(h) = merged.filter(|h| !h.is_empty()) {
+            found.push((i, h));
+        }
+    }
+    r.map(found.len());
+    for (i, h) in &found {
+        r.bulk(TABLE[*i].name.as_bytes());
+        r.map(2);
+        r.bulk(b"calls");
+        r.int(h.len() as i64);
+        r.bulk(b"histogram_usec");
+        let buckets = crate::monitor::cumulative_log2_buckets(h);
+        r.map(buckets.len());
+        for (usec, cumulative) in buckets {
+            r.int(usec as i64);
+            r.int(cumulative as i64);
+        }
+    }
 }
