@@ -680,3 +680,39 @@ fn appendfsync_always_commits_pipelines_as_groups() {
     let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(n, 400);
 }
+
+#[test]
+fn listen_shards_must_name_existing_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    for bad in ["2", "0,x", "-1"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+            .args([
+                "--port",
+                "0",
+                "--dir",
+                &tmp.path().display().to_string(),
+                "--shards",
+                "2",
+                "--listen-shards",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "listen-shards {bad} accepted");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("listen-shards"), "{out:?}");
+    }
+    // Only shard 0 accepts, yet every key is reachable through it.
+    let b = Basalt::start_with(2, &["--listen-shards", "0"]);
+    let mut c = b.client();
+    for k in keys(20) {
+        let _: () = c.set(&k, &k).unwrap();
+    }
+    let got: Vec<String> = c.mget(keys(20)).unwrap();
+    assert_eq!(got, keys(20));
+    let info: String = redis::cmd("INFO").arg("shards").query(&mut c).unwrap();
+    assert!(info.contains("shard0:") && info.contains("connected_clients=1"), "{info}");
+    assert!(
+        info.contains("shard1:") && !info.lines().any(|l| l.starts_with("shard1:") && l.contains("connected_clients=1")),
+        "{info}"
+    );
+}

@@ -92,6 +92,13 @@ pub fn run(config: Config) -> Result<(), String> {
         n if n > 0 => n as usize,
         _ => cores.len().max(1),
     };
+    let listen = config.get("listen-shards");
+    if !listen.trim().is_empty() {
+        let ids: Vec<Option<usize>> = listen.split(',').map(|c| c.trim().parse().ok()).collect();
+        if ids.iter().any(|id| id.is_none_or(|id| id >= shards)) {
+            return Err(format!("listen-shards '{listen}': give shard ids below {shards}, comma-separated"));
+        }
+    }
     let databases = config.get_int("databases").max(1) as usize;
     let engine: &'static Engine = Box::leak(Box::new(
         Engine::open(&StoreOptions {
