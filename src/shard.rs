@@ -127,7 +127,9 @@ impl ShardState {
         match errors.get_mut(code) {
             Some(n) => *n += 1,
             None => {
-                // Redis caps distinct codes at 128 and files the rest under ERR-like noise.
+                // Bounded like Redis's table (128 codes): a client cannot grow
+                // it without limit by inventing error codes; later new codes
+                // are not counted.
                 if errors.len() < 128 {
                     errors.insert(code.to_string(), 1);
                 }
