@@ -516,6 +516,13 @@ fn slowlog_keeps_slow_commands_from_every_shard() {
         let entries: Vec<Value> = redis::cmd("SLOWLOG").arg("GET").arg(3).query(&mut c).unwrap();
         assert_eq!(entries.len(), 3);
         // entries[0] is the SLOWLOG LEN above; then the long SET.
+        let Value::Array(len_entry) = &entries[0] else {
+            panic!("{entries:?}")
+        };
+        assert_eq!(
+            len_entry[3],
+            Value::Array(vec![Value::BulkString(b"SLOWLOG".to_vec()), Value::BulkString(b"LEN".to_vec())])
+        );
         let Value::Array(newest) = &entries[1] else { panic!("{entries:?}") };
         assert_eq!(newest.len(), 6);
         let Value::Array(args) = &newest[3] else { panic!("{newest:?}") };

@@ -56,6 +56,22 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
         .await
 }
 
+/// Command `idx`'s latency histogram summed over every shard's histograms;
+/// `None` when no shard has recorded a call.
+fn command_histogram<'a>(per_shard: impl Iterator<Item = &'a Vec<Option<Box<Histogram<u64>>>>>, idx: usize) -> Option<Box<Histogram<u64>>> {
+    let mut merged: Option<Box<Histogram<u64>>> = None;
+    for h in per_shard.filter_map(|hs| hs.get(idx).and_then(|h| h.as_ref())) {
+        match &mut merged {
+            // Same bounds everywhere (monitor::new_histogram): adding cannot fail.
+            Some(m) => {
+                let _ = m.add(&**h);
+            }
+            None => merged = Some(h.clone()),
+        }
+    }
+    merged.filter(|h| !h.is_empty())
+}
+
 /// Size of the WAL files under the data dir.
 fn wal_bytes(g: &Global) -> u64 {
     std::fs::read_dir(g.engine.dir().join("db"))
@@ -210,16 +226,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         out.push_str("# Latencystats\r\n");
         let percentiles = crate::monitor::parse_percentiles(&g.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
         for (i, spec) in TABLE.iter().enumerate() {
-            let mut merged: Option<Box<Histogram<u64>>> = None;
-            for h in reports.iter().filter_map(|r| r.latency.get(i).and_then(|h| h.as_ref())) {
-                match &mut merged {
-                    Some(m) => {
-                        let _ = m.add(&**h);
-                    }
-                    None => merged = Some(h.clone()),
-                }
-            }
-            if let Some(h) = merged.filter(|h| !h.is_empty()) {
+            if let Some(h) = command_histogram(reports.iter().map(|r| &r.latency), i) {
                 let _ = write!(
                     out,
                     "latency_percentiles_usec_{}:{}\r\n",
@@ -588,16 +595,7 @@ async fn latency_histogram(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mu
         if found.iter().any(|(j, _)| *j == i) {
             continue;
         }
-        let mut merged: Option<Box<Histogram<u64>>> = None;
-        for h in per_shard.iter().filter_map(|hs| hs.get(i).and_then(|h| h.as_ref())) {
-            match &mut merged {
-                Some(m) => {
-                    let _ = m.add(&**h);
-                }
-                None => merged = Some(h.clone()),
-            }
-        }
-        if let Some(h) = merged.filter(|h| !h.is_empty()) {
+        if let Some(h) = command_histogram(per_shard.iter(), i) {
             found.push((i, h));
         }
     }
