@@ -75,7 +75,13 @@ pub struct ShardState {
     pub rates: RefCell<RateSamples>,
     /// Client connections open on this shard.
     pub connections: Cell<u64>,
+    /// HSCAN/SSCAN cursors handed out: (db, key, version, cursor) -> the
+    /// last member returned, so the next call seeks instead of skipping.
+    pub scan_cursors: RefCell<HashMap<ScanCursor, Vec<u8>>>,
 }
+
+/// Names one collection cursor: (db, key, incarnation, cursor value).
+pub type ScanCursor = (u8, Vec<u8>, u64, u64);
 
 impl ShardState {
     pub fn new(id: usize, ks: Keyspace, global: Arc<Global>) -> ShardState {
@@ -90,6 +96,7 @@ impl ShardState {
             slowlog: RefCell::new(VecDeque::new()),
             rates: RefCell::new(RateSamples::default()),
             connections: Cell::new(0),
+            scan_cursors: RefCell::new(HashMap::new()),
         }
     }
 

@@ -70,6 +70,13 @@ pub mod rt {
         }
     }
 
+    /// Lets every other ready task of this shard run (and I/O be polled)
+    /// before the caller goes on: long work cut into slices calls it between
+    /// slices so it never holds the core for long.
+    pub async fn yield_now() {
+        glommio::executor().yield_task_queue_now().await
+    }
+
     /// Runs a blocking closure on the executor's blocking thread pool, so a
     /// long RocksDB call (checkpoint, compaction control) does not stall the core.
     pub async fn spawn_blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {

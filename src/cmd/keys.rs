@@ -7,9 +7,10 @@ use bytes::Bytes;
 
 use super::args::{db_index, int, is, text};
 use super::Ctx;
-use crate::error::{invalid_expire, CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
+use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SYNTAX};
 use crate::resp::Reply;
 use crate::storage::meta::{self, KeyType, Meta};
+use crate::types::coll::{self, Owned};
 use crate::types::keyspace::Keyspace;
 
 pub fn type_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -154,7 +155,7 @@ pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if dst == ctx.db {
         return Err(CmdError::new("ERR source and destination objects are the same"));
     }
-    let Some(s) = ks.get(ctx.db, &argv[1], ctx.now_ms)? else {
+    let Some(v) = coll::take(ks, ctx.db, &argv[1], ctx.now_ms)? else {
         r.int(0);
         return Ok(());
     };
@@ -163,8 +164,9 @@ pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     let mut b = ks.store.batch();
-    ks.stage_put(&mut b, dst, &argv[1], &s.raw, None);
-    ks.stage_delete(&mut b, ctx.db, &argv[1], s.meta().expire_ms);
+    coll::stage_place(ks, &mut b, dst, &argv[1], &v, None)?;
+    let src = Meta::decode(&v.raw).ok_or(CORRUPT)?;
+    ks.stage_delete(&mut b, ctx.db, &argv[1], &src);
     ks.store.write(b)?;
     r.int(1);
     Ok(())
@@ -215,10 +217,18 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     let found = ctx.ks().read(ctx.db, &argv[2], ctx.now_ms, |m| {
         m.map(|m| match m.ty {
-            KeyType::String => string_encoding(m.body),
-            _ => "hashtable",
+            KeyType::String => Ok(string_encoding(m.body)),
+            ty => match m.coll() {
+                Some(c) => Err((ty, c)),
+                None => Ok("raw"),
+            },
         })
     })?;
+    let found = match found {
+        Some(Err((ty, c))) => Some(coll::encoding_name(ctx.ks(), ctx.db, &argv[2], ty, &c, ctx.now_ms)?),
+        Some(Ok(e)) => Some(e),
+        None => None,
+    };
     let Some(encoding) = found else {
         r.null();
         return Ok(());
@@ -256,20 +266,47 @@ pub fn crc64(data: &[u8]) -> u64 {
     crc
 }
 
-/// Serialises a meta value (expiry dropped) into a DUMP payload.
-pub fn dump_payload(raw: &[u8]) -> Vec<u8> {
+/// Serialises a value (expiry dropped) into a DUMP payload:
+/// `format type body` for a string; `format type bodylen(4) body count(8)
+/// (len(4) member len(4) value)*` for a collection; then the trailer.
+pub fn dump_payload(v: &Owned) -> Vec<u8> {
+    let raw = &v.raw;
     let mut out = Vec::with_capacity(raw.len() + 2);
     out.push(raw[0]);
     out.push(raw[1]);
-    out.extend_from_slice(&raw[10.min(raw.len())..]);
+    let body = &raw[10.min(raw.len())..];
+    if raw.get(1) == Some(&(KeyType::String as u8)) {
+        out.extend_from_slice(body);
+    } else {
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(&(v.members.len() as u64).to_be_bytes());
+        for (m, val) in &v.members {
+            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
+            out.extend_from_slice(m);
+            out.extend_from_slice(&(val.len() as u32).to_be_bytes());
+            out.extend_from_slice(val);
+        }
+    }
     out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
     let crc = crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
-/// Checks a DUMP payload and rebuilds the meta value it carries.
-pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Vec<u8>> {
+/// Reads `n` bytes at `*at`, advancing it.
+fn take_bytes<'a>(p: &'a [u8], at: &mut usize, n: usize) -> Option<&'a [u8]> {
+    let s = p.get(*at..at.checked_add(n)?)?;
+    *at += n;
+    Some(s)
+}
+
+fn take_u32(p: &[u8], at: &mut usize) -> Option<usize> {
+    Some(u32::from_be_bytes(take_bytes(p, at, 4)?.try_into().ok()?) as usize)
+}
+
+/// Checks a DUMP payload and rebuilds the value it carries.
+pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Owned> {
     if p.len() < 12 {
         return None;
     }
@@ -283,16 +320,43 @@ pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Vec<u8>> {
     let mut raw = Vec::with_capacity(body.len() + 8);
     raw.extend_from_slice(&body[..2]);
     raw.extend_from_slice(&expire_ms.to_be_bytes());
-    raw.extend_from_slice(&body[2..]);
+    let mut members = Vec::new();
+    if body[1] == KeyType::String as u8 {
+        raw.extend_from_slice(&body[2..]);
+    } else {
+        let mut at = 2;
+        let n = take_u32(body, &mut at)?;
+        raw.extend_from_slice(take_bytes(body, &mut at, n)?);
+        let count = u64::from_be_bytes(take_bytes(body, &mut at, 8)?.try_into().ok()?);
+        for _ in 0..count {
+            let ml = take_u32(body, &mut at)?;
+            let m = take_bytes(body, &mut at, ml)?.to_vec();
+            let vl = take_u32(body, &mut at)?;
+            members.push((m, take_bytes(body, &mut at, vl)?.to_vec()));
+        }
+        if at != body.len() {
+            return None;
+        }
+    }
     // Only layouts this build can read are accepted.
-    Meta::decode(&raw).filter(|m| m.ty == KeyType::String)?;
-    Some(raw)
+    let m = Meta::decode(&raw)?;
+    match m.ty {
+        KeyType::String => {}
+        KeyType::Hash | KeyType::Set => {
+            let c = m.coll()?;
+            if c.size != members.len() as u64 && c.hfe.is_none() {
+                return None;
+            }
+        }
+        _ => return None,
+    }
+    Some(Owned { raw, members })
 }
 
 pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    match ctx.ks().get(ctx.db, &argv[1], ctx.now_ms)? {
+    match coll::take(ctx.ks(), ctx.db, &argv[1], ctx.now_ms)? {
         None => r.null(),
-        Some(s) => r.bulk(&dump_payload(&s.raw)),
+        Some(v) => r.bulk(&dump_payload(&v)),
     }
     Ok(())
 }
@@ -337,13 +401,13 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         (t, true) => t as u64,
         (t, false) => ctx.now_ms.saturating_add(t as u64),
     };
-    let raw = parse_payload(&argv[3], expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
+    let v = parse_payload(&argv[3], expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
     if expire_ms != 0 && expire_ms <= ctx.now_ms {
         if existed {
             ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
         }
     } else {
-        ks.put(ctx.db, &argv[1], &raw, prior)?;
+        coll::place(ks, ctx.db, &argv[1], &v, ctx.now_ms)?;
     }
     r.ok();
     Ok(())
@@ -407,30 +471,27 @@ pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, 
     Ok(true)
 }
 
-/// The meta value of a live key, for RENAME/COPY across shards.
-pub fn take_raw(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64, delete: bool) -> CmdResult<Option<Vec<u8>>> {
-    let Some(s) = ks.get(db, key, now_ms)? else { return Ok(None) };
-    if delete {
-        ks.delete(db, key, now_ms)?;
-    }
-    Ok(Some(s.raw))
+/// A live key's whole value, for RENAME/COPY across shards.
+pub fn take_value(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<Owned>> {
+    coll::take(ks, db, key, now_ms)
 }
 
-/// Writes a moved/copied value at its destination. `mode`: overwrite, or
-/// only if absent. Returns false when the destination exists and must not be replaced.
-pub fn put_raw(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now_ms: u64, replace: bool) -> CmdResult<bool> {
-    let prior = ks.read(db, key, now_ms, |m| m.map(|m| m.expire_ms))?;
-    if prior.is_some() && !replace {
+/// Writes a moved/copied value at its destination (under a new version for
+/// a collection). Returns false when the destination exists and must not
+/// be replaced.
+pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, replace: bool) -> CmdResult<bool> {
+    let exists = ks.read(db, key, now_ms, |m| m.is_some())?;
+    if exists && !replace {
         return Ok(false);
     }
-    let expired = Meta::decode(raw).is_some_and(|m| m.is_expired(now_ms));
+    let expired = Meta::decode(&v.raw).is_some_and(|m| m.is_expired(now_ms));
     if expired {
-        if prior.is_some() {
+        if exists {
             ks.delete(db, key, now_ms)?;
         }
         return Ok(true);
     }
-    ks.put(db, key, raw, prior)?;
+    coll::place(ks, db, key, v, now_ms)?;
     Ok(true)
 }
 
@@ -448,9 +509,23 @@ mod tests {
     #[test]
     fn dump_payload_round_trip_and_corruption() {
         let raw = meta::encode_string(12345, b"hello");
-        let p = dump_payload(&raw);
+        let p = dump_payload(&Owned { raw, members: vec![] });
         let back = parse_payload(&p, 0).unwrap();
-        assert_eq!(back, meta::encode_string(0, b"hello"));
+        assert_eq!(back.raw, meta::encode_string(0, b"hello"));
+        let set = meta::Coll {
+            version: 5,
+            size: 2,
+            hfe: None,
+        };
+        let v = Owned {
+            raw: set.encode(KeyType::Set, 0),
+            members: vec![(b"a".to_vec(), vec![]), (b"b".to_vec(), vec![])],
+        };
+        let back = parse_payload(&dump_payload(&v), 0).unwrap();
+        assert_eq!((back.raw, back.members), (v.raw.clone(), v.members.clone()));
+        let mut lying = v.clone();
+        lying.members.pop();
+        assert!(parse_payload(&dump_payload(&lying), 0).is_none(), "size must match");
         for i in 0..p.len() {
             let mut bad = p.clone();
             bad[i] ^= 0x01;

@@ -27,7 +27,9 @@ use crate::storage::keys::SLOTS;
 use crate::storage::meta::KeyType;
 use crate::storage::{first_slot_of, shard_of_slot};
 
-type S = Rc<Shard<ShardState>>;
+pub mod coll;
+
+pub(crate) type S = Rc<Shard<ShardState>>;
 
 /// Groups argument positions by owning shard, keeping argument order inside a group.
 fn group(keys: &[(usize, Bytes)], shards: usize) -> Vec<(usize, Vec<(usize, Bytes)>)> {
@@ -243,13 +245,13 @@ async fn move_key(shard: &S, src_db: u8, src: &Bytes, dst_db: u8, dst: &Bytes, r
         return shard
             .invoke_on(so, move |st: &ShardState| {
                 let now = now_ms();
-                let Some(raw) = k::take_raw(&st.ks, src_db, &src, now, false)? else {
+                let Some(v) = k::take_value(&st.ks, src_db, &src, now)? else {
                     return Ok(None);
                 };
                 if src == dst && src_db == dst_db {
                     return Ok(Some(replace));
                 }
-                if !k::put_raw(&st.ks, dst_db, &dst, &raw, now, replace)? {
+                if !k::put_value(&st.ks, dst_db, &dst, &v, now, replace)? {
                     return Ok(Some(false));
                 }
                 if delete_src {
@@ -260,15 +262,15 @@ async fn move_key(shard: &S, src_db: u8, src: &Bytes, dst_db: u8, dst: &Bytes, r
             .await;
     }
     let s2 = src.clone();
-    let Some(raw) = shard
-        .invoke_on(so, move |st: &ShardState| k::take_raw(&st.ks, src_db, &s2, now_ms(), false))
+    let Some(v) = shard
+        .invoke_on(so, move |st: &ShardState| k::take_value(&st.ks, src_db, &s2, now_ms()))
         .await?
     else {
         return Ok(None);
     };
     let placed = shard
         .invoke_on(dso, move |st: &ShardState| {
-            k::put_raw(&st.ks, dst_db, &dst, &raw, now_ms(), replace)
+            k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), replace)
         })
         .await?;
     if !placed {

@@ -392,6 +392,18 @@ async fn run_conn(
         | ConnCmd::Debug
         | ConnCmd::Slowlog
         | ConnCmd::Latency => server::run(shard, st, client, c, argv, out).await,
+        ConnCmd::Hgetall
+        | ConnCmd::Hkeys
+        | ConnCmd::Hvals
+        | ConnCmd::Smembers
+        | ConnCmd::Smove
+        | ConnCmd::Sinter
+        | ConnCmd::Sintercard
+        | ConnCmd::Sinterstore
+        | ConnCmd::Sunion
+        | ConnCmd::Sunionstore
+        | ConnCmd::Sdiff
+        | ConnCmd::Sdiffstore => coord::coll::run(shard, client.db, c, argv, out).await,
         _ => coord::run(shard, client.db, c, argv, out).await,
     }
 }

@@ -92,6 +92,32 @@ pub fn ttl_key(expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// The prefix every sub record of `key`'s incarnation `version` starts with:
+/// `db 'S' slot(2) keylen(4) user_key version(8)`.
+pub fn sub_prefix(db: u8, key: &[u8], version: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(16 + key.len());
+    k.push(db);
+    k.push(TAG_SUB);
+    k.extend_from_slice(&slot_of(key).to_be_bytes());
+    k.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    k.extend_from_slice(key);
+    k.extend_from_slice(&version.to_be_bytes());
+    k
+}
+
+/// The sub record of member/field `sub` of `key`'s incarnation `version`.
+pub fn sub_key(db: u8, key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
+    let mut k = sub_prefix(db, key, version);
+    k.extend_from_slice(sub);
+    k
+}
+
+/// Bounds `[lo, hi)` of every sub record of one incarnation: the next
+/// version's prefix is the exclusive end.
+pub fn sub_range(db: u8, key: &[u8], version: u64) -> (Vec<u8>, Vec<u8>) {
+    (sub_prefix(db, key, version), sub_prefix(db, key, version.wrapping_add(1)))
+}
+
 /// Splits a TTL index key into (expire_ms, db, user key).
 pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
     if k.len() < 11 || k[..2] != TTL_PREFIX {
@@ -138,6 +164,20 @@ mod tests {
         assert_eq!(split_meta_key(&a), Some((0, 12182, &b"foo"[..])));
         let (lo, hi) = meta_db_range(0);
         assert!(lo <= a && a < hi);
+    }
+
+    #[test]
+    fn sub_keys_group_by_incarnation() {
+        let (lo, hi) = sub_range(0, b"h", 7);
+        let a = sub_key(0, b"h", 7, b"");
+        let z = sub_key(0, b"h", 7, b"\xff\xff\xff");
+        assert!(lo <= a && a < z && z < hi);
+        assert!(sub_key(0, b"h", 6, b"\xff") < lo);
+        assert!(hi <= sub_key(0, b"h", 8, b""));
+        // A longer key with the same start never falls inside the range.
+        assert!(!(lo <= sub_key(0, b"hh", 7, b"") && sub_key(0, b"hh", 7, b"") < hi));
+        assert_eq!(slot_of_record(&a), Some(slot_of(b"h")));
+        assert_eq!(a.len(), lo.len());
     }
 
     #[test]

@@ -109,6 +109,98 @@ pub fn with_expire(raw: &[u8], expire_ms: u64) -> Vec<u8> {
     v
 }
 
+/// Hash field expiration bookkeeping (seed 002): `persist` counts physical
+/// fields without a TTL; `lower..=upper` is a conservative hint of where the
+/// TTLs of the other `size - persist` fields (the TTL candidates) lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hfe {
+    pub persist: u64,
+    pub lower: u64,
+    pub upper: u64,
+}
+
+/// The body of a collection's meta value.
+///
+/// ```text
+/// version(8) size(8)                                        every collection; hash mode 0
+/// version(8) size(8) mode(1)=1 persist(8) lower(8) upper(8) hash in field-expiration mode
+/// ```
+/// `size` counts physical members (for a mode-1 hash it may include TTL
+/// fields already expired or removed by compaction, see `types::hash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coll {
+    pub version: u64,
+    pub size: u64,
+    /// Some: a hash in field-expiration mode (mode 1); values carry an
+    /// 8-byte expire prefix. None: plain members (sets, mode-0 hashes).
+    pub hfe: Option<Hfe>,
+}
+
+const MODE_HFE: u8 = 1;
+
+fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
+impl Coll {
+    pub fn new(version: u64, hfe: bool) -> Coll {
+        Coll {
+            version,
+            size: 0,
+            hfe: hfe.then(Hfe::default),
+        }
+    }
+
+    /// Decodes a collection body; None for a body too short or of an unknown mode.
+    pub fn decode(body: &[u8]) -> Option<Coll> {
+        if body.len() < 16 {
+            return None;
+        }
+        let (version, size) = (be64(body), be64(&body[8..]));
+        let hfe = match body.get(16) {
+            None => None,
+            Some(&MODE_HFE) if body.len() >= 41 => Some(Hfe {
+                persist: be64(&body[17..]),
+                lower: be64(&body[25..]),
+                upper: be64(&body[33..]),
+            }),
+            Some(_) => return None,
+        };
+        Some(Coll { version, size, hfe })
+    }
+
+    pub fn encode_body(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(41);
+        v.extend_from_slice(&self.version.to_be_bytes());
+        v.extend_from_slice(&self.size.to_be_bytes());
+        if let Some(h) = self.hfe {
+            v.push(MODE_HFE);
+            v.extend_from_slice(&h.persist.to_be_bytes());
+            v.extend_from_slice(&h.lower.to_be_bytes());
+            v.extend_from_slice(&h.upper.to_be_bytes());
+        }
+        v
+    }
+
+    /// The full meta value of a collection of type `ty`.
+    pub fn encode(&self, ty: KeyType, expire_ms: u64) -> Vec<u8> {
+        encode(ty, expire_ms, &self.encode_body())
+    }
+}
+
+impl Meta<'_> {
+    /// The collection body of a non-string key.
+    pub fn coll(&self) -> Option<Coll> {
+        if self.ty == KeyType::String {
+            None
+        } else {
+            Coll::decode(self.body)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +221,34 @@ mod tests {
         assert!(!m.is_expired(1233));
         let raw2 = with_expire(&raw, 0);
         assert!(!Meta::decode(&raw2).unwrap().is_expired(u64::MAX));
+    }
+
+    #[test]
+    fn collection_bodies_round_trip() {
+        let plain = Coll {
+            version: 9,
+            size: 3,
+            hfe: None,
+        };
+        assert_eq!(plain.encode_body().len(), 16);
+        let hfe = Coll {
+            version: 9,
+            size: 3,
+            hfe: Some(Hfe {
+                persist: 1,
+                lower: 5,
+                upper: 10,
+            }),
+        };
+        for c in [plain, hfe] {
+            let raw = c.encode(KeyType::Hash, 0);
+            assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
+        }
+        assert_eq!(Coll::decode(&[0; 15]), None);
+        let mut bad = hfe.encode_body();
+        bad[16] = 7;
+        assert_eq!(Coll::decode(&bad), None);
+        assert_eq!(Meta::decode(&encode_string(0, b"0123456789abcdefgh")).unwrap().coll(), None);
     }
 
     #[test]

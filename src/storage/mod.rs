@@ -352,6 +352,10 @@ pub fn first_slot_of(i: usize, shards: usize) -> u16 {
     (i * keys::SLOTS as usize).div_ceil(shards) as u16
 }
 
+/// A RocksDB snapshot of the process-wide database. It may travel between
+/// shards (rust-rocksdb marks it `Send + Sync`); dropping it releases it.
+pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>);
+
 /// An atomic group of writes to one shard.
 #[derive(Default)]
 pub struct Batch(WriteBatch);
@@ -373,6 +377,11 @@ impl ShardStore {
 
     pub fn batch(&self) -> Batch {
         Batch(WriteBatch::default())
+    }
+
+    /// Writes staged in `b` so far.
+    pub fn staged(b: &Batch) -> usize {
+        b.0.len()
     }
 
     #[inline]
@@ -410,6 +419,47 @@ impl ShardStore {
         ro.set_iterate_upper_bound(to.to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
         it.seek(from);
+        while it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+            if !f(k, v) {
+                return Ok(());
+            }
+            it.next();
+        }
+        Ok(it.status()?)
+    }
+
+    /// A consistent point-in-time view of the whole database, for reads cut
+    /// into slices (a big HGETALL) that must not see writes made in between.
+    pub fn snapshot(&self) -> Snap {
+        Snap(self.db.snapshot())
+    }
+
+    /// [`ShardStore::scan`] as of `snap` (or the live data when None),
+    /// starting just after `after` when given.
+    pub fn scan_from(
+        &self,
+        snap: Option<&Snap>,
+        from: &[u8],
+        after: Option<&[u8]>,
+        to: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StorageError> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(to.to_vec());
+        if let Some(s) = snap {
+            ro.set_snapshot(&s.0);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        match after {
+            Some(a) => {
+                it.seek(a);
+                if it.valid() && it.key() == Some(a) {
+                    it.next();
+                }
+            }
+            None => it.seek(from),
+        }
         while it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
             if !f(k, v) {

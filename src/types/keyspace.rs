@@ -17,8 +17,9 @@ use std::cell::Cell;
 
 use crate::error::{CmdError, CmdResult, CORRUPT};
 use crate::storage::keys::{self, meta_key, ttl_key};
-use crate::storage::meta::{self, KeyType, Meta};
+use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::storage::{Batch, ShardStore};
+use crate::types::hash;
 
 /// An owned copy of a key's meta value.
 #[derive(Debug, Clone)]
@@ -130,23 +131,39 @@ impl Keyspace {
     }
 
     /// Reads a live key: `f` sees its meta (borrowed, no copy) or `None`.
-    /// An expired key is deleted on the way and reads as missing.
+    /// An expired key is deleted on the way and reads as missing. So is a
+    /// hash whose every field has expired (its metadata is repaired first
+    /// when it cannot prove that on its own, see `types::hash`).
     pub fn read<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
+        enum Step<R> {
+            Done(R),
+            Expired(Option<Coll>),
+            Repair(Vec<u8>),
+        }
         let mk = meta_key(db, key);
         let mut f = Some(f);
-        let live = self.store.get_with(&mk, |v| match v {
-            None => Ok(f.take().map(|f| f(None))),
+        let step = self.store.get_with(&mk, |v| match v {
+            None => Ok(f.take().map(|f| Step::Done(f(None)))),
             Some(raw) => match Meta::decode(raw) {
                 None => Err(CORRUPT),
-                Some(m) if m.is_expired(now_ms) => Ok(None),
-                Some(m) => Ok(f.take().map(|f| f(Some(m)))),
+                Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.coll()))),
+                Some(m) if hash::may_be_empty(&m, now_ms) => Ok(Some(Step::Repair(raw.to_vec()))),
+                Some(m) => Ok(f.take().map(|f| Step::Done(f(Some(m))))),
             },
         })??;
-        if let Some(r) = live {
-            return Ok(r);
+        let f = f.take();
+        match (step, f) {
+            (Some(Step::Done(r)), _) => Ok(r),
+            (Some(Step::Expired(coll)), Some(f)) => {
+                self.expire_key(db, key, coll)?;
+                Ok(f(None))
+            }
+            (Some(Step::Repair(raw)), Some(f)) => match hash::repair(self, db, key, &raw, now_ms)? {
+                Some(fixed) => Ok(f(Meta::decode(&fixed))),
+                None => Ok(f(None)),
+            },
+            _ => Err(CORRUPT),
         }
-        self.expire_key(db, key)?;
-        f.take().map(|f| f(None)).ok_or(CORRUPT)
     }
 
     /// An owned copy of a live key's meta value.
@@ -166,9 +183,10 @@ impl Keyspace {
     }
 
     /// Deletes a key found expired, counting it as Redis counts expired keys.
-    fn expire_key(&self, db: u8, key: &[u8]) -> CmdResult<()> {
+    fn expire_key(&self, db: u8, key: &[u8], coll: Option<Coll>) -> CmdResult<()> {
         let mut b = self.store.batch();
         self.store.delete(&mut b, &meta_key(db, key));
+        self.stage_drop_members(&mut b, db, key, coll);
         self.store.write(b)?;
         // Only a key with an expiry expires.
         self.account(db, Some(1), None);
@@ -187,11 +205,22 @@ impl Keyspace {
         self.account(db, prior, Some(expire_ms));
     }
 
-    /// Adds the delete of `key`'s meta record to `b` (the key was live, with
-    /// expiry `expire_ms`, 0 for none).
-    pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8], expire_ms: u64) {
+    /// Adds the delete of live key `key` (meta `m`) to `b`: its meta record
+    /// and, for a collection, one range delete over its members.
+    pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8], m: &Meta<'_>) {
         self.store.delete(b, &meta_key(db, key));
-        self.account(db, Some(expire_ms), None);
+        self.stage_drop_members(b, db, key, m.coll());
+        self.account(db, Some(m.expire_ms), None);
+    }
+
+    /// Deletes the member records of a collection incarnation. Correctness
+    /// does not need it (a new incarnation gets a new version, so old members
+    /// are unreachable); it gives the space back without a compaction filter.
+    pub fn stage_drop_members(&self, b: &mut Batch, db: u8, key: &[u8], coll: Option<Coll>) {
+        if let Some(c) = coll.filter(|c| c.size > 0) {
+            let (lo, hi) = keys::sub_range(db, key, c.version);
+            self.store.delete_range(b, &lo, &hi);
+        }
     }
 
     /// Stores `raw` as `key`'s meta value in one write.
@@ -212,13 +241,18 @@ impl Keyspace {
 
     /// Deletes a key if it is live; true if it was.
     pub fn delete(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<bool> {
-        if let Some(expire_ms) = self.read(db, key, now_ms, |m| m.map(|m| m.expire_ms))? {
-            let mut b = self.store.batch();
-            self.stage_delete(&mut b, db, key, expire_ms);
+        let mut b = self.store.batch();
+        let found = self.read(db, key, now_ms, |m| match m {
+            Some(m) => {
+                self.stage_delete(&mut b, db, key, &m);
+                true
+            }
+            None => false,
+        })?;
+        if found {
             self.store.write(b)?;
-            return Ok(true);
         }
-        Ok(false)
+        Ok(found)
     }
 
     /// Counts a read for INFO's keyspace_hits / keyspace_misses.
@@ -252,9 +286,12 @@ impl Keyspace {
         let mut b = self.store.batch();
         for (at, db, key, entry) in &due {
             let mk = meta_key(*db, key);
-            let current = self.store.get_with(&mk, |v| v.and_then(Meta::decode).map(|m| m.expire_ms))?;
-            if current == Some(*at) {
-                self.stage_delete(&mut b, *db, key, *at);
+            let due = self.store.get_with(&mk, |v| {
+                v.and_then(Meta::decode).filter(|m| m.expire_ms == *at).map(|m| {
+                    self.stage_delete(&mut b, *db, key, &m);
+                })
+            })?;
+            if due.is_some() {
                 bump(&self.stats.expired_keys);
             }
             self.store.delete(&mut b, entry);

@@ -1,0 +1,697 @@
+//! Hash commands that run on one shard, field expiration included. The
+//! whole-hash reads (HGETALL, HKEYS, HVALS) stream in slices from `coord`.
+
+use bytes::Bytes;
+
+use super::args::{float, int, is, parse_i64, text};
+use super::Ctx;
+use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX};
+use crate::resp::Reply;
+use crate::storage::meta::KeyType;
+use crate::types::coll::{self, Rng, View, Writer};
+use crate::types::hash::{self, FastLen};
+use crate::types::string::{incr_by_float, FloatIncrError};
+
+const H: KeyType = KeyType::Hash;
+
+fn view(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<View>> {
+    coll::view(ctx.ks(), ctx.db, key, H, ctx.now_ms)
+}
+
+fn live(ctx: &Ctx, key: &[u8], v: &View, field: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
+    coll::live_member(ctx.ks(), ctx.db, key, &v.c, field, ctx.now_ms)
+}
+
+fn writer<'a>(ctx: &'a Ctx, key: &'a [u8], create: bool) -> CmdResult<Option<Writer<'a>>> {
+    Writer::open(ctx.ks(), ctx.db, key, H, ctx.now_ms, create)
+}
+
+fn hset_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, hmset: bool) -> CmdResult {
+    if argv.len() % 2 == 1 {
+        return Err(CmdError::new(super::arity_error(if hmset { "hmset" } else { "hset" })));
+    }
+    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let mut created = 0;
+    for pair in argv[2..].chunks(2) {
+        // A plain set discards the field's TTL (Redis's hashTypeSet).
+        let was_live = w.live(&pair[0])?.is_some();
+        w.put(&pair[0], 0, &pair[1])?;
+        created += !was_live as i64;
+    }
+    w.commit()?;
+    if hmset {
+        r.ok();
+    } else {
+        r.int(created);
+    }
+    Ok(())
+}
+
+pub fn hset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hset_generic(ctx, argv, r, false)
+}
+
+pub fn hmset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hset_generic(ctx, argv, r, true)
+}
+
+pub fn hsetnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    if w.live(&argv[2])?.is_some() {
+        r.int(0);
+        return Ok(());
+    }
+    w.put(&argv[2], 0, &argv[3])?;
+    w.commit()?;
+    r.int(1);
+    Ok(())
+}
+
+pub fn hget(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let found = match view(ctx, &argv[1])? {
+        Some(v) => live(ctx, &argv[1], &v, &argv[2])?,
+        None => None,
+    };
+    match found {
+        Some((_, val)) => r.bulk(&val),
+        None => r.null(),
+    }
+    Ok(())
+}
+
+pub fn hmget(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let v = view(ctx, &argv[1])?;
+    r.array(argv.len() - 2);
+    for f in &argv[2..] {
+        match v.as_ref().map(|v| live(ctx, &argv[1], v, f)).transpose()?.flatten() {
+            Some((_, val)) => r.bulk(&val),
+            None => r.null(),
+        }
+    }
+    Ok(())
+}
+
+pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let Some(mut w) = writer(ctx, &argv[1], false)? else {
+        r.int(0);
+        return Ok(());
+    };
+    let mut n = 0;
+    for f in &argv[2..] {
+        n += w.live(f)?.is_some() as i64;
+        w.delete(f)?;
+    }
+    w.commit()?;
+    r.int(n);
+    Ok(())
+}
+
+/// The exact number of live fields, repairing the metadata when the fast
+/// paths cannot prove it.
+pub fn live_len(ctx: &Ctx, key: &[u8], v: &View) -> CmdResult<u64> {
+    match hash::fast_len(&v.c, ctx.now_ms) {
+        FastLen::Known(n) => Ok(n),
+        FastLen::Gone | FastLen::Scan => {
+            let raw = v.c.encode(H, v.expire_ms);
+            let fixed = hash::repair(ctx.ks(), ctx.db, key, &raw, ctx.now_ms)?;
+            Ok(fixed
+                .as_deref()
+                .and_then(crate::storage::meta::Meta::decode)
+                .and_then(|m| m.coll())
+                .map_or(0, |c| c.size))
+        }
+    }
+}
+
+pub fn hlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let n = match view(ctx, &argv[1])? {
+        Some(v) => live_len(ctx, &argv[1], &v)?,
+        None => 0,
+    };
+    r.int(n as i64);
+    Ok(())
+}
+
+pub fn hstrlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let n = match view(ctx, &argv[1])? {
+        Some(v) => live(ctx, &argv[1], &v, &argv[2])?.map_or(0, |(_, val)| val.len()),
+        None => 0,
+    };
+    r.int(n as i64);
+    Ok(())
+}
+
+pub fn hexists(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let n = match view(ctx, &argv[1])? {
+        Some(v) => live(ctx, &argv[1], &v, &argv[2])?.is_some(),
+        None => false,
+    };
+    r.int(n as i64);
+    Ok(())
+}
+
+pub fn hincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let incr = int(&argv[3])?;
+    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let (ttl, cur) = match w.live(&argv[2])? {
+        Some((ttl, v)) => (ttl, parse_i64(&v).ok_or_else(|| CmdError::new("ERR hash value is not an integer"))?),
+        None => (0, 0),
+    };
+    let next = cur.checked_add(incr).ok_or(OVERFLOW)?;
+    // The field keeps its TTL (HASH_SET_KEEP_TTL).
+    w.put(&argv[2], ttl, next.to_string().as_bytes())?;
+    w.commit()?;
+    r.int(next);
+    Ok(())
+}
+
+pub fn hincrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let incr = float(&argv[3])?;
+    if incr.is_infinite() {
+        return Err(CmdError::new("ERR value is NaN or Infinity"));
+    }
+    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let cur = w.live(&argv[2])?;
+    let next = incr_by_float(cur.as_ref().map(|(_, v)| &v[..]), &argv[3]).map_err(|e| match e {
+        FloatIncrError::NotFloat => CmdError::new("ERR hash value is not a float"),
+        FloatIncrError::BadIncrement => NOT_FLOAT,
+        FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
+    })?;
+    w.put(&argv[2], cur.map_or(0, |(t, _)| t), &next)?;
+    w.commit()?;
+    r.bulk(&next);
+    Ok(())
+}
+
+/// getRangeLongFromObjectOrReply's text for a count outside ±LONG_MAX.
+pub const RANDOM_COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+
+/// Writes one field (and its value) of an HRANDFIELD reply.
+fn rand_entry(r: &mut Reply, e: &coll::Entry, withvalues: bool) {
+    if withvalues && r.resp3 {
+        r.array(2);
+    }
+    r.bulk(&e.0);
+    if withvalues {
+        r.bulk(&e.2);
+    }
+}
+
+pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut rng = Rng::seeded();
+    if argv.len() == 2 {
+        let v = view(ctx, &argv[1])?;
+        let all = match v {
+            Some(v) => coll::all_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms)?,
+            None => Vec::new(),
+        };
+        match all.get(rng.below(all.len())) {
+            Some(e) if !all.is_empty() => r.bulk(&e.0),
+            _ => r.null(),
+        }
+        return Ok(());
+    }
+    let l = int(&argv[2])?;
+    if l == i64::MIN {
+        return Err(CmdError::new(RANDOM_COUNT_RANGE));
+    }
+    if argv.len() > 4 || (argv.len() == 4 && !is(&argv[3], "withvalues")) {
+        return Err(SYNTAX);
+    }
+    let withvalues = argv.len() == 4;
+    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+        return Err(CmdError::new("ERR value is out of range"));
+    }
+    let all = match view(ctx, &argv[1])? {
+        Some(v) => coll::all_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms)?,
+        None => Vec::new(),
+    };
+    let picks = rng.sample(all.len(), l);
+    let n = picks.len();
+    r.array(if withvalues && !r.resp3 { n * 2 } else { n });
+    for i in picks {
+        rand_entry(r, &all[i], withvalues);
+    }
+    Ok(())
+}
+
+/// The parsed options of HSCAN / SSCAN.
+pub struct ScanArgs {
+    pub cursor: u64,
+    pub pattern: Option<Bytes>,
+    pub count: usize,
+    pub novalues: bool,
+}
+
+/// Parses `cursor [MATCH p] [COUNT n] [NOVALUES]` (NOVALUES for HSCAN only).
+pub fn scan_args(argv: &[Bytes], allow_novalues: bool) -> CmdResult<ScanArgs> {
+    let cursor = std::str::from_utf8(&argv[2])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| CmdError::new("ERR invalid cursor"))?;
+    let mut a = ScanArgs {
+        cursor,
+        pattern: None,
+        count: 10,
+        novalues: false,
+    };
+    let mut j = 3;
+    while j < argv.len() {
+        if is(&argv[j], "match") && j + 1 < argv.len() {
+            a.pattern = Some(argv[j + 1].clone());
+            j += 2;
+        } else if is(&argv[j], "count") && j + 1 < argv.len() {
+            let c = int(&argv[j + 1])?;
+            if c < 1 {
+                return Err(SYNTAX);
+            }
+            a.count = c as usize;
+            j += 2;
+        } else if allow_novalues && is(&argv[j], "novalues") {
+            a.novalues = true;
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    Ok(a)
+}
+
+/// HSCAN / SSCAN over one collection. A small collection (Redis would keep
+/// it as a listpack or intset) comes back whole with cursor 0, as Redis
+/// does. Otherwise the cursor counts members visited; the shard remembers
+/// where each cursor it handed out stops, so resuming is a seek (a cursor
+/// it forgot is resumed by skipping that many members).
+pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) -> CmdResult {
+    let a = scan_args(argv, ty == KeyType::Hash)?;
+    let Some(v) = coll::view(ctx.ks(), ctx.db, &argv[1], ty, ctx.now_ms)? else {
+        r.array(2);
+        r.bulk(b"0");
+        r.array(0);
+        return Ok(());
+    };
+    let key = &argv[1];
+    let whole = v.c.size <= 128;
+    let mut found: Vec<coll::Entry> = Vec::new();
+    let mut last: Option<Vec<u8>> = None;
+    let mut next = 0u64;
+    if whole {
+        found = coll::all_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms)?;
+    } else {
+        let cursors = &ctx.shard.scan_cursors;
+        let resume = cursors.borrow().get(&(ctx.db, key.to_vec(), v.c.version, a.cursor)).cloned();
+        let mut skip = if resume.is_some() { 0 } else { a.cursor };
+        let mut visited = 0u64;
+        let mut taken = 0usize;
+        coll::scan_members(ctx.ks(), None, (ctx.db, key), &v.c, resume.as_deref(), ctx.now_ms, |s, t, val| {
+            if skip > 0 {
+                skip -= 1;
+                return true;
+            }
+            visited += 1;
+            found.push((s.to_vec(), t, val.to_vec()));
+            last = Some(s.to_vec());
+            taken += 1;
+            taken < a.count
+        })?;
+        if taken >= a.count {
+            next = a.cursor + visited;
+            let mut map = cursors.borrow_mut();
+            if map.len() >= 4096 {
+                map.clear();
+            }
+            if let Some(l) = last {
+                map.insert((ctx.db, key.to_vec(), v.c.version, next), l);
+            }
+        }
+    }
+    let keep: Vec<&coll::Entry> = found
+        .iter()
+        .filter(|e| a.pattern.as_ref().is_none_or(|p| crate::glob::matches(p, &e.0, false)))
+        .collect();
+    let with_values = ty == KeyType::Hash && !a.novalues;
+    r.array(2);
+    r.bulk(next.to_string().as_bytes());
+    r.array(if with_values { keep.len() * 2 } else { keep.len() });
+    for e in keep {
+        r.bulk(&e.0);
+        if with_values {
+            r.bulk(&e.2);
+        }
+    }
+    Ok(())
+}
+
+pub fn hscan(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    scan_collection(ctx, argv, r, H)
+}
+
+// ---- field expiration ----
+
+/// The largest field expire time Redis accepts, in ms (EB_EXPIRE_TIME_MAX >> 2).
+const HFE_MAX_MS: i64 = ((1i64 << 48) - 1) >> 2;
+
+/// Redis's `parseExpireTime` for hash fields: a non-negative integer in
+/// `unit`, plus `base` (0 for absolute times).
+fn parse_field_expire(raw: &[u8], secs: bool, base: u64, cmd: &str) -> CmdResult<u64> {
+    let mut v = int(raw)?;
+    if v < 0 {
+        return Err(CmdError::new("ERR invalid expire time, must be >= 0"));
+    }
+    if secs {
+        if v > HFE_MAX_MS / 1000 {
+            return Err(invalid_expire(cmd));
+        }
+        v *= 1000;
+    }
+    if v > HFE_MAX_MS - base as i64 {
+        return Err(invalid_expire(cmd));
+    }
+    Ok((v + base as i64) as u64)
+}
+
+/// `FIELDS numfields field...` with FIELDS at `at - 1`: the fields.
+fn fields_arg<'a>(argv: &'a [Bytes], at: usize, cmd: &str, count_msg: &'static str) -> CmdResult<&'a [Bytes]> {
+    if at > argv.len() || !is(&argv[at - 1], "fields") {
+        return Err(CmdError::new(
+            "ERR Mandatory argument FIELDS is missing or not at the right position",
+        ));
+    }
+    let Some(raw) = argv.get(at) else {
+        return Err(CmdError::new(super::arity_error(cmd)));
+    };
+    let n = parse_i64(raw).filter(|n| *n >= 1).ok_or_else(|| CmdError::new(count_msg))?;
+    if n != (argv.len() - at - 1) as i64 {
+        return Err(CmdError::new("ERR The `numfields` parameter must match the number of arguments"));
+    }
+    Ok(&argv[at + 1..])
+}
+
+const NUM_FIELDS_POSITIVE: &str = "ERR Number of fields must be a positive integer";
+
+fn replies_all(r: &mut Reply, n: usize, v: i64) {
+    r.array(n);
+    for _ in 0..n {
+        r.int(v);
+    }
+}
+
+/// HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT.
+fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bool, abs: bool) -> CmdResult {
+    let w = writer(ctx, &argv[1], false)?;
+    let at = parse_field_expire(&argv[2], secs, if abs { 0 } else { ctx.now_ms }, cmd)?;
+    let cond = ["nx", "xx", "gt", "lt"].iter().position(|c| is(&argv[3], c));
+    let fields = fields_arg(
+        argv,
+        if cond.is_some() { 5 } else { 4 },
+        cmd,
+        "ERR Parameter `numFields` should be greater than 0",
+    )?;
+    let Some(mut w) = w else {
+        replies_all(r, fields.len(), -2);
+        return Ok(());
+    };
+    w.ensure_hfe()?;
+    r.array(fields.len());
+    for f in fields {
+        let Some((prev, val)) = w.live(f)? else {
+            r.int(-2);
+            continue;
+        };
+        let met = match cond {
+            None => true,
+            Some(0) => prev == 0,
+            Some(1) => prev != 0,
+            // A field without TTL counts as infinite: GT never, LT always.
+            Some(2) => prev != 0 && at > prev,
+            _ => prev == 0 || at < prev,
+        };
+        if !met {
+            r.int(0);
+        } else if at <= ctx.now_ms {
+            w.delete(f)?;
+            r.int(2);
+        } else {
+            w.put(f, at, &val)?;
+            r.int(1);
+        }
+    }
+    w.commit()?;
+    Ok(())
+}
+
+pub fn hexpire(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hexpire_generic(ctx, argv, r, "hexpire", true, false)
+}
+
+pub fn hpexpire(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hexpire_generic(ctx, argv, r, "hpexpire", false, false)
+}
+
+pub fn hexpireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hexpire_generic(ctx, argv, r, "hexpireat", true, true)
+}
+
+pub fn hpexpireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hexpire_generic(ctx, argv, r, "hpexpireat", false, true)
+}
+
+/// HTTL family: -2 no such field, -1 no TTL, else `f(expire ms)`.
+fn httl_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, f: impl Fn(u64) -> i64) -> CmdResult {
+    let v = view(ctx, &argv[1])?;
+    let fields = fields_arg(argv, 3, cmd, NUM_FIELDS_POSITIVE)?;
+    let Some(v) = v else {
+        replies_all(r, fields.len(), -2);
+        return Ok(());
+    };
+    r.array(fields.len());
+    for field in fields {
+        r.int(match live(ctx, &argv[1], &v, field)? {
+            None => -2,
+            Some((0, _)) => -1,
+            Some((at, _)) => f(at),
+        });
+    }
+    Ok(())
+}
+
+pub fn httl(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let now = ctx.now_ms;
+    httl_generic(ctx, argv, r, "httl", |at| (at - now).div_ceil(1000) as i64)
+}
+
+pub fn hpttl(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let now = ctx.now_ms;
+    httl_generic(ctx, argv, r, "hpttl", |at| (at - now) as i64)
+}
+
+pub fn hexpiretime(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    httl_generic(ctx, argv, r, "hexpiretime", |at| at.div_ceil(1000) as i64)
+}
+
+pub fn hpexpiretime(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    httl_generic(ctx, argv, r, "hpexpiretime", |at| at as i64)
+}
+
+pub fn hpersist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let w = writer(ctx, &argv[1], false)?;
+    let fields = fields_arg(argv, 3, "hpersist", NUM_FIELDS_POSITIVE)?;
+    let Some(mut w) = w else {
+        replies_all(r, fields.len(), -2);
+        return Ok(());
+    };
+    r.array(fields.len());
+    for f in fields {
+        match w.live(f)? {
+            None => r.int(-2),
+            Some((0, _)) => r.int(-1),
+            Some((_, val)) => {
+                w.put(f, 0, &val)?;
+                r.int(1);
+            }
+        }
+    }
+    w.commit()?;
+    Ok(())
+}
+
+pub fn hgetdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let w = writer(ctx, &argv[1], false)?;
+    let fields = fields_arg(argv, 3, "hgetdel", NUM_FIELDS_POSITIVE)?;
+    r.array(fields.len());
+    let Some(mut w) = w else {
+        (0..fields.len()).for_each(|_| r.null());
+        return Ok(());
+    };
+    for f in fields {
+        match w.live(f)? {
+            Some((_, val)) => {
+                r.bulk(&val);
+                w.delete(f)?;
+            }
+            None => r.null(),
+        }
+    }
+    w.commit()?;
+    Ok(())
+}
+
+/// What HGETEX does to each field it returns.
+enum GetExAction {
+    Nothing,
+    Persist,
+    At(u64),
+}
+
+pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let w = writer(ctx, &argv[1], false)?;
+    let unit = ["ex", "px", "exat", "pxat"].iter().position(|c| is(&argv[2], c));
+    let (action, at) = if let Some(u) = unit {
+        let raw = argv.get(3).ok_or_else(|| CmdError::new(super::arity_error("hgetex")))?;
+        let base = if u < 2 { ctx.now_ms } else { 0 };
+        (GetExAction::At(parse_field_expire(raw, u % 2 == 0, base, "hgetex")?), 5)
+    } else if is(&argv[2], "persist") {
+        (GetExAction::Persist, 4)
+    } else {
+        (GetExAction::Nothing, 3)
+    };
+    let fields = fields_arg(argv, at, "hgetex", NUM_FIELDS_POSITIVE)?;
+    r.array(fields.len());
+    let Some(mut w) = w else {
+        (0..fields.len()).for_each(|_| r.null());
+        return Ok(());
+    };
+    if matches!(action, GetExAction::At(_)) {
+        w.ensure_hfe()?;
+    }
+    for f in fields {
+        let Some((ttl, val)) = w.live(f)? else {
+            r.null();
+            continue;
+        };
+        r.bulk(&val);
+        match action {
+            GetExAction::Nothing => {}
+            GetExAction::Persist if ttl != 0 => {
+                w.put(f, 0, &val)?;
+            }
+            GetExAction::Persist => {}
+            GetExAction::At(t) if t <= ctx.now_ms => {
+                w.delete(f)?;
+            }
+            GetExAction::At(t) => {
+                w.put(f, t, &val)?;
+            }
+        }
+    }
+    w.commit()?;
+    Ok(())
+}
+
+/// HSETEX's parsed options.
+struct SetExArgs {
+    fnx: bool,
+    fxx: bool,
+    keepttl: bool,
+    at: Option<u64>,
+    first: usize,
+}
+
+fn hsetex_args(ctx: &Ctx, argv: &[Bytes]) -> CmdResult<SetExArgs> {
+    let mut a = SetExArgs {
+        fnx: false,
+        fxx: false,
+        keepttl: false,
+        at: None,
+        first: 0,
+    };
+    let mut expiry_set = false;
+    let conflict = || CmdError::new("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified");
+    let mut i = 2;
+    while i < argv.len() {
+        let arg = &argv[i];
+        if is(arg, "fields") {
+            if i + 3 >= argv.len() {
+                return Err(CmdError::new(super::arity_error("hsetex")));
+            }
+            let n = parse_i64(&argv[i + 1])
+                .filter(|n| (1..=i32::MAX as i64).contains(n))
+                .ok_or_else(|| CmdError::new("ERR invalid number of fields"))?;
+            let remaining = argv.len() - i - 2;
+            if !remaining.is_multiple_of(2) || n as usize != remaining / 2 {
+                return Err(CmdError::new(super::arity_error("hsetex")));
+            }
+            a.first = i + 2;
+            return Ok(a);
+        }
+        let unit = ["ex", "px", "exat", "pxat"].iter().position(|c| is(arg, c));
+        if let Some(u) = unit {
+            if expiry_set {
+                return Err(conflict());
+            }
+            if i + 1 >= argv.len() {
+                return Err(CmdError::new("ERR missing expire time"));
+            }
+            expiry_set = true;
+            i += 1;
+            let base = if u < 2 { ctx.now_ms } else { 0 };
+            a.at = Some(parse_field_expire(&argv[i], u % 2 == 0, base, "hsetex")?);
+        } else if is(arg, "keepttl") {
+            if expiry_set {
+                return Err(conflict());
+            }
+            expiry_set = true;
+            a.keepttl = true;
+        } else if is(arg, "fxx") || is(arg, "fnx") {
+            if a.fxx || a.fnx {
+                return Err(CmdError::new("ERR Only one of FXX or FNX arguments can be specified"));
+            }
+            a.fxx = is(arg, "fxx");
+            a.fnx = !a.fxx;
+        } else {
+            return Err(CmdError::new(format!("ERR unknown argument: {}", text(arg))));
+        }
+        i += 1;
+    }
+    Err(SYNTAX)
+}
+
+pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let a = hsetex_args(ctx, argv)?;
+    let Some(mut w) = writer(ctx, &argv[1], !a.fxx)? else {
+        r.int(0);
+        return Ok(());
+    };
+    let pairs = &argv[a.first..];
+    if a.fnx || a.fxx {
+        let mut found = 0;
+        for p in pairs.chunks(2) {
+            found += w.live(&p[0])?.is_some() as usize;
+        }
+        if (a.fnx && found != 0) || (a.fxx && found != pairs.len() / 2) {
+            r.int(0);
+            return Ok(());
+        }
+    }
+    if a.at.is_some() {
+        w.ensure_hfe()?;
+    }
+    for p in pairs.chunks(2) {
+        let prev = w.live(&p[0])?.map_or(0, |(t, _)| t);
+        match a.at {
+            Some(t) if t <= ctx.now_ms => {
+                w.put(&p[0], 0, &p[1])?;
+                w.delete(&p[0])?;
+            }
+            Some(t) => {
+                w.put(&p[0], t, &p[1])?;
+            }
+            None => {
+                w.put(&p[0], if a.keepttl { prev } else { 0 }, &p[1])?;
+            }
+        }
+    }
+    w.commit()?;
+    r.int(1);
+    Ok(())
+}

@@ -1,0 +1,378 @@
+//! Whole-collection reads and multi-key set commands.
+//!
+//! A collection is read in slices of [`SLICE`] members. The first slice runs
+//! on the owner together with the meta read and, when more slices follow,
+//! takes a RocksDB snapshot there; every later slice reads that snapshot and
+//! seeks past the last member seen. So a million-member HGETALL returns one
+//! consistent view of the hash while the owner's core serves other clients
+//! between slices (the caller yields after each slice when the owner is its
+//! own shard). Set operations gather each source that way, compute on the
+//! connection's shard and store the result on the destination's owner, again
+//! in slices written under a fresh version that becomes visible in one final
+//! meta write. docs/cross-shard.md says what isolation this gives.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::S;
+use crate::cmd::args::{is, parse_i64};
+use crate::cmd::ConnCmd;
+use crate::error::{CmdError, CmdResult, CORRUPT, SYNTAX, WRONGTYPE};
+use crate::resp::Reply;
+use crate::server::conn::owner;
+use crate::server::global::now_ms;
+use crate::shard::ShardState;
+use crate::storage::meta::KeyType;
+use crate::storage::Snap;
+use crate::types::coll::{self, Entry};
+
+/// Members per slice: about a millisecond of iteration on a warm cache.
+pub const SLICE: usize = 1024;
+
+struct Slice {
+    found: bool,
+    entries: Vec<Entry>,
+    done: bool,
+    snap: Option<Arc<Snap>>,
+    version: u64,
+    hfe: bool,
+}
+
+fn read_slice(
+    st: &ShardState,
+    db: u8,
+    key: &[u8],
+    ty: KeyType,
+    now: u64,
+    resume: Option<(Arc<Snap>, coll::View, Vec<u8>)>,
+) -> CmdResult<Slice> {
+    let (view, snap, after) = match resume {
+        Some((snap, view, after)) => (view, Some(snap), Some(after)),
+        None => {
+            let Some(view) = coll::view(&st.ks, db, key, ty, now)? else {
+                return Ok(Slice {
+                    found: false,
+                    entries: Vec::new(),
+                    done: true,
+                    snap: None,
+                    version: 0,
+                    hfe: false,
+                });
+            };
+            let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
+            (view, snap, None)
+        }
+    };
+    let mut entries = Vec::with_capacity(SLICE.min(view.c.size as usize));
+    let mut visited = 0usize;
+    let total = coll::scan_members(&st.ks, snap.as_deref(), (db, key), &view.c, after.as_deref(), now, |s, t, v| {
+        visited += 1;
+        entries.push((s.to_vec(), t, v.to_vec()));
+        visited < SLICE
+    })?;
+    // Expired hash fields are skipped without counting; a slice that stopped
+    // early because it filled up is not the last.
+    let done = visited < SLICE || total == 0;
+    Ok(Slice {
+        found: true,
+        entries,
+        done,
+        snap,
+        version: view.c.version,
+        hfe: view.c.hfe.is_some(),
+    })
+}
+
+/// Every live member of the collection at `key` (type `ty`), read in
+/// slices from one snapshot. None when the key is missing; WRONGTYPE for
+/// another type.
+pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Option<Vec<Entry>>> {
+    let target = owner(key, shard.count());
+    let now = now_ms();
+    let k = key.clone();
+    let first = shard
+        .invoke_on(target, move |st: &ShardState| read_slice(st, db, &k, ty, now, None))
+        .await?;
+    if !first.found {
+        return Ok(None);
+    }
+    let mut all = first.entries;
+    let (mut done, snap) = (first.done, first.snap);
+    let view = coll::View {
+        expire_ms: 0,
+        c: crate::storage::meta::Coll {
+            version: first.version,
+            size: u64::MAX,
+            hfe: first.hfe.then(Default::default),
+        },
+    };
+    while !done {
+        let Some(snap) = snap.clone() else { break };
+        let Some(last) = all.last().map(|e| e.0.clone()) else { break };
+        if target == shard.id() {
+            shards::rt::yield_now().await;
+        }
+        let k = key.clone();
+        let next = shard
+            .invoke_on(target, move |st: &ShardState| {
+                read_slice(st, db, &k, ty, now, Some((snap, view, last)))
+            })
+            .await?;
+        done = next.done || next.entries.is_empty();
+        all.extend(next.entries);
+    }
+    Ok(Some(all))
+}
+
+/// Gathers set members; a missing key is an empty set.
+async fn set_members(shard: &S, db: u8, key: &Bytes) -> CmdResult<Vec<Vec<u8>>> {
+    Ok(gather(shard, db, key, KeyType::Set)
+        .await?
+        .map(|v| v.into_iter().map(|e| e.0).collect())
+        .unwrap_or_default())
+}
+
+/// Writes `members` as the set at `dst` (replacing any key there), in
+/// slices that stay invisible until the last step. Returns the set's size.
+async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) -> CmdResult<i64> {
+    let target = owner(dst, shard.count());
+    let size = members.len() as u64;
+    let key = dst.clone();
+    let version = shard
+        .invoke_on(target, move |st: &ShardState| st.ks.next_version(crate::server::global::now_us()))
+        .await;
+    let mut chunks = members.chunks(SLICE).map(|c| c.to_vec()).collect::<Vec<_>>().into_iter();
+    for chunk in chunks.by_ref() {
+        let k = key.clone();
+        shard
+            .invoke_on(target, move |st: &ShardState| coll::store_members(&st.ks, db, &k, version, &chunk))
+            .await?;
+        if target == shard.id() {
+            shards::rt::yield_now().await;
+        }
+    }
+    shard
+        .invoke_on(target, move |st: &ShardState| {
+            coll::finish_store(&st.ks, db, &key, KeyType::Set, version, size, now_ms())
+        })
+        .await?;
+    Ok(size as i64)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// SINTER / SUNION / SDIFF over gathered sets, sorted for a stable reply.
+/// Every key is type-checked before any missing key short-cuts the result,
+/// as Redis does.
+async fn combine(shard: &S, db: u8, keys: &[Bytes], op: Op) -> CmdResult<Vec<Vec<u8>>> {
+    let mut sets = Vec::with_capacity(keys.len());
+    for k in keys {
+        sets.push(set_members(shard, db, k).await?);
+    }
+    let mut out: Vec<Vec<u8>> = match op {
+        Op::Union => {
+            let mut all: HashSet<Vec<u8>> = HashSet::new();
+            for s in sets {
+                all.extend(s);
+            }
+            all.into_iter().collect()
+        }
+        Op::Inter => {
+            let Some(smallest) = (0..sets.len()).min_by_key(|&i| sets[i].len()) else {
+                return Ok(Vec::new());
+            };
+            let others: Vec<HashSet<&Vec<u8>>> = (0..sets.len())
+                .filter(|&i| i != smallest)
+                .map(|i| sets[i].iter().collect())
+                .collect();
+            sets[smallest]
+                .iter()
+                .filter(|m| others.iter().all(|o| o.contains(m)))
+                .cloned()
+                .collect()
+        }
+        Op::Diff => {
+            let mut it = sets.into_iter();
+            let first = it.next().unwrap_or_default();
+            let minus: HashSet<Vec<u8>> = it.flatten().collect();
+            first.into_iter().filter(|m| !minus.contains(m)).collect()
+        }
+    };
+    out.sort();
+    Ok(out)
+}
+
+fn reply_members<T: AsRef<[u8]>>(r: &mut Reply, items: &[T]) {
+    r.set(items.len());
+    for m in items {
+        r.bulk(m.as_ref());
+    }
+}
+
+pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    match c {
+        ConnCmd::Hgetall | ConnCmd::Hkeys | ConnCmd::Hvals => {
+            let all = gather(shard, db, &argv[1], KeyType::Hash).await?.unwrap_or_default();
+            match c {
+                ConnCmd::Hgetall => {
+                    r.map(all.len());
+                    for e in &all {
+                        r.bulk(&e.0);
+                        r.bulk(&e.2);
+                    }
+                }
+                ConnCmd::Hkeys => {
+                    r.array(all.len());
+                    for e in &all {
+                        r.bulk(&e.0);
+                    }
+                }
+                _ => {
+                    r.array(all.len());
+                    for e in &all {
+                        r.bulk(&e.2);
+                    }
+                }
+            }
+        }
+        ConnCmd::Smembers => {
+            let all = set_members(shard, db, &argv[1]).await?;
+            reply_members(r, &all);
+        }
+        ConnCmd::Sinter | ConnCmd::Sunion | ConnCmd::Sdiff => {
+            let op = match c {
+                ConnCmd::Sinter => Op::Inter,
+                ConnCmd::Sunion => Op::Union,
+                _ => Op::Diff,
+            };
+            let out = combine(shard, db, &argv[1..], op).await?;
+            reply_members(r, &out);
+        }
+        ConnCmd::Sinterstore | ConnCmd::Sunionstore | ConnCmd::Sdiffstore => {
+            let op = match c {
+                ConnCmd::Sinterstore => Op::Inter,
+                ConnCmd::Sunionstore => Op::Union,
+                _ => Op::Diff,
+            };
+            let out = combine(shard, db, &argv[2..], op).await?;
+            r.int(store_set(shard, db, &argv[1], out).await?);
+        }
+        ConnCmd::Sintercard => {
+            let n = parse_i64(&argv[1])
+                .filter(|n| *n > 0)
+                .ok_or_else(|| CmdError::new("ERR numkeys should be greater than 0"))?;
+            if n > (argv.len() - 2) as i64 {
+                return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
+            }
+            let keys = &argv[2..2 + n as usize];
+            let mut limit = 0i64;
+            let mut j = 2 + n as usize;
+            while j < argv.len() {
+                if is(&argv[j], "limit") && j + 1 < argv.len() {
+                    limit = parse_i64(&argv[j + 1])
+                        .filter(|l| *l >= 0)
+                        .ok_or_else(|| CmdError::new("ERR LIMIT can't be negative"))?;
+                    j += 2;
+                } else {
+                    return Err(SYNTAX);
+                }
+            }
+            let out = combine(shard, db, keys, Op::Inter).await?;
+            let count = out.len() as i64;
+            r.int(if limit > 0 { count.min(limit) } else { count });
+        }
+        ConnCmd::Smove => smove(shard, db, argv, r).await?,
+        _ => return Err(CmdError::new("ERR internal routing error")),
+    }
+    Ok(())
+}
+
+/// SMOVE. On one owner it is one synchronous step. Across owners: check
+/// the destination's type, remove from the source, add to the destination
+/// (see docs/cross-shard.md for what a concurrent writer can observe).
+async fn smove(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (src, dst, member) = (argv[1].clone(), argv[2].clone(), argv[3].clone());
+    let n = shard.count();
+    let (so, dso) = (owner(&src, n), owner(&dst, n));
+    let set_type = move |st: &ShardState, key: &[u8]| -> CmdResult<Option<KeyType>> { st.ks.type_of(db, key, now_ms()) };
+    if so == dso {
+        let moved = shard
+            .invoke_on(so, move |st: &ShardState| -> CmdResult<i64> {
+                let now = now_ms();
+                let Some(sv) = coll::view(&st.ks, db, &src, KeyType::Set, now)? else {
+                    // Redis answers 0 for a missing source before checking the destination.
+                    return Ok(0);
+                };
+                if set_type(st, &dst)?.is_some_and(|t| t != KeyType::Set) {
+                    return Err(WRONGTYPE);
+                }
+                if src == dst {
+                    return Ok(coll::member(&st.ks, db, &src, &sv.c, &member)?.is_some() as i64);
+                }
+                move_member(st, db, &src, &dst, &member, now)
+            })
+            .await?;
+        r.int(moved);
+        return Ok(());
+    }
+    let s2 = src.clone();
+    let src_type = shard.invoke_on(so, move |st: &ShardState| set_type(st, &s2)).await?;
+    let Some(src_type) = src_type else {
+        r.int(0);
+        return Ok(());
+    };
+    let d2 = dst.clone();
+    let dst_type = shard.invoke_on(dso, move |st: &ShardState| set_type(st, &d2)).await?;
+    if src_type != KeyType::Set || dst_type.is_some_and(|t| t != KeyType::Set) {
+        return Err(WRONGTYPE);
+    }
+    let m2 = member.clone();
+    let removed = shard
+        .invoke_on(so, move |st: &ShardState| -> CmdResult<bool> {
+            let Some(mut w) = coll::Writer::open(&st.ks, db, &src, KeyType::Set, now_ms(), false)? else {
+                return Ok(false);
+            };
+            let gone = w.delete(&m2)? != crate::types::hash::Phys::Missing;
+            w.commit()?;
+            Ok(gone)
+        })
+        .await?;
+    if !removed {
+        r.int(0);
+        return Ok(());
+    }
+    shard
+        .invoke_on(dso, move |st: &ShardState| -> CmdResult {
+            let mut w = coll::Writer::open(&st.ks, db, &dst, KeyType::Set, now_ms(), true)?.ok_or(CORRUPT)?;
+            if w.physical(&member)?.is_none() {
+                w.put(&member, 0, b"")?;
+            }
+            w.commit()?;
+            Ok(())
+        })
+        .await?;
+    r.int(1);
+    Ok(())
+}
+
+/// Removes `member` from `src` and adds it to `dst`, both on this shard.
+fn move_member(st: &ShardState, db: u8, src: &[u8], dst: &[u8], member: &[u8], now: u64) -> CmdResult<i64> {
+    let mut from = coll::Writer::open(&st.ks, db, src, KeyType::Set, now, false)?.ok_or(CORRUPT)?;
+    if from.delete(member)? == crate::types::hash::Phys::Missing {
+        return Ok(0);
+    }
+    from.commit()?;
+    let mut to = coll::Writer::open(&st.ks, db, dst, KeyType::Set, now, true)?.ok_or(CORRUPT)?;
+    if to.physical(member)?.is_none() {
+        to.put(member, 0, b"")?;
+    }
+    to.commit()?;
+    Ok(1)
+}
