@@ -9,7 +9,6 @@ use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYN
 use crate::resp::Reply;
 use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
-use crate::types::hash::{self, FastLen};
 use crate::types::string::{incr_by_float, FloatIncrError};
 
 const H: KeyType = KeyType::Hash;
@@ -106,26 +105,9 @@ pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-/// The exact number of live fields, repairing the metadata when the fast
-/// paths cannot prove it.
-pub fn live_len(ctx: &Ctx, key: &[u8], v: &View) -> CmdResult<u64> {
-    match hash::fast_len(&v.c, ctx.now_ms) {
-        FastLen::Known(n) => Ok(n),
-        FastLen::Gone | FastLen::Scan => {
-            let raw = v.c.encode(H, v.expire_ms);
-            let fixed = hash::repair(ctx.ks(), ctx.db, key, &raw, ctx.now_ms)?;
-            Ok(fixed
-                .as_deref()
-                .and_then(crate::storage::meta::Meta::decode)
-                .and_then(|m| m.coll())
-                .map_or(0, |c| c.size))
-        }
-    }
-}
-
 pub fn hlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let n = match view(ctx, &argv[1])? {
-        Some(v) => live_len(ctx, &argv[1], &v)?,
+        Some(v) => coll::hash_len(ctx.ks(), ctx.db, &argv[1], &v, ctx.now_ms)?,
         None => 0,
     };
     r.int(n as i64);

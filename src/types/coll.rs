@@ -91,6 +91,18 @@ pub fn all_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64) -> Cmd
     Ok(out)
 }
 
+/// HLEN: the exact number of live fields of hash `v`, repairing its
+/// metadata with one scan when the fast paths cannot prove the count.
+pub fn hash_len(ks: &Keyspace, db: u8, key: &[u8], v: &View, now: u64) -> CmdResult<u64> {
+    match hash::fast_len(&v.c, now) {
+        hash::FastLen::Known(n) => Ok(n),
+        hash::FastLen::Gone | hash::FastLen::Scan => {
+            let fixed = hash::repair(ks, db, key, &v.c.encode(KeyType::Hash, v.expire_ms), now)?;
+            Ok(fixed.as_deref().and_then(Meta::decode).and_then(|m| m.coll()).map_or(0, |c| c.size))
+        }
+    }
+}
+
 /// Stages member changes of one collection and writes them, with the
 /// updated metadata, in one batch. Later reads through the writer see
 /// earlier staged changes (a field repeated in one HSET).
@@ -192,22 +204,29 @@ impl<'k> Writer<'k> {
     }
 
     /// Converts a mode-0 hash to field-expiration mode: every value is
-    /// rewritten with a zero expire prefix. Call before staging anything.
+    /// rewritten with a zero expire prefix (members this command already
+    /// staged are re-staged in the new encoding).
     pub fn ensure_hfe(&mut self) -> CmdResult {
         if self.c.hfe.is_some() {
             return Ok(());
         }
         let (lo, hi) = keys::sub_range(self.db, self.key, self.c.version);
-        let mut n = 0u64;
-        let (ks, b) = (self.ks, &mut self.b);
+        let (ks, b, touched) = (self.ks, &mut self.b, &mut self.touched);
         ks.store.scan(&lo, &hi, |k, v| {
-            ks.store.put(b, k, &hash::encode_value(true, 0, v));
-            n += 1;
+            // Later reads in this command must see the converted values,
+            // which are only staged so far.
+            touched.entry(k[lo.len()..].to_vec()).or_insert_with(|| Some((0, v.to_vec())));
             true
         })?;
-        self.c.size = n;
+        for (sub, state) in touched.iter() {
+            if let Some((_, v)) = state {
+                let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+                ks.store.put(b, &k, &hash::encode_value(true, 0, v));
+            }
+        }
+        // Mode 0 counts exactly, and every field is persistent.
         self.c.hfe = Some(Hfe {
-            persist: n,
+            persist: self.c.size,
             lower: 0,
             upper: 0,
         });
@@ -417,6 +436,157 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    use crate::storage::{Engine, StoreOptions};
+
+    fn keyspace(dir: &std::path::Path) -> Keyspace {
+        let opts = StoreOptions {
+            dir: dir.to_path_buf(),
+            shards: 1,
+            block_cache_bytes: 1 << 20,
+            write_buffer_bytes: 1 << 20,
+        };
+        let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        Keyspace::open(engine.shard(0).unwrap(), 1).unwrap()
+    }
+
+    /// A mode-0 (legacy layout) hash written by hand: bare values, no HFE meta.
+    fn legacy_hash(ks: &Keyspace, key: &[u8], fields: &[(&[u8], &[u8])]) {
+        let c = Coll {
+            version: ks.next_version(1),
+            size: fields.len() as u64,
+            hfe: None,
+        };
+        let mut b = ks.store.batch();
+        for (f, v) in fields {
+            ks.store.put(&mut b, &keys::sub_key(0, key, c.version, f), v);
+        }
+        ks.stage_put(&mut b, 0, key, &c.encode(KeyType::Hash, 0), None);
+        ks.store.write(b).unwrap();
+    }
+
+    /// The model: field -> (value, expire ms); a field is live while its
+    /// expiry is 0 or after now.
+    type Model = BTreeMap<Vec<u8>, (Vec<u8>, u64)>;
+
+    fn live_model(m: &Model, now: u64) -> BTreeMap<Vec<u8>, (Vec<u8>, u64)> {
+        m.iter().filter(|(_, (_, t))| !hash::expired(*t, now)).map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    fn check(ks: &Keyspace, key: &[u8], m: &Model, now: u64, step: usize) {
+        let want = live_model(m, now);
+        let v = view(ks, 0, key, KeyType::Hash, now).unwrap();
+        assert_eq!(v.is_some(), !want.is_empty(), "step {step}: key existence at {now}");
+        let Some(v) = v else { return };
+        for i in 0..6u8 {
+            let f = vec![b'f', b'0' + i];
+            let got = live_member(ks, 0, key, &v.c, &f, now).unwrap().map(|(t, val)| (val, t));
+            assert_eq!(got.as_ref(), want.get(&f), "step {step}: field {i} at {now}");
+        }
+        let all: Vec<_> = all_members(ks, 0, key, &v.c, now).unwrap().into_iter().map(|(f, t, val)| (f, (val, t))).collect();
+        assert_eq!(all, want.clone().into_iter().collect::<Vec<_>>(), "step {step}: HGETALL");
+        let v = view(ks, 0, key, KeyType::Hash, now).unwrap().unwrap();
+        assert_eq!(hash_len(ks, 0, key, &v, now).unwrap(), want.len() as u64, "step {step}: HLEN at {now}");
+        if let Some(h) = view(ks, 0, key, KeyType::Hash, now).unwrap().and_then(|v| v.c.hfe.map(|h| (v.c, h))) {
+            let (c, h) = h;
+            assert!(h.persist <= c.size, "step {step}: persist <= size");
+            if c.size == h.persist {
+                assert_eq!((h.lower, h.upper), (0, 0), "step {step}: no candidates, no bounds");
+            }
+            for (_, t) in want.values().filter(|(_, t)| *t != 0) {
+                assert!(h.lower <= *t && *t <= h.upper, "step {step}: ttl {t} outside {h:?}");
+            }
+        }
+    }
+
+    /// Field expiration against a model, with a clock the test moves: random
+    /// HSET, HEXPIRE (past and future), HPERSIST, HDEL, HINCRBY-style writes
+    /// that keep the TTL, compaction ghosts, and time jumps. After every step
+    /// every field, HGETALL, HLEN, key existence and the metadata invariants
+    /// must agree with the model.
+    #[test]
+    fn field_expiration_matches_a_model_with_a_movable_clock() {
+        for seed in 1..=12u64 {
+            let dir = tempfile::tempdir().unwrap();
+            let ks = keyspace(dir.path());
+            let key = b"h".as_slice();
+            let mut rng = Rng(seed * 0x2545_F491_4F6C_DD1D);
+            let mut now = 1_000u64;
+            let mut m = Model::new();
+            if seed % 2 == 0 {
+                legacy_hash(&ks, key, &[(b"f0", b"a"), (b"f1", b"b")]);
+                m.insert(b"f0".to_vec(), (b"a".to_vec(), 0));
+                m.insert(b"f1".to_vec(), (b"b".to_vec(), 0));
+            }
+            for step in 0..300 {
+                let f = vec![b'f', b'0' + rng.below(6) as u8];
+                let op = rng.below(8);
+                let create = op == 0;
+                if let Some(mut w) = Writer::open(&ks, 0, key, KeyType::Hash, now, create).unwrap() {
+                    match op {
+                        0 => {
+                            let val = format!("v{step}").into_bytes();
+                            w.put(&f, 0, &val).unwrap();
+                            m.insert(f.clone(), (val, 0));
+                        }
+                        1 | 2 => {
+                            let at = (now + rng.below(20) as u64).saturating_sub(3);
+                            w.ensure_hfe().unwrap();
+                            if let Some((_, val)) = w.live(&f).unwrap() {
+                                if at <= now {
+                                    w.delete(&f).unwrap();
+                                    m.remove(&f);
+                                } else {
+                                    w.put(&f, at, &val).unwrap();
+                                    m.insert(f.clone(), (val, at));
+                                }
+                            }
+                        }
+                        3 => {
+                            if let Some((t, val)) = w.live(&f).unwrap() {
+                                if t != 0 {
+                                    w.put(&f, 0, &val).unwrap();
+                                    m.insert(f.clone(), (val, 0));
+                                }
+                            }
+                        }
+                        4 => {
+                            w.delete(&f).unwrap();
+                            m.remove(&f);
+                        }
+                        5 => {
+                            if let Some((t, _)) = w.live(&f).unwrap() {
+                                let val = format!("i{step}").into_bytes();
+                                w.put(&f, t, &val).unwrap();
+                                m.insert(f.clone(), (val, t));
+                            }
+                        }
+                        _ => {}
+                    }
+                    w.commit().unwrap();
+                }
+                if op == 6 {
+                    // A compaction ghost: an expired TTL field's record goes,
+                    // the metadata stays.
+                    if let Some((c, _)) = view(&ks, 0, key, KeyType::Hash, now).unwrap().map(|v| (v.c, ())) {
+                        if let Some((t, _)) = member(&ks, 0, key, &c, &f).unwrap() {
+                            if hash::expired(t, now) {
+                                let mut b = ks.store.batch();
+                                ks.store.delete(&mut b, &keys::sub_key(0, key, c.version, &f));
+                                ks.store.write(b).unwrap();
+                            }
+                        }
+                    }
+                }
+                if op == 7 {
+                    now += rng.below(15) as u64;
+                }
+                check(&ks, key, &m, now, step);
+                m.retain(|_, (_, t)| !hash::expired(*t, now));
+            }
+        }
+    }
 
     #[test]
     fn random_samples_follow_redis_count_rules() {
