@@ -28,7 +28,9 @@ fn err(c: &mut Connection, args: &[&str]) -> String {
     }
     match cmd.query::<Value>(c) {
         Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")).trim().to_string(),
+        Err(e) => format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+            .trim()
+            .to_string(),
     }
 }
 
@@ -41,7 +43,10 @@ fn ints(c: &mut Connection, args: &[&str]) -> Vec<i64> {
 }
 
 fn now_secs() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 /// https://redis.io/docs/latest/commands/hexpire/ and its siblings.
@@ -50,9 +55,18 @@ fn hexpire_family_docs_examples() {
     let s = Basalt::start(2);
     let mut c = s.client();
     // HEXPIRE: "HEXPIRE no-key 20 NX FIELDS 2 field1 field2" -> -2 -2
-    assert_eq!(ints(&mut c, &["HEXPIRE", "no-key", "20", "NX", "FIELDS", "2", "field1", "field2"]), vec![-2, -2]);
-    let _: i64 = c.hset_multiple::<_, _, _, ()>("mykey", &[("field1", "hello"), ("field2", "world")]).map(|_| 0).unwrap();
-    assert_eq!(ints(&mut c, &["HEXPIRE", "mykey", "10", "FIELDS", "3", "field1", "field2", "field3"]), vec![1, 1, -2]);
+    assert_eq!(
+        ints(&mut c, &["HEXPIRE", "no-key", "20", "NX", "FIELDS", "2", "field1", "field2"]),
+        vec![-2, -2]
+    );
+    let _: i64 = c
+        .hset_multiple::<_, _, _, ()>("mykey", &[("field1", "hello"), ("field2", "world")])
+        .map(|_| 0)
+        .unwrap();
+    assert_eq!(
+        ints(&mut c, &["HEXPIRE", "mykey", "10", "FIELDS", "3", "field1", "field2", "field3"]),
+        vec![1, 1, -2]
+    );
     assert_eq!(ints(&mut c, &["HEXPIRE", "mykey", "10", "NX", "FIELDS", "1", "field1"]), vec![0]);
     assert_eq!(ints(&mut c, &["HEXPIRE", "mykey", "20", "XX", "FIELDS", "1", "field1"]), vec![1]);
     assert_eq!(ints(&mut c, &["HEXPIRE", "mykey", "5", "GT", "FIELDS", "1", "field1"]), vec![0]);
@@ -62,28 +76,58 @@ fn hexpire_family_docs_examples() {
     let pttl = ints(&mut c, &["HPTTL", "mykey", "FIELDS", "2", "field1", "nofield"]);
     assert!((4000..=5000).contains(&pttl[0]) && pttl[1] == -2, "{pttl:?}");
     // HPERSIST: 1 removed, -1 no TTL, -2 no field.
-    assert_eq!(ints(&mut c, &["HPERSIST", "mykey", "FIELDS", "3", "field1", "field1", "nofield"]), vec![1, -1, -2]);
+    assert_eq!(
+        ints(&mut c, &["HPERSIST", "mykey", "FIELDS", "3", "field1", "field1", "nofield"]),
+        vec![1, -1, -2]
+    );
     assert_eq!(ints(&mut c, &["HTTL", "mykey", "FIELDS", "1", "field1"]), vec![-1]);
     // HEXPIREAT / HEXPIRETIME / HPEXPIRETIME.
     let at = now_secs() + 100;
     let at_s = at.to_string();
     assert_eq!(ints(&mut c, &["HEXPIREAT", "mykey", &at_s, "FIELDS", "1", "field1"]), vec![1]);
-    assert_eq!(ints(&mut c, &["HEXPIRETIME", "mykey", "FIELDS", "2", "field1", "nofield"]), vec![at, -2]);
+    assert_eq!(
+        ints(&mut c, &["HEXPIRETIME", "mykey", "FIELDS", "2", "field1", "nofield"]),
+        vec![at, -2]
+    );
     assert_eq!(ints(&mut c, &["HPEXPIRETIME", "mykey", "FIELDS", "1", "field1"]), vec![at * 1000]);
     let pat = ((at + 10) * 1000).to_string();
     assert_eq!(ints(&mut c, &["HPEXPIREAT", "mykey", &pat, "FIELDS", "1", "field1"]), vec![1]);
     // A time in the past deletes the field: 2; the last field gone deletes the key.
-    assert_eq!(ints(&mut c, &["HPEXPIRE", "mykey", "0", "FIELDS", "2", "field1", "field2"]), vec![2, 2]);
+    assert_eq!(
+        ints(&mut c, &["HPEXPIRE", "mykey", "0", "FIELDS", "2", "field1", "field2"]),
+        vec![2, 2]
+    );
     assert_eq!(q(&mut c, &["EXISTS", "mykey"]), Value::Int(0));
     // Errors, with Redis's texts.
     let _: () = c.hset("h", "f", "v").unwrap();
-    assert_eq!(err(&mut c, &["HEXPIRE", "h", "10", "FIELDS", "0", "f"]), "ERR Parameter `numFields` should be greater than 0");
-    assert_eq!(err(&mut c, &["HEXPIRE", "h", "10", "FIELDS", "2", "f"]), "ERR The `numfields` parameter must match the number of arguments");
-    assert_eq!(err(&mut c, &["HEXPIRE", "h", "10", "FOO", "1", "f"]), "ERR Mandatory argument FIELDS is missing or not at the right position");
-    assert_eq!(err(&mut c, &["HEXPIRE", "h", "-1", "FIELDS", "1", "f"]), "ERR invalid expire time, must be >= 0");
-    assert_eq!(err(&mut c, &["HEXPIRE", "h", "x", "FIELDS", "1", "f"]), "ERR value is not an integer or out of range");
-    assert_eq!(err(&mut c, &["HEXPIRE", "h", "9223372036854775", "FIELDS", "1", "f"]), "ERR invalid expire time in 'hexpire' command");
-    assert_eq!(err(&mut c, &["HTTL", "h", "FIELDS", "0", "f"]), "ERR Number of fields must be a positive integer");
+    assert_eq!(
+        err(&mut c, &["HEXPIRE", "h", "10", "FIELDS", "0", "f"]),
+        "ERR Parameter `numFields` should be greater than 0"
+    );
+    assert_eq!(
+        err(&mut c, &["HEXPIRE", "h", "10", "FIELDS", "2", "f"]),
+        "ERR The `numfields` parameter must match the number of arguments"
+    );
+    assert_eq!(
+        err(&mut c, &["HEXPIRE", "h", "10", "FOO", "1", "f"]),
+        "ERR Mandatory argument FIELDS is missing or not at the right position"
+    );
+    assert_eq!(
+        err(&mut c, &["HEXPIRE", "h", "-1", "FIELDS", "1", "f"]),
+        "ERR invalid expire time, must be >= 0"
+    );
+    assert_eq!(
+        err(&mut c, &["HEXPIRE", "h", "x", "FIELDS", "1", "f"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["HEXPIRE", "h", "9223372036854775", "FIELDS", "1", "f"]),
+        "ERR invalid expire time in 'hexpire' command"
+    );
+    assert_eq!(
+        err(&mut c, &["HTTL", "h", "FIELDS", "0", "f"]),
+        "ERR Number of fields must be a positive integer"
+    );
     let _: () = c.set("str", "v").unwrap();
     assert!(err(&mut c, &["HEXPIRE", "str", "10", "FIELDS", "1", "f"]).starts_with("WRONGTYPE"));
     assert!(err(&mut c, &["HTTL", "str", "FIELDS", "1", "f"]).starts_with("WRONGTYPE"));
@@ -95,32 +139,68 @@ fn hgetex_hsetex_hgetdel_docs_examples() {
     let s = Basalt::start(2);
     let mut c = s.client();
     let _: () = c.hset_multiple("mykey", &[("field1", "Hello"), ("field2", "World")]).unwrap();
-    let v: Vec<String> = redis::cmd("HGETEX").arg(&["mykey", "EX", "120", "FIELDS", "1", "field1"]).query(&mut c).unwrap();
+    let v: Vec<String> = redis::cmd("HGETEX")
+        .arg(&["mykey", "EX", "120", "FIELDS", "1", "field1"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, vec!["Hello"]);
-    let v: Vec<String> = redis::cmd("HGETEX").arg(&["mykey", "EX", "100", "FIELDS", "1", "field2"]).query(&mut c).unwrap();
+    let v: Vec<String> = redis::cmd("HGETEX")
+        .arg(&["mykey", "EX", "100", "FIELDS", "1", "field2"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, vec!["World"]);
     let t = ints(&mut c, &["HTTL", "mykey", "FIELDS", "3", "field1", "field2", "field3"]);
     assert!(t[0] > 100 && t[0] <= 120 && t[1] > 90 && t[1] <= 100 && t[2] == -2, "{t:?}");
-    let v: Vec<Option<String>> = redis::cmd("HGETEX").arg(&["mykey", "PERSIST", "FIELDS", "2", "field1", "nofield"]).query(&mut c).unwrap();
+    let v: Vec<Option<String>> = redis::cmd("HGETEX")
+        .arg(&["mykey", "PERSIST", "FIELDS", "2", "field1", "nofield"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, vec![Some("Hello".into()), None]);
     assert_eq!(ints(&mut c, &["HTTL", "mykey", "FIELDS", "1", "field1"]), vec![-1]);
     // PXAT in the past deletes what it returns.
-    let v: Vec<String> = redis::cmd("HGETEX").arg(&["mykey", "PXAT", "1", "FIELDS", "2", "field1", "field2"]).query(&mut c).unwrap();
+    let v: Vec<String> = redis::cmd("HGETEX")
+        .arg(&["mykey", "PXAT", "1", "FIELDS", "2", "field1", "field2"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, vec!["Hello", "World"]);
     assert_eq!(q(&mut c, &["EXISTS", "mykey"]), Value::Int(0));
-    assert_eq!(err(&mut c, &["HGETEX", "mykey", "FIELDS", "0", "a"]), "ERR Number of fields must be a positive integer");
+    assert_eq!(
+        err(&mut c, &["HGETEX", "mykey", "FIELDS", "0", "a"]),
+        "ERR Number of fields must be a positive integer"
+    );
 
     // HSETEX: the docs' example.
     let at = (now_secs() + 1000).to_string();
-    assert_eq!(q(&mut c, &["HSETEX", "mykey", "EXAT", &at, "FIELDS", "2", "field1", "Hello", "field2", "World"]), Value::Int(1));
+    assert_eq!(
+        q(
+            &mut c,
+            &["HSETEX", "mykey", "EXAT", &at, "FIELDS", "2", "field1", "Hello", "field2", "World"]
+        ),
+        Value::Int(1)
+    );
     let t = ints(&mut c, &["HTTL", "mykey", "FIELDS", "2", "field1", "field2"]);
     assert!(t.iter().all(|&x| x > 990 && x <= 1000), "{t:?}");
-    assert_eq!(q(&mut c, &["HSETEX", "mykey", "FNX", "EX", "60", "FIELDS", "2", "field1", "Hello", "field2", "World"]), Value::Int(0));
     assert_eq!(
-        err(&mut c, &["HSETEX", "mykey", "FXX", "EX", "60", "KEEPTTL", "FIELDS", "2", "field1", "hello", "field2", "world"]),
+        q(
+            &mut c,
+            &["HSETEX", "mykey", "FNX", "EX", "60", "FIELDS", "2", "field1", "Hello", "field2", "World"]
+        ),
+        Value::Int(0)
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["HSETEX", "mykey", "FXX", "EX", "60", "KEEPTTL", "FIELDS", "2", "field1", "hello", "field2", "world"]
+        ),
         "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified"
     );
-    assert_eq!(q(&mut c, &["HSETEX", "mykey", "FXX", "KEEPTTL", "FIELDS", "2", "field1", "hello", "field2", "world"]), Value::Int(1));
+    assert_eq!(
+        q(
+            &mut c,
+            &["HSETEX", "mykey", "FXX", "KEEPTTL", "FIELDS", "2", "field1", "hello", "field2", "world"]
+        ),
+        Value::Int(1)
+    );
     let t = ints(&mut c, &["HTTL", "mykey", "FIELDS", "2", "field1", "field2"]);
     assert!(t.iter().all(|&x| x > 990), "KEEPTTL keeps: {t:?}");
     // Without an expiry option the TTL is discarded.
@@ -128,18 +208,38 @@ fn hgetex_hsetex_hgetdel_docs_examples() {
     assert_eq!(ints(&mut c, &["HTTL", "mykey", "FIELDS", "1", "field1"]), vec![-1]);
     assert_eq!(q(&mut c, &["HSETEX", "nokey", "FXX", "FIELDS", "1", "a", "b"]), Value::Int(0));
     assert_eq!(q(&mut c, &["EXISTS", "nokey"]), Value::Int(0));
-    assert_eq!(err(&mut c, &["HSETEX", "k", "FNX", "FXX", "FIELDS", "1", "a", "b"]), "ERR Only one of FXX or FNX arguments can be specified");
-    assert_eq!(err(&mut c, &["HSETEX", "k", "FOO", "FIELDS", "1", "a", "b"]), "ERR unknown argument: FOO");
-    assert_eq!(err(&mut c, &["HSETEX", "k", "FIELDS", "2", "a", "b"]), "ERR wrong number of arguments for 'hsetex' command");
-    assert_eq!(err(&mut c, &["HSETEX", "k", "FIELDS", "0", "a", "b"]), "ERR invalid number of fields");
+    assert_eq!(
+        err(&mut c, &["HSETEX", "k", "FNX", "FXX", "FIELDS", "1", "a", "b"]),
+        "ERR Only one of FXX or FNX arguments can be specified"
+    );
+    assert_eq!(
+        err(&mut c, &["HSETEX", "k", "FOO", "FIELDS", "1", "a", "b"]),
+        "ERR unknown argument: FOO"
+    );
+    assert_eq!(
+        err(&mut c, &["HSETEX", "k", "FIELDS", "2", "a", "b"]),
+        "ERR wrong number of arguments for 'hsetex' command"
+    );
+    assert_eq!(
+        err(&mut c, &["HSETEX", "k", "FIELDS", "0", "a", "b"]),
+        "ERR invalid number of fields"
+    );
 
     // HGETDEL: the docs' example.
-    let _: () = c.hset_multiple("h", &[("field1", "Hello"), ("field2", "World"), ("field3", "!")]).unwrap();
-    let v: Vec<String> = redis::cmd("HGETDEL").arg(&["h", "FIELDS", "2", "field3", "field1"]).query(&mut c).unwrap();
+    let _: () = c
+        .hset_multiple("h", &[("field1", "Hello"), ("field2", "World"), ("field3", "!")])
+        .unwrap();
+    let v: Vec<String> = redis::cmd("HGETDEL")
+        .arg(&["h", "FIELDS", "2", "field3", "field1"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, vec!["!", "Hello"]);
     let all: BTreeMap<String, String> = c.hgetall("h").unwrap();
     assert_eq!(all, BTreeMap::from([("field2".into(), "World".into())]));
-    let v: Vec<Option<String>> = redis::cmd("HGETDEL").arg(&["h", "FIELDS", "2", "field2", "nofield"]).query(&mut c).unwrap();
+    let v: Vec<Option<String>> = redis::cmd("HGETDEL")
+        .arg(&["h", "FIELDS", "2", "field2", "nofield"])
+        .query(&mut c)
+        .unwrap();
     assert_eq!(v, vec![Some("World".into()), None]);
     assert_eq!(q(&mut c, &["EXISTS", "h"]), Value::Int(0));
     assert_eq!(
@@ -200,14 +300,23 @@ fn cross_shard_set_operations_with_four_shards() {
         model.insert(k, m.into_iter().collect());
     }
     let inter = |ks: &[&str]| -> BTreeSet<String> {
-        ks.iter().skip(1).fold(model[ks[0]].clone(), |acc, k| acc.intersection(&model[k]).cloned().collect())
+        ks.iter()
+            .skip(1)
+            .fold(model[ks[0]].clone(), |acc, k| acc.intersection(&model[k]).cloned().collect())
     };
     let union = |ks: &[&str]| -> BTreeSet<String> { ks.iter().flat_map(|k| model[k].iter().cloned()).collect() };
-    let diff = |ks: &[&str]| -> BTreeSet<String> { ks.iter().skip(1).fold(model[ks[0]].clone(), |acc, k| acc.difference(&model[k]).cloned().collect()) };
+    let diff = |ks: &[&str]| -> BTreeSet<String> {
+        ks.iter()
+            .skip(1)
+            .fold(model[ks[0]].clone(), |acc, k| acc.difference(&model[k]).cloned().collect())
+    };
     assert_eq!(members(&mut c, &["SINTER", "a", "b", "e"]), inter(&["a", "b", "e"]));
     assert_eq!(members(&mut c, &["SUNION", "c", "g", "h"]), union(&["c", "g", "h"]));
     assert_eq!(members(&mut c, &["SDIFF", "a", "b", "d", "h"]), diff(&["a", "b", "d", "h"]));
-    assert_eq!(q(&mut c, &["SINTERCARD", "2", "a", "b"]), Value::Int(inter(&["a", "b"]).len() as i64));
+    assert_eq!(
+        q(&mut c, &["SINTERCARD", "2", "a", "b"]),
+        Value::Int(inter(&["a", "b"]).len() as i64)
+    );
     assert_eq!(q(&mut c, &["SINTERCARD", "2", "a", "b", "LIMIT", "3"]), Value::Int(3));
     for (cmd, dst, f) in [("SINTERSTORE", "x1", 0), ("SUNIONSTORE", "x2", 1), ("SDIFFSTORE", "x3", 2)] {
         let want = match f {
@@ -261,7 +370,14 @@ fn cross_shard_set_operations_with_four_shards() {
     // SCAN TYPE sees the types.
     let (mut found, mut cursor) = (Vec::new(), 0u64);
     loop {
-        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(1000).arg("TYPE").arg("hash").query(&mut c).unwrap();
+        let (next, page): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .arg("TYPE")
+            .arg("hash")
+            .query(&mut c)
+            .unwrap();
         found.extend(page);
         if next == 0 {
             break;
@@ -301,7 +417,13 @@ fn big_collections_read_in_slices_and_survive_restart() {
         let mut seen = BTreeSet::new();
         let mut cursor = 0u64;
         loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN").arg("bigset").arg(cursor).arg("COUNT").arg(700).query(&mut c).unwrap();
+            let (next, page): (u64, Vec<String>) = redis::cmd("SSCAN")
+                .arg("bigset")
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(700)
+                .query(&mut c)
+                .unwrap();
             for m in page {
                 assert!(seen.insert(m), "SSCAN returned a member twice");
             }
@@ -313,7 +435,14 @@ fn big_collections_read_in_slices_and_survive_restart() {
         assert_eq!(seen.len() as i64, n);
         let (mut fields, mut cursor) = (0, 0u64);
         loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd("HSCAN").arg("big").arg(cursor).arg("COUNT").arg(999).arg("NOVALUES").query(&mut c).unwrap();
+            let (next, page): (u64, Vec<String>) = redis::cmd("HSCAN")
+                .arg("big")
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(999)
+                .arg("NOVALUES")
+                .query(&mut c)
+                .unwrap();
             fields += page.len();
             if next == 0 {
                 break;
@@ -322,6 +451,22 @@ fn big_collections_read_in_slices_and_survive_restart() {
         }
         assert_eq!(fields as i64, n);
         assert_eq!(q(&mut c, &["SINTERCARD", "2", "bigset", "bigset"]), Value::Int(n));
+        // Random picks on a big set come from random seeks: real members,
+        // distinct for a positive count, and SPOP removes what it returns.
+        let picks: Vec<String> = redis::cmd("SRANDMEMBER").arg("bigset").arg(-20).query(&mut c).unwrap();
+        assert_eq!(picks.len(), 20);
+        assert!(picks.iter().all(|m| set.contains(m)));
+        let popped: BTreeSet<String> = redis::cmd("SPOP").arg("bigset").arg(10).query(&mut c).unwrap();
+        assert_eq!(popped.len(), 10);
+        for m in &popped {
+            assert_eq!(q(&mut c, &["SISMEMBER", "bigset", m]), Value::Int(0));
+        }
+        assert_eq!(q(&mut c, &["SCARD", "bigset"]), Value::Int(n - 10));
+        let one: String = redis::cmd("SPOP").arg("bigset").query(&mut c).unwrap();
+        assert!(set.contains(&one) && !popped.contains(&one));
+        let f: Vec<String> = redis::cmd("HRANDFIELD").arg("big").arg(7).query(&mut c).unwrap();
+        assert_eq!(f.iter().collect::<BTreeSet<_>>().len(), 7);
+        let _: i64 = c.sadd("bigset", popped.iter().chain([&one]).collect::<Vec<_>>()).unwrap();
         assert_eq!(q(&mut c, &["SUNIONSTORE", "copy", "bigset"]), Value::Int(n));
         assert_eq!(q(&mut c, &["SCARD", "copy"]), Value::Int(n));
         let _: i64 = c.del("copy").unwrap();
@@ -347,6 +492,10 @@ fn object_encoding_names_for_collection_sizes() {
     let _: () = c.hset("hx", "f", "v").unwrap();
     assert_eq!(ints(&mut c, &["HEXPIRE", "hx", "100", "FIELDS", "1", "f"]), vec![1]);
     for (k, want) in [("ints", "intset"), ("words", "listpack"), ("h", "listpack"), ("hx", "listpackex")] {
-        assert_eq!(q(&mut c, &["OBJECT", "ENCODING", k]), Value::BulkString(want.as_bytes().to_vec()), "{k}");
+        assert_eq!(
+            q(&mut c, &["OBJECT", "ENCODING", k]),
+            Value::BulkString(want.as_bytes().to_vec()),
+            "{k}"
+        );
     }
 }

@@ -181,15 +181,16 @@ fn rand_entry(r: &mut Reply, e: &coll::Entry, withvalues: bool) {
 
 pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut rng = Rng::seeded();
+    let pick = |count: i64, rng: &mut Rng| -> CmdResult<Vec<coll::Entry>> {
+        match view(ctx, &argv[1])? {
+            Some(v) => coll::random_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms, count, rng),
+            None => Ok(Vec::new()),
+        }
+    };
     if argv.len() == 2 {
-        let v = view(ctx, &argv[1])?;
-        let all = match v {
-            Some(v) => coll::all_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms)?,
-            None => Vec::new(),
-        };
-        match all.get(rng.below(all.len())) {
-            Some(e) if !all.is_empty() => r.bulk(&e.0),
-            _ => r.null(),
+        match pick(-1, &mut rng)?.first() {
+            Some(e) => r.bulk(&e.0),
+            None => r.null(),
         }
         return Ok(());
     }
@@ -204,15 +205,11 @@ pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
         return Err(CmdError::new("ERR value is out of range"));
     }
-    let all = match view(ctx, &argv[1])? {
-        Some(v) => coll::all_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms)?,
-        None => Vec::new(),
-    };
-    let picks = rng.sample(all.len(), l);
+    let picks = pick(l, &mut rng)?;
     let n = picks.len();
     r.array(if withvalues && !r.resp3 { n * 2 } else { n });
-    for i in picks {
-        rand_entry(r, &all[i], withvalues);
+    for e in &picks {
+        rand_entry(r, e, withvalues);
     }
     Ok(())
 }

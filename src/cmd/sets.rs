@@ -78,9 +78,9 @@ pub fn smismember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-fn members(ctx: &Ctx, key: &[u8], v: &Option<View>) -> CmdResult<Vec<coll::Entry>> {
+fn pick(ctx: &Ctx, key: &[u8], v: &Option<View>, count: i64, rng: &mut Rng) -> CmdResult<Vec<coll::Entry>> {
     match v {
-        Some(v) => coll::all_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms),
+        Some(v) => coll::random_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms, count, rng),
         None => Ok(Vec::new()),
     }
 }
@@ -92,11 +92,9 @@ pub fn srandmember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     if argv.len() == 2 {
         let v = view(ctx, &argv[1])?;
-        let all = members(ctx, &argv[1], &v)?;
-        if all.is_empty() {
-            r.null();
-        } else {
-            r.bulk(&all[rng.below(all.len())].0);
+        match pick(ctx, &argv[1], &v, -1, &mut rng)?.first() {
+            Some(e) => r.bulk(&e.0),
+            None => r.null(),
         }
         return Ok(());
     }
@@ -105,11 +103,10 @@ pub fn srandmember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Err(CmdError::new(super::hashes::RANDOM_COUNT_RANGE));
     }
     let v = view(ctx, &argv[1])?;
-    let all = members(ctx, &argv[1], &v)?;
-    let picks = rng.sample(all.len(), l);
+    let picks = pick(ctx, &argv[1], &v, l, &mut rng)?;
     r.array(picks.len());
-    for i in picks {
-        r.bulk(&all[i].0);
+    for e in &picks {
+        r.bulk(&e.0);
     }
     Ok(())
 }
@@ -136,21 +133,15 @@ pub fn spop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
         return Ok(());
     };
-    let all = coll::all_members(ctx.ks(), ctx.db, &argv[1], &w.c, ctx.now_ms)?;
-    let picks = match count {
-        None => vec![rng.below(all.len())],
-        Some(c) => rng.sample(all.len(), c),
-    };
-    if count.is_some() {
-        r.set(picks.len());
+    let picks = coll::random_members(ctx.ks(), ctx.db, &argv[1], &w.c, ctx.now_ms, count.unwrap_or(-1), &mut rng)?;
+    match count {
+        Some(_) => r.set(picks.len()),
+        None if picks.is_empty() => r.null(),
+        None => {}
     }
-    for &i in &picks {
-        let Some(e) = all.get(i) else { continue };
+    for e in &picks {
         r.bulk(&e.0);
         w.delete(&e.0)?;
-    }
-    if count.is_none() && all.is_empty() {
-        r.null();
     }
     w.commit()?;
     Ok(())

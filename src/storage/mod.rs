@@ -470,6 +470,18 @@ impl ShardStore {
         Ok(it.status()?)
     }
 
+    /// The last key in `[from, to)`, if any.
+    pub fn last_key(&self, from: &[u8], to: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(from.to_vec());
+        ro.set_iterate_upper_bound(to.to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        it.seek_to_last();
+        let found = it.valid().then(|| it.key().map(|k| k.to_vec())).flatten();
+        it.status()?;
+        Ok(found)
+    }
+
     /// Counts records in `[from, to)` without decoding values.
     pub fn count(&self, from: &[u8], to: &[u8]) -> Result<u64, StorageError> {
         let mut ro = ReadOptions::default();

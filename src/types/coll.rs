@@ -91,6 +91,94 @@ pub fn all_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64) -> Cmd
     Ok(out)
 }
 
+/// Collections up to this size are sampled uniformly from a full read; larger
+/// ones by random seeks (see [`random_members`]).
+const SAMPLE_ALL_UP_TO: u64 = 1024;
+
+/// Random members for HRANDFIELD, SRANDMEMBER and SPOP with Redis's count
+/// rules ([`Rng::sample`]). Up to [`SAMPLE_ALL_UP_TO`] members the pick is
+/// uniform over a full read. Beyond that a full read per call would stall
+/// the core, so each pick seeks to a random point between the first and
+/// last member and takes the member there: every member can come up, but
+/// not with exactly equal probability. A
+/// positive count takes that many consecutive members from one random
+/// point (distinct, wrapping around).
+pub fn random_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64, count: i64, rng: &mut Rng) -> CmdResult<Vec<Entry>> {
+    if c.size <= SAMPLE_ALL_UP_TO || c.hfe.is_some_and(|h| h.persist < c.size) {
+        let all = all_members(ks, db, key, c, now)?;
+        let picks = rng.sample(all.len(), count);
+        return Ok(picks.into_iter().map(|i| all[i].clone()).collect());
+    }
+    let (lo, hi) = keys::sub_range(db, key, c.version);
+    let first = {
+        let mut f = None;
+        ks.store.scan(&lo, &hi, |k, _| {
+            f = Some(k[lo.len()..].to_vec());
+            false
+        })?;
+        f
+    };
+    let (Some(first), Some(last)) = (first, ks.store.last_key(&lo, &hi)?.map(|k| k[lo.len()..].to_vec())) else {
+        return Ok(Vec::new());
+    };
+    // A random point between first and last: after their common prefix, the
+    // first byte lies between theirs and every later byte within the range
+    // of bytes their tails use (digits stay digits), so picks spread over
+    // the members instead of piling onto a few (which would also pile up
+    // delete tombstones where SPOP seeks next).
+    let common = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
+    let (tf, tl) = (&first[common..], &last[common..]);
+    let (bmin, bmax) = tf.iter().chain(tl).fold((u8::MAX, 0u8), |(lo, hi), &b| (lo.min(b), hi.max(b)));
+    let len = tf.len().max(tl.len());
+    let seek_point = |rng: &mut Rng| -> Vec<u8> {
+        let mut p = first[..common].to_vec();
+        if len == 0 {
+            return p;
+        }
+        let (a, b) = (tf.first().copied().unwrap_or(bmin), tl.first().copied().unwrap_or(bmax));
+        p.push(a + (rng.next_u64() % (b.saturating_sub(a) as u64 + 1)) as u8);
+        for _ in 1..len {
+            p.push(bmin + (rng.next_u64() % (bmax.saturating_sub(bmin) as u64 + 1)) as u8);
+        }
+        p
+    };
+    // Members from `start` on, wrapping to the first, at most `n`.
+    let take_from = |start: &[u8], n: usize| -> CmdResult<Vec<Entry>> {
+        let mut out = Vec::with_capacity(n);
+        let from = keys::sub_key(db, key, c.version, start);
+        ks.store.scan(&from, &hi, |k, v| {
+            out.push((
+                k[lo.len()..].to_vec(),
+                0,
+                hash::decode_value(c.hfe.is_some(), v).map_or(Vec::new(), |(_, v)| v.to_vec()),
+            ));
+            out.len() < n
+        })?;
+        if out.len() < n {
+            ks.store.scan(&lo, &from, |k, v| {
+                out.push((
+                    k[lo.len()..].to_vec(),
+                    0,
+                    hash::decode_value(c.hfe.is_some(), v).map_or(Vec::new(), |(_, v)| v.to_vec()),
+                ));
+                out.len() < n
+            })?;
+        }
+        Ok(out)
+    };
+    if count < 0 {
+        let mut out = Vec::with_capacity(count.unsigned_abs() as usize);
+        for _ in 0..count.unsigned_abs() {
+            let p = seek_point(rng);
+            out.extend(take_from(&p, 1)?);
+        }
+        return Ok(out);
+    }
+    let n = (count as u64).min(c.size) as usize;
+    let p = seek_point(rng);
+    take_from(&p, n)
+}
+
 /// HLEN: the exact number of live fields of hash `v`, repairing its
 /// metadata with one scan when the fast paths cannot prove the count.
 pub fn hash_len(ks: &Keyspace, db: u8, key: &[u8], v: &View, now: u64) -> CmdResult<u64> {
@@ -471,7 +559,10 @@ mod tests {
     type Model = BTreeMap<Vec<u8>, (Vec<u8>, u64)>;
 
     fn live_model(m: &Model, now: u64) -> BTreeMap<Vec<u8>, (Vec<u8>, u64)> {
-        m.iter().filter(|(_, (_, t))| !hash::expired(*t, now)).map(|(k, v)| (k.clone(), v.clone())).collect()
+        m.iter()
+            .filter(|(_, (_, t))| !hash::expired(*t, now))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     fn check(ks: &Keyspace, key: &[u8], m: &Model, now: u64, step: usize) {
@@ -484,11 +575,22 @@ mod tests {
             let got = live_member(ks, 0, key, &v.c, &f, now).unwrap().map(|(t, val)| (val, t));
             assert_eq!(got.as_ref(), want.get(&f), "step {step}: field {i} at {now}");
         }
-        let all: Vec<_> = all_members(ks, 0, key, &v.c, now).unwrap().into_iter().map(|(f, t, val)| (f, (val, t))).collect();
+        let all: Vec<_> = all_members(ks, 0, key, &v.c, now)
+            .unwrap()
+            .into_iter()
+            .map(|(f, t, val)| (f, (val, t)))
+            .collect();
         assert_eq!(all, want.clone().into_iter().collect::<Vec<_>>(), "step {step}: HGETALL");
         let v = view(ks, 0, key, KeyType::Hash, now).unwrap().unwrap();
-        assert_eq!(hash_len(ks, 0, key, &v, now).unwrap(), want.len() as u64, "step {step}: HLEN at {now}");
-        if let Some(h) = view(ks, 0, key, KeyType::Hash, now).unwrap().and_then(|v| v.c.hfe.map(|h| (v.c, h))) {
+        assert_eq!(
+            hash_len(ks, 0, key, &v, now).unwrap(),
+            want.len() as u64,
+            "step {step}: HLEN at {now}"
+        );
+        if let Some(h) = view(ks, 0, key, KeyType::Hash, now)
+            .unwrap()
+            .and_then(|v| v.c.hfe.map(|h| (v.c, h)))
+        {
             let (c, h) = h;
             assert!(h.persist <= c.size, "step {step}: persist <= size");
             if c.size == h.persist {
