@@ -67,14 +67,14 @@ fn read_slice(
     };
     let mut entries = Vec::with_capacity(SLICE.min(view.c.size as usize));
     let mut visited = 0usize;
-    let total = coll::scan_members(&st.ks, snap.as_deref(), (db, key), &view.c, after.as_deref(), now, |s, t, v| {
+    coll::scan_members(&st.ks, snap.as_deref(), (db, key), &view.c, after.as_deref(), now, |s, t, v| {
         visited += 1;
         entries.push((s.to_vec(), t, v.to_vec()));
         visited < SLICE
     })?;
     // Expired hash fields are skipped without counting; a slice that stopped
-    // early because it filled up is not the last.
-    let done = visited < SLICE || total == 0;
+    // because it filled up is not the last.
+    let done = visited < SLICE;
     Ok(Slice {
         found: true,
         entries,
@@ -349,14 +349,7 @@ async fn smove(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     shard
-        .invoke_on(dso, move |st: &ShardState| -> CmdResult {
-            let mut w = coll::Writer::open(&st.ks, db, &dst, KeyType::Set, now_ms(), true)?.ok_or(CORRUPT)?;
-            if w.physical(&member)?.is_none() {
-                w.put(&member, 0, b"")?;
-            }
-            w.commit()?;
-            Ok(())
-        })
+        .invoke_on(dso, move |st: &ShardState| add_member(st, db, &dst, &member, now_ms()))
         .await?;
     r.int(1);
     Ok(())
@@ -369,10 +362,16 @@ fn move_member(st: &ShardState, db: u8, src: &[u8], dst: &[u8], member: &[u8], n
         return Ok(0);
     }
     from.commit()?;
-    let mut to = coll::Writer::open(&st.ks, db, dst, KeyType::Set, now, true)?.ok_or(CORRUPT)?;
+    add_member(st, db, dst, member, now)?;
+    Ok(1)
+}
+
+/// SADD of one member (SMOVE's second half).
+fn add_member(st: &ShardState, db: u8, key: &[u8], member: &[u8], now: u64) -> CmdResult {
+    let mut to = coll::Writer::open(&st.ks, db, key, KeyType::Set, now, true)?.ok_or(CORRUPT)?;
     if to.physical(member)?.is_none() {
         to.put(member, 0, b"")?;
     }
     to.commit()?;
-    Ok(1)
+    Ok(())
 }
