@@ -59,10 +59,7 @@ fn hexpire_family_docs_examples() {
         ints(&mut c, &["HEXPIRE", "no-key", "20", "NX", "FIELDS", "2", "field1", "field2"]),
         vec![-2, -2]
     );
-    let _: i64 = c
-        .hset_multiple::<_, _, _, ()>("mykey", &[("field1", "hello"), ("field2", "world")])
-        .map(|_| 0)
-        .unwrap();
+    let _: () = c.hset_multiple("mykey", &[("field1", "hello"), ("field2", "world")]).unwrap();
     assert_eq!(
         ints(&mut c, &["HEXPIRE", "mykey", "10", "FIELDS", "3", "field1", "field2", "field3"]),
         vec![1, 1, -2]

@@ -658,8 +658,8 @@ pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     for p in pairs.chunks(2) {
         let prev = w.live(&p[0])?.map_or(0, |(t, _)| t);
         match a.at {
+            // Set, then deleted at once: its time is already past.
             Some(t) if t <= ctx.now_ms => {
-                w.put(&p[0], 0, &p[1])?;
                 w.delete(&p[0])?;
             }
             Some(t) => {

@@ -216,22 +216,16 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     let found = ctx.ks().read(ctx.db, &argv[2], ctx.now_ms, |m| {
-        m.map(|m| match m.ty {
-            KeyType::String => Ok(string_encoding(m.body)),
-            ty => match m.coll() {
-                Some(c) => Err((ty, c)),
-                None => Ok("raw"),
-            },
-        })
+        m.map(|m| (m.ty, m.coll(), (m.ty == KeyType::String).then(|| string_encoding(m.body))))
     })?;
-    let found = match found {
-        Some(Err((ty, c))) => Some(coll::encoding_name(ctx.ks(), ctx.db, &argv[2], ty, &c, ctx.now_ms)?),
-        Some(Ok(e)) => Some(e),
-        None => None,
-    };
-    let Some(encoding) = found else {
-        r.null();
-        return Ok(());
+    let encoding = match found {
+        None => {
+            r.null();
+            return Ok(());
+        }
+        Some((_, _, Some(e))) => e,
+        Some((ty, Some(c), None)) => coll::encoding_name(ctx.ks(), ctx.db, &argv[2], ty, &c, ctx.now_ms)?,
+        Some((_, None, None)) => return Err(CORRUPT),
     };
     if is(sub, "encoding") {
         r.bulk(encoding.as_bytes());
@@ -480,18 +474,23 @@ pub fn take_value(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<O
 /// a collection). Returns false when the destination exists and must not
 /// be replaced.
 pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, replace: bool) -> CmdResult<bool> {
-    let exists = ks.read(db, key, now_ms, |m| m.is_some())?;
+    // One read of the destination: staged for deletion if it may be replaced.
+    let mut b = ks.store.batch();
+    let exists = ks.read(db, key, now_ms, |m| {
+        m.map(|m| {
+            if replace {
+                ks.stage_delete(&mut b, db, key, &m);
+            }
+        })
+        .is_some()
+    })?;
     if exists && !replace {
         return Ok(false);
     }
-    let expired = Meta::decode(&v.raw).is_some_and(|m| m.is_expired(now_ms));
-    if expired {
-        if exists {
-            ks.delete(db, key, now_ms)?;
-        }
-        return Ok(true);
+    if !Meta::decode(&v.raw).is_some_and(|m| m.is_expired(now_ms)) {
+        coll::stage_place(ks, &mut b, db, key, v, None)?;
     }
-    coll::place(ks, db, key, v, now_ms)?;
+    ks.store.write(b)?;
     Ok(true)
 }
 

@@ -31,58 +31,45 @@ use crate::types::coll::{self, Entry};
 /// Members per slice: about a millisecond of iteration on a warm cache.
 pub const SLICE: usize = 1024;
 
+/// One slice of a collection read: its live members and where to go on.
 struct Slice {
-    found: bool,
     entries: Vec<Entry>,
     done: bool,
-    snap: Option<Arc<Snap>>,
-    version: u64,
-    hfe: bool,
 }
 
+/// Reads up to [`SLICE`] live members from `view` (as of `snap`), after
+/// member `after`.
 fn read_slice(
     st: &ShardState,
     db: u8,
     key: &[u8],
-    ty: KeyType,
+    view: &coll::View,
+    snap: Option<&Snap>,
+    after: Option<&[u8]>,
     now: u64,
-    resume: Option<(Arc<Snap>, coll::View, Vec<u8>)>,
 ) -> CmdResult<Slice> {
-    let (view, snap, after) = match resume {
-        Some((snap, view, after)) => (view, Some(snap), Some(after)),
-        None => {
-            let Some(view) = coll::view(&st.ks, db, key, ty, now)? else {
-                return Ok(Slice {
-                    found: false,
-                    entries: Vec::new(),
-                    done: true,
-                    snap: None,
-                    version: 0,
-                    hfe: false,
-                });
-            };
-            let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
-            (view, snap, None)
-        }
-    };
     let mut entries = Vec::with_capacity(SLICE.min(view.c.size as usize));
-    let mut visited = 0usize;
-    coll::scan_members(&st.ks, snap.as_deref(), (db, key), &view.c, after.as_deref(), now, |s, t, v| {
-        visited += 1;
+    coll::scan_members(&st.ks, snap, (db, key), &view.c, after, now, |s, t, v| {
         entries.push((s.to_vec(), t, v.to_vec()));
-        visited < SLICE
+        entries.len() < SLICE
     })?;
     // Expired hash fields are skipped without counting; a slice that stopped
     // because it filled up is not the last.
-    let done = visited < SLICE;
-    Ok(Slice {
-        found: true,
-        entries,
-        done,
-        snap,
-        version: view.c.version,
-        hfe: view.c.hfe.is_some(),
-    })
+    let done = entries.len() < SLICE;
+    Ok(Slice { entries, done })
+}
+
+/// The first slice: the meta read (type check) and, when more slices will
+/// follow, the snapshot they read.
+type First = Option<(coll::View, Option<Arc<Snap>>, Slice)>;
+
+fn first_slice(st: &ShardState, db: u8, key: &[u8], ty: KeyType, now: u64) -> CmdResult<First> {
+    let Some(view) = coll::view(&st.ks, db, key, ty, now)? else {
+        return Ok(None);
+    };
+    let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
+    let slice = read_slice(st, db, key, &view, snap.as_deref(), None, now)?;
+    Ok(Some((view, snap, slice)))
 }
 
 /// Every live member of the collection at `key` (type `ty`), read in
@@ -93,21 +80,13 @@ pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Op
     let now = now_ms();
     let k = key.clone();
     let first = shard
-        .invoke_on(target, move |st: &ShardState| read_slice(st, db, &k, ty, now, None))
+        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, ty, now))
         .await?;
-    if !first.found {
+    let Some((view, snap, first)) = first else {
         return Ok(None);
-    }
-    let mut all = first.entries;
-    let (mut done, snap) = (first.done, first.snap);
-    let view = coll::View {
-        expire_ms: 0,
-        c: crate::storage::meta::Coll {
-            version: first.version,
-            size: u64::MAX,
-            hfe: first.hfe.then(Default::default),
-        },
     };
+    let mut all = first.entries;
+    let mut done = first.done;
     while !done {
         let Some(snap) = snap.clone() else { break };
         let Some(last) = all.last().map(|e| e.0.clone()) else { break };
@@ -117,10 +96,10 @@ pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Op
         let k = key.clone();
         let next = shard
             .invoke_on(target, move |st: &ShardState| {
-                read_slice(st, db, &k, ty, now, Some((snap, view, last)))
+                read_slice(st, db, &k, &view, Some(&snap), Some(&last), now)
             })
             .await?;
-        done = next.done || next.entries.is_empty();
+        done = next.done;
         all.extend(next.entries);
     }
     Ok(Some(all))

@@ -379,11 +379,6 @@ impl ShardStore {
         Batch(WriteBatch::default())
     }
 
-    /// Writes staged in `b` so far.
-    pub fn staged(b: &Batch) -> usize {
-        b.0.len()
-    }
-
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.0.put_cf(self.cf, key, value);
@@ -414,19 +409,8 @@ impl ShardStore {
     }
 
     /// Visits records in `[from, to)` in key order until `f` returns false.
-    pub fn scan(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(to.to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
-        it.seek(from);
-        while it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
-            if !f(k, v) {
-                return Ok(());
-            }
-            it.next();
-        }
-        Ok(it.status()?)
+    pub fn scan(&self, from: &[u8], to: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
+        self.scan_from(None, from, None, to, f)
     }
 
     /// A consistent point-in-time view of the whole database, for reads cut

@@ -146,23 +146,14 @@ pub fn random_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64, cou
     let take_from = |start: &[u8], n: usize| -> CmdResult<Vec<Entry>> {
         let mut out = Vec::with_capacity(n);
         let from = keys::sub_key(db, key, c.version, start);
-        ks.store.scan(&from, &hi, |k, v| {
-            out.push((
-                k[lo.len()..].to_vec(),
-                0,
-                hash::decode_value(c.hfe.is_some(), v).map_or(Vec::new(), |(_, v)| v.to_vec()),
-            ));
-            out.len() < n
-        })?;
-        if out.len() < n {
-            ks.store.scan(&lo, &from, |k, v| {
-                out.push((
-                    k[lo.len()..].to_vec(),
-                    0,
-                    hash::decode_value(c.hfe.is_some(), v).map_or(Vec::new(), |(_, v)| v.to_vec()),
-                ));
-                out.len() < n
-            })?;
+        for (a, b) in [(&from, &hi), (&lo, &from)] {
+            if out.len() < n {
+                ks.store.scan(a, b, |k, v| {
+                    let val = hash::decode_value(c.hfe.is_some(), v).map_or(&[][..], |(_, v)| v);
+                    out.push((k[lo.len()..].to_vec(), 0, val.to_vec()));
+                    out.len() < n
+                })?;
+            }
         }
         Ok(out)
     };
@@ -202,8 +193,11 @@ pub struct Writer<'k> {
     now: u64,
     pub expire_ms: u64,
     prior: Prior,
+    /// The collection as it was before this command (for its delete).
+    orig: Coll,
     pub c: Coll,
-    /// Physical state of members touched so far: (expire ms, value) or gone.
+    /// Physical state of members read or staged so far: (expire ms, value)
+    /// or gone.
     touched: HashMap<Vec<u8>, Option<(u64, Vec<u8>)>>,
     b: Batch,
     dirty: bool,
@@ -230,6 +224,7 @@ impl<'k> Writer<'k> {
             now,
             expire_ms,
             prior,
+            orig: c,
             c,
             touched: HashMap::new(),
             b: ks.store.batch(),
@@ -242,19 +237,24 @@ impl<'k> Writer<'k> {
         self.prior.is_some()
     }
 
-    /// A member's physical (expire ms, value), expired or not.
-    pub fn physical(&self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
+    /// A member's physical (expire ms, value), expired or not. Each member
+    /// is read from storage at most once per command: the answer is kept
+    /// with the staged changes, so a check followed by a write costs one read.
+    pub fn physical(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
         if let Some(t) = self.touched.get(sub) {
             return Ok(t.clone());
         }
-        if !self.existed() {
-            return Ok(None);
-        }
-        member(self.ks, self.db, self.key, &self.c, sub)
+        let found = if self.existed() {
+            member(self.ks, self.db, self.key, &self.c, sub)?
+        } else {
+            None
+        };
+        self.touched.insert(sub.to_vec(), found.clone());
+        Ok(found)
     }
 
     /// A member's (expire ms, value) if live.
-    pub fn live(&self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
+    pub fn live(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
         Ok(self.physical(sub)?.filter(|(t, _)| !hash::expired(*t, self.now)))
     }
 
@@ -332,8 +332,7 @@ impl<'k> Writer<'k> {
         let empty = self.c.size == 0 || hash::fast_len(&self.c, self.now) == hash::FastLen::Gone;
         if empty {
             if let Some(e) = self.prior {
-                // The old incarnation's meta, for the delete's accounting and range.
-                let old = Coll { size: 1, ..self.c }.encode(self.ty, e);
+                let old = self.orig.encode(self.ty, e);
                 let m = Meta::decode(&old).ok_or(CORRUPT)?;
                 self.ks.stage_delete(&mut self.b, self.db, self.key, &m);
                 self.ks.store.write(self.b)?;

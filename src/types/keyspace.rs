@@ -166,14 +166,12 @@ impl Keyspace {
         }
     }
 
-    /// An owned copy of a live key's meta value.
+    /// An owned copy of a live key's meta value (one read).
     pub fn get(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<Stored>> {
-        self.read(db, key, now_ms, |m| m.map(|_| ())).and_then(|found| match found {
-            None => Ok(None),
-            Some(()) => self
-                .store
-                .get_with(&meta_key(db, key), |v| v.map(|raw| Stored { raw: raw.to_vec() }))
-                .map_err(CmdError::from),
+        self.read(db, key, now_ms, |m| {
+            m.map(|m| Stored {
+                raw: meta::encode(m.ty, m.expire_ms, m.body),
+            })
         })
     }
 
