@@ -31,14 +31,32 @@ use crate::types::coll::{self, Entry};
 /// Members per slice: about a millisecond of iteration on a warm cache.
 pub const SLICE: usize = 1024;
 
-/// One slice of a collection read: its live members and where to go on.
+/// What a sliced read keeps of each live member: the members themselves
+/// (for set algebra), or their reply bytes (RESP bulk strings) ready to go
+/// out, so a million-member HGETALL makes no per-member allocation on the
+/// connection's shard.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Entries,
+    Fields,
+    Values,
+    Pairs,
+}
+
+/// One slice of a collection read.
+#[derive(Default)]
 struct Slice {
     entries: Vec<Entry>,
+    wire: Vec<u8>,
+    count: usize,
+    /// The last member read: where the next slice starts.
+    last: Vec<u8>,
     done: bool,
 }
 
 /// Reads up to [`SLICE`] live members from `view` (as of `snap`), after
 /// member `after`.
+#[allow(clippy::too_many_arguments)]
 fn read_slice(
     st: &ShardState,
     db: u8,
@@ -47,62 +65,104 @@ fn read_slice(
     snap: Option<&Snap>,
     after: Option<&[u8]>,
     now: u64,
+    keep: Keep,
 ) -> CmdResult<Slice> {
-    let mut entries = Vec::with_capacity(SLICE.min(view.c.size as usize));
+    let mut out = Slice::default();
+    let mut wire = Reply::new(false);
     coll::scan_members(&st.ks, snap, (db, key), &view.c, after, now, |s, t, v| {
-        entries.push((s.to_vec(), t, v.to_vec()));
-        entries.len() < SLICE
+        match keep {
+            Keep::Entries => out.entries.push((s.to_vec(), t, v.to_vec())),
+            Keep::Fields => wire.bulk(s),
+            Keep::Values => wire.bulk(v),
+            Keep::Pairs => {
+                wire.bulk(s);
+                wire.bulk(v);
+            }
+        }
+        out.last.clear();
+        out.last.extend_from_slice(s);
+        out.count += 1;
+        out.count < SLICE
     })?;
+    out.wire = wire.buf;
     // Expired hash fields are skipped without counting; a slice that stopped
     // because it filled up is not the last.
-    let done = entries.len() < SLICE;
-    Ok(Slice { entries, done })
+    out.done = out.count < SLICE;
+    Ok(out)
 }
 
 /// The first slice: the meta read (type check) and, when more slices will
 /// follow, the snapshot they read.
 type First = Option<(coll::View, Option<Arc<Snap>>, Slice)>;
 
-fn first_slice(st: &ShardState, db: u8, key: &[u8], ty: KeyType, now: u64) -> CmdResult<First> {
+fn first_slice(st: &ShardState, db: u8, key: &[u8], ty: KeyType, now: u64, keep: Keep) -> CmdResult<First> {
     let Some(view) = coll::view(&st.ks, db, key, ty, now)? else {
         return Ok(None);
     };
     let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
-    let slice = read_slice(st, db, key, &view, snap.as_deref(), None, now)?;
+    let slice = read_slice(st, db, key, &view, snap.as_deref(), None, now, keep)?;
     Ok(Some((view, snap, slice)))
+}
+
+/// A whole collection read in slices: its members, or their reply bytes
+/// one chunk per slice, and how many members.
+#[derive(Default)]
+pub struct Gathered {
+    pub entries: Vec<Entry>,
+    pub wire: Vec<Vec<u8>>,
+    pub count: usize,
 }
 
 /// Every live member of the collection at `key` (type `ty`), read in
 /// slices from one snapshot. None when the key is missing; WRONGTYPE for
 /// another type.
-pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Option<Vec<Entry>>> {
+pub async fn gather_with(shard: &S, db: u8, key: &Bytes, ty: KeyType, keep: Keep) -> CmdResult<Option<Gathered>> {
     let target = owner(key, shard.count());
     let now = now_ms();
     let k = key.clone();
     let first = shard
-        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, ty, now))
+        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, ty, now, keep))
         .await?;
-    let Some((view, snap, first)) = first else {
+    let Some((view, snap, mut slice)) = first else {
         return Ok(None);
     };
-    let mut all = first.entries;
-    let mut done = first.done;
-    while !done {
-        let Some(snap) = snap.clone() else { break };
-        let Some(last) = all.last().map(|e| e.0.clone()) else { break };
+    let mut all = Gathered::default();
+    loop {
+        all.entries.append(&mut slice.entries);
+        all.wire.push(std::mem::take(&mut slice.wire));
+        all.count += slice.count;
+        let Some(snap) = snap.clone().filter(|_| !slice.done) else { break };
         if target == shard.id() {
             shards::rt::yield_now().await;
         }
-        let k = key.clone();
-        let next = shard
+        let (k, last) = (key.clone(), std::mem::take(&mut slice.last));
+        slice = shard
             .invoke_on(target, move |st: &ShardState| {
-                read_slice(st, db, &k, &view, Some(&snap), Some(&last), now)
+                read_slice(st, db, &k, &view, Some(&snap), Some(&last), now, keep)
             })
             .await?;
-        done = next.done;
-        all.extend(next.entries);
     }
     Ok(Some(all))
+}
+
+/// [`gather_with`] keeping the members.
+pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Option<Vec<Entry>>> {
+    Ok(gather_with(shard, db, key, ty, Keep::Entries).await?.map(|g| g.entries))
+}
+
+/// Appends gathered reply chunks, letting the shard's other clients run
+/// between chunks of a big reply.
+async fn write_chunks(r: &mut Reply, chunks: Vec<Vec<u8>>) {
+    let many = chunks.len() > 1;
+    // One allocation up front: growing a 40 MB buffer by doubling copies it
+    // in one go, which is a stall of its own.
+    r.buf.reserve(chunks.iter().map(Vec::len).sum());
+    for c in chunks {
+        r.buf.extend_from_slice(&c);
+        if many {
+            shards::rt::yield_now().await;
+        }
+    }
 }
 
 /// Gathers set members; a missing key is an empty set.
@@ -197,33 +257,20 @@ fn reply_members<T: AsRef<[u8]>>(r: &mut Reply, items: &[T]) {
 
 pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match c {
-        ConnCmd::Hgetall | ConnCmd::Hkeys | ConnCmd::Hvals => {
-            let all = gather(shard, db, &argv[1], KeyType::Hash).await?.unwrap_or_default();
+        ConnCmd::Hgetall | ConnCmd::Hkeys | ConnCmd::Hvals | ConnCmd::Smembers => {
+            let (ty, keep) = match c {
+                ConnCmd::Hgetall => (KeyType::Hash, Keep::Pairs),
+                ConnCmd::Hkeys => (KeyType::Hash, Keep::Fields),
+                ConnCmd::Hvals => (KeyType::Hash, Keep::Values),
+                _ => (KeyType::Set, Keep::Fields),
+            };
+            let g = gather_with(shard, db, &argv[1], ty, keep).await?.unwrap_or_default();
             match c {
-                ConnCmd::Hgetall => {
-                    r.map(all.len());
-                    for e in &all {
-                        r.bulk(&e.0);
-                        r.bulk(&e.2);
-                    }
-                }
-                ConnCmd::Hkeys => {
-                    r.array(all.len());
-                    for e in &all {
-                        r.bulk(&e.0);
-                    }
-                }
-                _ => {
-                    r.array(all.len());
-                    for e in &all {
-                        r.bulk(&e.2);
-                    }
-                }
+                ConnCmd::Hgetall => r.map(g.count),
+                ConnCmd::Smembers => r.set(g.count),
+                _ => r.array(g.count),
             }
-        }
-        ConnCmd::Smembers => {
-            let all = set_members(shard, db, &argv[1]).await?;
-            reply_members(r, &all);
+            write_chunks(r, g.wire).await;
         }
         ConnCmd::Sinter | ConnCmd::Sunion | ConnCmd::Sdiff => {
             let op = match c {
