@@ -110,16 +110,31 @@ pub fn random_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64, cou
         return Ok(picks.into_iter().map(|i| all[i].clone()).collect());
     }
     let (lo, hi) = keys::sub_range(db, key, c.version);
-    let first = {
-        let mut f = None;
-        ks.store.scan(&lo, &hi, |k, _| {
-            f = Some(k[lo.len()..].to_vec());
-            false
-        })?;
-        f
-    };
-    let (Some(first), Some(last)) = (first, ks.store.last_key(&lo, &hi)?.map(|k| k[lo.len()..].to_vec())) else {
-        return Ok(Vec::new());
+    // The first and last member bound the seek points. They are looked up
+    // once per incarnation and forgotten when a member is added (see
+    // `Writer::commit`): members popped since only make the bounds a little
+    // wide, and a seek past the last member wraps to the first.
+    let id = (db, key.to_vec(), c.version);
+    let cached = ks.sample_bounds.borrow().get(&id).cloned();
+    let (first, last) = match cached {
+        Some(b) => b,
+        None => {
+            let mut first = None;
+            ks.store.scan(&lo, &hi, |k, _| {
+                first = Some(k[lo.len()..].to_vec());
+                false
+            })?;
+            let last = ks.store.last_key(&lo, &hi)?.map(|k| k[lo.len()..].to_vec());
+            let (Some(first), Some(last)) = (first, last) else {
+                return Ok(Vec::new());
+            };
+            let mut map = ks.sample_bounds.borrow_mut();
+            if map.len() >= 1024 {
+                map.clear();
+            }
+            map.insert(id, (first.clone(), last.clone()));
+            (first, last)
+        }
     };
     // A random point between first and last: after their common prefix, the
     // first byte lies between theirs and every later byte within the range
@@ -201,6 +216,8 @@ pub struct Writer<'k> {
     touched: HashMap<Vec<u8>, Option<(u64, Vec<u8>)>>,
     b: Batch,
     dirty: bool,
+    /// A member was added (cached sampling bounds may no longer cover all).
+    added: bool,
 }
 
 impl<'k> Writer<'k> {
@@ -229,6 +246,7 @@ impl<'k> Writer<'k> {
             touched: HashMap::new(),
             b: ks.store.batch(),
             dirty: false,
+            added: false,
         }))
     }
 
@@ -268,6 +286,7 @@ impl<'k> Writer<'k> {
     /// Stores a member with expiry `ttl` (0: none; hashes only).
     pub fn put(&mut self, sub: &[u8], ttl: u64, value: &[u8]) -> CmdResult<Phys> {
         let before = Self::state(&self.physical(sub)?);
+        self.added |= before == Phys::Missing;
         hash::transition(&mut self.c, before, Phys::of(ttl));
         let k = keys::sub_key(self.db, self.key, self.c.version, sub);
         self.ks
@@ -338,6 +357,12 @@ impl<'k> Writer<'k> {
                 self.ks.store.write(self.b)?;
             }
             return Ok(false);
+        }
+        if self.added && !self.ks.sample_bounds.borrow().is_empty() {
+            self.ks
+                .sample_bounds
+                .borrow_mut()
+                .remove(&(self.db, self.key.to_vec(), self.c.version));
         }
         let raw = self.c.encode(self.ty, self.expire_ms);
         self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);

@@ -13,7 +13,8 @@
 //! - A key with an expiry has a TTL index entry at that expiry. Entries left
 //!   behind by a changed expiry are stale; active expiration drops them.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use crate::error::{CmdError, CmdResult, CORRUPT};
 use crate::storage::keys::{self, meta_key, ttl_key};
@@ -46,6 +47,12 @@ pub struct KeyspaceStats {
     pub misses: Cell<u64>,
 }
 
+/// One incarnation of a collection: (db, key, version).
+pub type Incarnation = (u8, Vec<u8>, u64);
+
+/// A collection's first and last member.
+pub type Bounds = (Vec<u8>, Vec<u8>);
+
 /// A key's state before a write: `None` when no live key was there, else
 /// `Some(expire_ms)` of the live key (0: no expiry).
 pub type Prior = Option<u64>;
@@ -56,6 +63,10 @@ pub struct Keyspace {
     expires: Vec<Cell<i64>>,
     last_version: Cell<u64>,
     pub stats: KeyspaceStats,
+    /// First and last member of big collections, by (db, key, version):
+    /// where random picks seek (`types::coll::random_members`). Stale
+    /// entries are harmless hints; the map is cleared when it grows large.
+    pub sample_bounds: RefCell<HashMap<Incarnation, Bounds>>,
 }
 
 fn bump(c: &Cell<u64>) {
@@ -84,6 +95,7 @@ impl Keyspace {
             counts,
             expires,
             last_version: Cell::new(0),
+            sample_bounds: RefCell::new(HashMap::new()),
             stats: KeyspaceStats::default(),
         })
     }
