@@ -7,7 +7,7 @@ use super::args::{int, is};
 use super::Ctx;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
-use crate::storage::meta::{KeyType, Meta};
+use crate::storage::meta::{self, KeyType, Meta};
 use crate::types::string::{self as logic, FloatIncrError};
 
 /// A live string key's value and expiry, or None; WRONGTYPE for other types.
@@ -140,24 +140,25 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
                 } else {
                     None
                 },
+                m.coll(),
             )
         })
     })?;
     if o.get {
-        if let Some((ty, _, _)) = &old {
+        if let Some((ty, _, _, _)) = &old {
             if *ty != KeyType::String {
                 return Err(WRONGTYPE);
             }
         }
     }
     let existed = old.is_some();
-    let old_value = old.as_ref().and_then(|(_, _, v)| v.clone());
+    let old_value = old.as_ref().and_then(|(_, _, v, _)| v.clone());
     if (o.nx && existed) || (o.xx && !existed) {
         return Ok((false, old_value));
     }
     let expire_ms = match expiry {
         Expiry::Clear => 0,
-        Expiry::Keep => old.as_ref().map_or(0, |(_, e, _)| *e),
+        Expiry::Keep => old.as_ref().map_or(0, |(_, e, _, _)| *e),
         Expiry::At(at) => at,
     };
     if expire_ms != 0 && expire_ms <= ctx.now_ms {
@@ -167,7 +168,8 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
         }
         return Ok((true, old_value));
     }
-    ks.put_string(ctx.db, key, expire_ms, value, old.as_ref().map(|(_, e, _)| *e))?;
+    let (prior, old_coll) = (old.as_ref().map(|o| o.1), old.as_ref().and_then(|o| o.3));
+    ks.put_over(ctx.db, key, &meta::encode_string(expire_ms, value), prior, old_coll)?;
     Ok((true, old_value))
 }
 

@@ -578,6 +578,43 @@ mod tests {
         ks.store.write(b).unwrap();
     }
 
+    fn members_on_disk(ks: &Keyspace, key: &[u8], version: u64) -> usize {
+        let (lo, hi) = keys::sub_range(0, key, version);
+        let mut n = 0;
+        ks.store
+            .scan(&lo, &hi, |_, _| {
+                n += 1;
+                true
+            })
+            .unwrap();
+        n
+    }
+
+    #[test]
+    fn deleting_or_overwriting_a_collection_drops_its_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = keyspace(dir.path());
+        for (key, overwrite) in [(&b"del"[..], false), (&b"set"[..], true)] {
+            let mut w = Writer::open(&ks, 0, key, KeyType::Hash, 5, true).unwrap().unwrap();
+            for f in [b"a", b"b", b"c"] {
+                w.put(f, 0, b"v").unwrap();
+            }
+            w.commit().unwrap();
+            let v = view(&ks, 0, key, KeyType::Hash, 5).unwrap().unwrap();
+            assert_eq!(members_on_disk(&ks, key, v.c.version), 3);
+            if overwrite {
+                // SET over the hash.
+                ks.put_over(0, key, &crate::storage::meta::encode_string(0, b"x"), Some(0), Some(v.c))
+                    .unwrap();
+                assert_eq!(ks.type_of(0, key, 5).unwrap(), Some(KeyType::String));
+            } else {
+                assert!(ks.delete(0, key, 5).unwrap());
+            }
+            assert_eq!(members_on_disk(&ks, key, v.c.version), 0, "{}", String::from_utf8_lossy(key));
+        }
+        assert_eq!(ks.count(0), 1);
+    }
+
     /// The model: field -> (value, expire ms); a field is live while its
     /// expiry is 0 or after now.
     type Model = BTreeMap<Vec<u8>, (Vec<u8>, u64)>;

@@ -235,7 +235,14 @@ impl Keyspace {
 
     /// Stores `raw` as `key`'s meta value in one write.
     pub fn put(&self, db: u8, key: &[u8], raw: &[u8], prior: Prior) -> CmdResult<()> {
+        self.put_over(db, key, raw, prior, None)
+    }
+
+    /// [`Keyspace::put`] over a key that was collection `old` (SET over a
+    /// hash): the old members go in the same batch.
+    pub fn put_over(&self, db: u8, key: &[u8], raw: &[u8], prior: Prior, old: Option<Coll>) -> CmdResult<()> {
         let mut b = self.store.batch();
+        self.stage_drop_members(&mut b, db, key, old);
         self.stage_put(&mut b, db, key, raw, prior);
         self.store.write(b).map_err(|e| {
             // Undo the counts: nothing was written.
