@@ -1,6 +1,8 @@
 //! Active expiration: each shard walks its TTL index `hz` times a second and
 //! deletes keys that are due, a bounded slice at a time, so a burst of
 //! expiring keys never stalls the core for more than about a millisecond.
+//! Then, in the rest of that millisecond, it repairs hashes whose field
+//! expiration index says a field is due (`Keyspace::expire_fields_due`).
 //! Lazy expiration (on every read) lives in `types::keyspace`. The same tick
 //! samples INFO's instantaneous rates and watches for RocksDB write stalls.
 
@@ -15,6 +17,8 @@ use crate::shard::ShardState;
 
 /// TTL index entries visited per slice.
 const SLICE: usize = 64;
+/// Hashes repaired per slice of active field expiration.
+const FIELD_SLICE: usize = 8;
 /// Work per wake-up before yielding to clients.
 const BUDGET: Duration = Duration::from_millis(1);
 
@@ -32,6 +36,17 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
                 Ok(_) => break,
                 Err(e) => {
                     tracing::error!(shard = st.id, error = %e.0, "active expiration failed");
+                    break;
+                }
+            }
+        }
+        // Hash fields: each entry is one repair of a small hash.
+        while start.elapsed() < BUDGET {
+            match st.ks.expire_fields_due(now_ms(), FIELD_SLICE) {
+                Ok(n) if n == FIELD_SLICE => continue,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::error!(shard = st.id, error = %e.0, "active field expiration failed");
                     break;
                 }
             }

@@ -274,6 +274,46 @@ fn expired_fields_are_invisible_and_the_last_one_takes_the_key() {
     assert_eq!(q(&mut c, &["DBSIZE"]), Value::Int(0));
 }
 
+fn info_field(c: &mut Connection, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO"))
+}
+
+/// Active field expiration: hashes nobody touches lose their expired
+/// fields, and a hash whose fields all expired leaves DBSIZE, without any
+/// read of those keys (DBSIZE reads only counters).
+#[test]
+fn expired_fields_go_without_being_read() {
+    let s = Basalt::start(2);
+    let mut c = s.client();
+    for i in 0..20 {
+        let k = format!("gone{i}");
+        let _: () = c.hset_multiple(&k, &[("a", "1"), ("b", "2")]).unwrap();
+        assert_eq!(ints(&mut c, &["HPEXPIRE", &k, "100", "FIELDS", "2", "a", "b"]), vec![1, 1]);
+    }
+    let _: () = c.hset_multiple("kept", &[("a", "1"), ("b", "2")]).unwrap();
+    assert_eq!(ints(&mut c, &["HPEXPIRE", "kept", "100", "FIELDS", "1", "a"]), vec![1]);
+    assert_eq!(q(&mut c, &["DBSIZE"]), Value::Int(21));
+    let mut left = 21;
+    for _ in 0..50 {
+        sleep(Duration::from_millis(100));
+        left = match q(&mut c, &["DBSIZE"]) {
+            Value::Int(n) => n,
+            v => panic!("{v:?}"),
+        };
+        if left == 1 {
+            break;
+        }
+    }
+    assert_eq!(left, 1, "hashes whose fields all expired are deleted actively");
+    assert_eq!(info_field(&mut c, "expired_subkeys"), 41);
+    let all: BTreeMap<String, String> = c.hgetall("kept").unwrap();
+    assert_eq!(all, BTreeMap::from([("b".into(), "2".into())]));
+}
+
 fn members(c: &mut Connection, args: &[&str]) -> BTreeSet<String> {
     let mut cmd = redis::cmd(args[0]);
     for a in &args[1..] {

@@ -26,6 +26,7 @@ struct ShardReport {
     expires: Vec<i64>,
     stats: Vec<CmdStat>,
     expired: u64,
+    expired_fields: u64,
     hits: u64,
     misses: u64,
     net_in: u64,
@@ -44,6 +45,7 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             expires: (0..st.ks.databases()).map(|d| st.ks.expires(d as u8)).collect(),
             stats: st.cmd_stats.borrow().clone(),
             expired: st.ks.stats.expired_keys.get(),
+            expired_fields: st.ks.stats.expired_fields.get(),
             hits: st.ks.stats.hits.get(),
             misses: st.ks.stats.misses.get(),
             net_in: st.net.borrow().0,
@@ -168,7 +170,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -178,6 +180,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
             reports.iter().map(|r| r.rates.2).sum::<f64>() / 1024.0,
             g.rejected_connections.load(Ordering::Relaxed),
             reports.iter().map(|r| r.expired).sum::<u64>(),
+            reports.iter().map(|r| r.expired_fields).sum::<u64>(),
             reports.iter().map(|r| r.hits).sum::<u64>(),
             reports.iter().map(|r| r.misses).sum::<u64>(),
             reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),

@@ -16,8 +16,11 @@
 pub const TAG_META: u8 = b'M';
 /// Tag of collection member records (hashes, sets, lists...).
 pub const TAG_SUB: u8 = b'S';
-/// First byte of the TTL index.
+/// First bytes of the TTL index.
 pub const TTL_PREFIX: [u8; 2] = [0xFF, b'T'];
+/// First bytes of the hash field expiration index: `0xFF 'F' at(8) db key`
+/// names a hash to repair at `at` (its lowest field TTL).
+pub const FIELD_TTL_PREFIX: [u8; 2] = [0xFF, b'F'];
 
 /// Redis Cluster's hash slot count.
 pub const SLOTS: u16 = 16384;
@@ -84,8 +87,17 @@ pub fn split_meta_key(k: &[u8]) -> Option<(u8, u16, &[u8])> {
 
 /// The TTL index entry for `key` in `db` expiring at `expire_ms`.
 pub fn ttl_key(expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
+    index_key(TTL_PREFIX, expire_ms, db, key)
+}
+
+/// The field expiration index entry: hash `key` of `db` has a field due at `at`.
+pub fn field_ttl_key(at: u64, db: u8, key: &[u8]) -> Vec<u8> {
+    index_key(FIELD_TTL_PREFIX, at, db, key)
+}
+
+fn index_key(prefix: [u8; 2], expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(11 + key.len());
-    k.extend_from_slice(&TTL_PREFIX);
+    k.extend_from_slice(&prefix);
     k.extend_from_slice(&expire_ms.to_be_bytes());
     k.push(db);
     k.extend_from_slice(key);
@@ -118,9 +130,9 @@ pub fn sub_range(db: u8, key: &[u8], version: u64) -> (Vec<u8>, Vec<u8>) {
     (sub_prefix(db, key, version), sub_prefix(db, key, version.wrapping_add(1)))
 }
 
-/// Splits a TTL index key into (expire_ms, db, user key).
+/// Splits a TTL or field expiration index key into (ms, db, user key).
 pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
-    if k.len() < 11 || k[..2] != TTL_PREFIX {
+    if k.len() < 11 || (k[..2] != TTL_PREFIX && k[..2] != FIELD_TTL_PREFIX) {
         return None;
     }
     let mut ms = [0u8; 8];
@@ -131,7 +143,7 @@ pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
 /// The slot a stored record belongs to, for moving it between shards.
 /// `None` for records of no slot (unknown tags).
 pub fn slot_of_record(k: &[u8]) -> Option<u16> {
-    if k.len() >= 2 && k[..2] == TTL_PREFIX {
+    if k.len() >= 2 && (k[..2] == TTL_PREFIX || k[..2] == FIELD_TTL_PREFIX) {
         return split_ttl_key(k).map(|(_, _, key)| slot_of(key));
     }
     if k.len() >= 4 && (k[1] == TAG_META || k[1] == TAG_SUB || k[1] == b'Z') {
@@ -188,5 +200,9 @@ mod tests {
         assert_eq!(split_ttl_key(&early), Some((1000, 3, &b"k"[..])));
         assert_eq!(slot_of_record(&early), Some(slot_of(b"k")));
         assert!(meta_key(254, b"\xff\xff") < early);
+        let f = field_ttl_key(1000, 3, b"k");
+        assert_eq!(split_ttl_key(&f), Some((1000, 3, &b"k"[..])));
+        assert_eq!(slot_of_record(&f), Some(slot_of(b"k")));
+        assert!(meta_key(254, b"\xff\xff") < f && f < early);
     }
 }

@@ -161,6 +161,25 @@ pub fn may_be_empty(m: &Meta<'_>, now: u64) -> bool {
     matches!(m.coll(), Some(Coll { size, hfe: Some(h), .. }) if size > 0 && h.persist == 0 && now >= h.lower)
 }
 
+/// Hashes up to this many fields are repaired actively when a field is due;
+/// a bigger one waits for HLEN or a meta read (a repair scans every field,
+/// which must not stall the core).
+pub const ACTIVE_REPAIR_MAX: u64 = 4096;
+
+/// The least time between two active repairs of one hash, in ms: fields
+/// expiring one after another cost one scan per interval, not one each.
+pub const ACTIVE_REPAIR_EVERY_MS: u64 = 100;
+
+/// Schedules the active repair of hash `c` at `at` when it has TTL
+/// candidates and is small enough (see [`ACTIVE_REPAIR_MAX`]).
+pub fn stage_repair_at(ks: &Keyspace, b: &mut crate::storage::Batch, db: u8, key: &[u8], c: &Coll, at: u64) {
+    if let Some(h) = c.hfe {
+        if c.size > h.persist && c.size <= ACTIVE_REPAIR_MAX {
+            ks.store.put(b, &keys::field_ttl_key(at, db, key), b"");
+        }
+    }
+}
+
 /// The exact state of a hash, from one scan of its physical fields.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Census {
@@ -210,12 +229,15 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
         return Ok(Some(raw.to_vec()));
     }
     let mut b = ks.store.batch();
+    let expired_fields = &ks.stats.expired_fields;
     if fast_len(&c, now) == FastLen::Gone {
         ks.stage_delete(&mut b, db, key, &m);
         ks.store.write(b)?;
+        expired_fields.set(expired_fields.get() + c.size);
         return Ok(None);
     }
     let found = census(ks, db, key, &c, now)?;
+    expired_fields.set(expired_fields.get() + found.expired.len() as u64);
     if found.live == 0 {
         ks.stage_delete(&mut b, db, key, &m);
         ks.store.write(b)?;
@@ -232,6 +254,7 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
     });
     let fixed = c.encode(KeyType::Hash, m.expire_ms);
     ks.stage_put(&mut b, db, key, &fixed, Some(m.expire_ms));
+    stage_repair_at(ks, &mut b, db, key, &c, found.lower.max(now + ACTIVE_REPAIR_EVERY_MS));
     ks.store.write(b)?;
     Ok(Some(fixed))
 }

@@ -43,6 +43,8 @@ impl Stored {
 #[derive(Debug, Default)]
 pub struct KeyspaceStats {
     pub expired_keys: Cell<u64>,
+    /// Hash fields dropped because they expired (INFO `expired_subkeys`).
+    pub expired_fields: Cell<u64>,
     pub hits: Cell<u64>,
     pub misses: Cell<u64>,
 }
@@ -314,6 +316,37 @@ impl Keyspace {
             self.store.delete(&mut b, entry);
         }
         self.store.write(b)?;
+        Ok(due.len())
+    }
+
+    /// Active field expiration: repairs the hashes whose field expiration
+    /// index entry is due (dropping expired fields, deleting a hash left
+    /// empty), visiting at most `budget` entries. Entries left behind by
+    /// later writes are stale and just dropped. Returns the entries visited.
+    pub fn expire_fields_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
+        let lo = keys::FIELD_TTL_PREFIX.to_vec();
+        let hi = keys::field_ttl_key(now_ms.saturating_add(1), 0, b"");
+        let mut due: Vec<(u8, Vec<u8>, Vec<u8>)> = Vec::new();
+        self.store.scan(&lo, &hi, |k, _| {
+            if let Some((_, db, key)) = keys::split_ttl_key(k) {
+                due.push((db, key.to_vec(), k.to_vec()));
+            }
+            due.len() < budget
+        })?;
+        for (db, key, entry) in &due {
+            let raw = self.store.get_with(&meta_key(*db, key), |v| v.map(<[u8]>::to_vec))?;
+            let wanted = raw.as_deref().and_then(Meta::decode).is_some_and(|m| {
+                !m.is_expired(now_ms)
+                    && m.ty == KeyType::Hash
+                    && matches!(m.coll(), Some(Coll { size, hfe: Some(h), .. }) if size > h.persist && now_ms >= h.lower)
+            });
+            if let (true, Some(raw)) = (wanted, raw) {
+                hash::repair(self, *db, key, &raw, now_ms)?;
+            }
+            let mut b = self.store.batch();
+            self.store.delete(&mut b, entry);
+            self.store.write(b)?;
+        }
         Ok(due.len())
     }
 
