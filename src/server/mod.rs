@@ -109,6 +109,7 @@ pub fn run(config: Config) -> Result<(), String> {
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
+    engine.enable_gc();
     engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));
     let port = config.get_int("port") as u16;
     let bind = config.get("bind");

@@ -12,6 +12,7 @@
 //! column family with no reference counting on the hot path. Shutdown
 //! flushes the WAL explicitly instead of relying on `Drop`.
 
+pub mod gc;
 pub mod keys;
 pub mod meta;
 
@@ -92,14 +93,19 @@ pub struct Engine {
     synced: AtomicU64,
     /// Group-commit syncs done (INFO persistence `wal_group_syncs`).
     pub group_syncs: AtomicU64,
+    /// Each column family's compaction filter waits here for the database.
+    gc_slots: Vec<(String, gc::Slot)>,
 }
 
 fn cf_name(i: usize) -> String {
     format!("shard-{i}")
 }
 
-fn cf_options(cache: &Cache, opts: &StoreOptions) -> Options {
+fn cf_options(cache: &Cache, opts: &StoreOptions, gc: gc::Slot) -> Options {
     let mut o = Options::default();
+    // Garbage (members of deleted collections, expired hash fields) goes in
+    // compaction; see `gc`.
+    o.set_compaction_filter_factory(gc::GcFactory::new(gc));
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(cache);
     // Point lookups dominate (GET, meta reads before writes): a bloom filter
@@ -161,9 +167,10 @@ impl Engine {
                 names.push(cf_name(i));
             }
         }
-        let descriptors: Vec<ColumnFamilyDescriptor> = names
+        let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
+        let descriptors: Vec<ColumnFamilyDescriptor> = gc_slots
             .iter()
-            .map(|n| ColumnFamilyDescriptor::new(n, cf_options(&cache, opts)))
+            .map(|(n, slot)| ColumnFamilyDescriptor::new(n, cf_options(&cache, opts, slot.clone())))
             .collect();
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         Self::reshard(&mut db, &names, opts.shards)?;
@@ -179,6 +186,7 @@ impl Engine {
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             group_syncs: AtomicU64::new(0),
+            gc_slots,
         })
     }
 
@@ -221,6 +229,16 @@ impl Engine {
         }
         tracing::info!(moved, "resharding done");
         Ok(())
+    }
+
+    /// Lets the compaction filters read meta records (they keep everything
+    /// until then): call once the engine lives for the rest of the process.
+    pub fn enable_gc(&'static self) {
+        for (name, slot) in &self.gc_slots {
+            if let Some(cf) = self.db.cf_handle(name) {
+                let _ = slot.set((&self.db, cf));
+            }
+        }
     }
 
     pub fn set_fsync(&self, f: Fsync) {
@@ -464,6 +482,11 @@ impl ShardStore {
         let found = it.valid().then(|| it.key().map(|k| k.to_vec())).flatten();
         it.status()?;
         Ok(found)
+    }
+
+    /// Compacts the whole column family now (tests; compaction filters run).
+    pub fn compact_all(&self) {
+        self.db.compact_range_cf(self.cf, None::<&[u8]>, None::<&[u8]>);
     }
 
     /// Counts records in `[from, to)` without decoding values.

@@ -560,7 +560,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use crate::storage::{Engine, StoreOptions};
+    use crate::storage::{gc, Engine, StoreOptions};
 
     fn keyspace(dir: &std::path::Path) -> Keyspace {
         let opts = StoreOptions {
@@ -570,6 +570,7 @@ mod tests {
             write_buffer_bytes: 1 << 20,
         };
         let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        engine.enable_gc();
         Keyspace::open(engine.shard(0).unwrap(), 1).unwrap()
     }
 
@@ -623,6 +624,44 @@ mod tests {
             assert_eq!(members_on_disk(&ks, key, v.c.version), 0, "{}", String::from_utf8_lossy(key));
         }
         assert_eq!(ks.count(0), 1);
+    }
+
+    /// Compaction drops members of old incarnations, orphans past the grace
+    /// period and expired hash fields, and keeps everything else; an expired
+    /// field dropped this way is a TTL ghost the next repair counts away.
+    #[test]
+    fn compaction_collects_garbage_and_leaves_ghosts() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = keyspace(dir.path());
+        let now = crate::server::global::now_ms();
+        // A hash with one persistent and two expired TTL fields.
+        let mut w = Writer::open(&ks, 0, b"h", KeyType::Hash, now - 1000, true).unwrap().unwrap();
+        w.put(b"keep", 0, b"1").unwrap();
+        w.put(b"old1", now - 500, b"2").unwrap();
+        w.put(b"old2", now - 400, b"3").unwrap();
+        w.commit().unwrap();
+        let h = view(&ks, 0, b"h", KeyType::Hash, now).unwrap().unwrap();
+        // Members of an older incarnation of "h", an orphan of a long-gone
+        // key, and a fresh member with no meta yet (a store in flight).
+        let ancient = ((now - gc::GRACE_MS - 5000) * 1000) << 11;
+        let fresh = (now * 1000) << 11;
+        let mut b = ks.store.batch();
+        ks.store.put(&mut b, &keys::sub_key(0, b"h", h.c.version - 1, b"stale"), b"");
+        ks.store.put(&mut b, &keys::sub_key(0, b"gone", ancient, b"orphan"), b"");
+        ks.store.put(&mut b, &keys::sub_key(0, b"next", fresh, b"in-flight"), b"");
+        ks.store.write(b).unwrap();
+        ks.store.compact_all();
+        assert_eq!(members_on_disk(&ks, b"h", h.c.version), 1, "expired fields dropped");
+        assert_eq!(members_on_disk(&ks, b"h", h.c.version - 1), 0, "old incarnation dropped");
+        assert_eq!(members_on_disk(&ks, b"gone", ancient), 0, "orphan dropped");
+        assert_eq!(members_on_disk(&ks, b"next", fresh), 1, "fresh member kept");
+        // The metadata still counts the two ghosts; HLEN's repair fixes it.
+        let v = view(&ks, 0, b"h", KeyType::Hash, now).unwrap().unwrap();
+        assert_eq!((v.c.size, v.c.hfe.map(|h| h.persist)), (3, Some(1)));
+        assert_eq!(hash_len(&ks, 0, b"h", &v, now).unwrap(), 1);
+        let v = view(&ks, 0, b"h", KeyType::Hash, now).unwrap().unwrap();
+        assert_eq!(v.c.size, 1);
+        assert_eq!(all_members(&ks, 0, b"h", &v.c, now).unwrap().len(), 1);
     }
 
     /// The model: field -> (value, expire ms); a field is live while its
