@@ -29,7 +29,7 @@ fn hset_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, hmset: bool) -> CmdRes
     if argv.len() % 2 == 1 {
         return Err(CmdError::new(super::arity_error(if hmset { "hmset" } else { "hset" })));
     }
-    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
     let mut created = 0;
     for pair in argv[2..].chunks(2) {
         // A plain set discards the field's TTL (Redis's hashTypeSet).
@@ -55,7 +55,7 @@ pub fn hmset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hsetnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
     if w.live(&argv[2])?.is_some() {
         r.int(0);
         return Ok(());
@@ -134,7 +134,7 @@ pub fn hexists(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub fn hincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let incr = int(&argv[3])?;
-    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
     let (ttl, cur) = match w.live(&argv[2])? {
         Some((ttl, v)) => (ttl, parse_i64(&v).ok_or_else(|| CmdError::new("ERR hash value is not an integer"))?),
         None => (0, 0),
@@ -152,7 +152,7 @@ pub fn hincrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if incr.is_infinite() {
         return Err(CmdError::new("ERR value is NaN or Infinity"));
     }
-    let Some(mut w) = writer(ctx, &argv[1], true)? else { return Ok(()) };
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
     let cur = w.live(&argv[2])?;
     let next = incr_by_float(cur.as_ref().map(|(_, v)| &v[..]), &argv[3]).map_err(|e| match e {
         FloatIncrError::NotFloat => CmdError::new("ERR hash value is not a float"),

@@ -22,9 +22,7 @@ fn is_member(ctx: &Ctx, key: &[u8], v: &View, m: &[u8]) -> CmdResult<bool> {
 }
 
 pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, &argv[1], S, ctx.now_ms, true)? else {
-        return Ok(());
-    };
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], S, ctx.now_ms)?;
     let mut added = 0;
     for m in &argv[2..] {
         if w.physical(m)?.is_none() {

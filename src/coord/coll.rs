@@ -394,7 +394,7 @@ fn move_member(st: &ShardState, db: u8, src: &[u8], dst: &[u8], member: &[u8], n
 
 /// SADD of one member (SMOVE's second half).
 fn add_member(st: &ShardState, db: u8, key: &[u8], member: &[u8], now: u64) -> CmdResult {
-    let mut to = coll::Writer::open(&st.ks, db, key, KeyType::Set, now, true)?.ok_or(CORRUPT)?;
+    let mut to = coll::Writer::upsert(&st.ks, db, key, KeyType::Set, now)?;
     if to.physical(member)?.is_none() {
         to.put(member, 0, b"")?;
     }

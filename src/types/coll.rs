@@ -250,6 +250,11 @@ impl<'k> Writer<'k> {
         }))
     }
 
+    /// [`Writer::open`] creating the collection when missing.
+    pub fn upsert(ks: &'k Keyspace, db: u8, key: &'k [u8], ty: KeyType, now: u64) -> CmdResult<Writer<'k>> {
+        Self::open(ks, db, key, ty, now, true)?.ok_or(CORRUPT)
+    }
+
     /// True when the key existed before this command.
     pub fn existed(&self) -> bool {
         self.prior.is_some()
