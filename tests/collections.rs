@@ -518,6 +518,65 @@ fn big_collections_read_in_slices_and_survive_restart() {
     assert_eq!(q(&mut c, &["DBSIZE"]), Value::Int(2));
 }
 
+/// A big HGETALL/SMEMBERS inside a pipeline: the shard leaves its reply to
+/// the connection, which streams it into its place, both when the key is on
+/// the connection's own shard and when it is in the middle of a batch sent
+/// to another shard. Only shard 0 accepts; {b} lives there, {a} on shard 1.
+#[test]
+fn big_reads_stream_in_place_inside_pipelines() {
+    let s = Basalt::start_with(2, &["--listen-shards", "0"]);
+    let mut c = s.client();
+    let fields: Vec<(String, String)> = (0..3000).map(|i| (format!("f{i:05}"), format!("v{i}"))).collect();
+    let _: () = c.hset_multiple("{a}big", &fields).unwrap();
+    let members: Vec<String> = (0..3000).map(|i| format!("m{i:05}")).collect();
+    let _: i64 = c.sadd("{b}big", &members).unwrap();
+    let _: () = c.hset("{a}small", "k", "v").unwrap();
+    type Out = (
+        (),
+        BTreeMap<String, String>,
+        String,
+        i64,
+        BTreeSet<String>,
+        Vec<String>,
+        String,
+        Vec<String>,
+        BTreeMap<String, String>,
+    );
+    let out: Out = redis::pipe()
+        .cmd("SET")
+        .arg("{a}x")
+        .arg("1")
+        .cmd("HGETALL")
+        .arg("{a}big")
+        .cmd("GET")
+        .arg("{a}x")
+        .cmd("HLEN")
+        .arg("{a}big")
+        .cmd("SMEMBERS")
+        .arg("{b}big")
+        .cmd("HKEYS")
+        .arg("{a}big")
+        .cmd("PING")
+        .cmd("HVALS")
+        .arg("{a}small")
+        .cmd("HGETALL")
+        .arg("{a}nokey")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(out.1.len(), 3000);
+    assert_eq!(out.1["f02999"], "v2999");
+    assert_eq!((out.2.as_str(), out.3), ("1", 3000));
+    assert_eq!(out.4.len(), 3000);
+    assert_eq!(out.5.len(), 3000);
+    assert_eq!((out.6.as_str(), out.7.clone()), ("PONG", vec!["v".to_string()]));
+    assert!(out.8.is_empty());
+    // The streamed commands are counted like any other.
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut c).unwrap();
+    assert!(info.contains("cmdstat_hgetall:calls=2,"), "{info}");
+    assert!(info.contains("cmdstat_smembers:calls=1,"), "{info}");
+    assert!(err(&mut c, &["HGETALL", "{b}big"]).starts_with("WRONGTYPE"));
+}
+
 /// Redis 7.2+ reports small non-integer sets as listpack (7.0 said hashtable).
 #[test]
 fn object_encoding_names_for_collection_sizes() {

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod whole;
 
 use bytes::Bytes;
 
@@ -79,10 +80,6 @@ pub enum ConnCmd {
     Command,
     Slowlog,
     Latency,
-    Hgetall,
-    Hkeys,
-    Hvals,
-    Smembers,
     Smove,
     Sinter,
     Sintercard,
@@ -1225,7 +1222,7 @@ pub static TABLE: &[CommandSpec] = &[
         "hash",
         "2.0.0",
         "Returns all fields in a hash.",
-        Conn(C::Hkeys)
+        Shard(whole::hkeys)
     ),
     spec!(
         "hvals",
@@ -1237,7 +1234,7 @@ pub static TABLE: &[CommandSpec] = &[
         "hash",
         "2.0.0",
         "Returns all values in a hash.",
-        Conn(C::Hvals)
+        Shard(whole::hvals)
     ),
     spec!(
         "hgetall",
@@ -1249,7 +1246,7 @@ pub static TABLE: &[CommandSpec] = &[
         "hash",
         "2.0.0",
         "Returns all fields and values in a hash.",
-        Conn(C::Hgetall)
+        Shard(whole::hgetall)
     ),
     spec!(
         "hincrby",
@@ -1514,7 +1511,7 @@ pub static TABLE: &[CommandSpec] = &[
         "set",
         "1.0.0",
         "Returns all members of a set.",
-        Conn(C::Smembers)
+        Shard(whole::smembers)
     ),
     spec!(
         "srandmember",

@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use super::S;
 use crate::cmd::args::{is, parse_i64};
+use crate::cmd::whole::{write_member, Keep, Whole};
 use crate::cmd::ConnCmd;
 use crate::error::{CmdError, CmdResult, CORRUPT, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
@@ -28,20 +29,7 @@ use crate::storage::meta::KeyType;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
 
-/// Members per slice: about a millisecond of iteration on a warm cache.
-pub const SLICE: usize = 1024;
-
-/// What a sliced read keeps of each live member: the members themselves
-/// (for set algebra), or their reply bytes (RESP bulk strings) ready to go
-/// out, so a million-member HGETALL makes no per-member allocation on the
-/// connection's shard.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    Entries,
-    Fields,
-    Values,
-    Pairs,
-}
+pub use crate::cmd::whole::SLICE;
 
 /// One slice of a collection read.
 #[derive(Default)]
@@ -72,12 +60,7 @@ fn read_slice(
     coll::scan_members(&st.ks, snap, (db, key), &view.c, after, now, |s, t, v| {
         match keep {
             Keep::Entries => out.entries.push((s.to_vec(), t, v.to_vec())),
-            Keep::Fields => wire.bulk(s),
-            Keep::Values => wire.bulk(v),
-            Keep::Pairs => {
-                wire.bulk(s);
-                wire.bulk(v);
-            }
+            k => write_member(&mut wire, k, s, v),
         }
         out.last.clear();
         out.last.extend_from_slice(s);
@@ -255,23 +238,19 @@ fn reply_members<T: AsRef<[u8]>>(r: &mut Reply, items: &[T]) {
     }
 }
 
+/// HGETALL, HKEYS, HVALS or SMEMBERS of a collection too big for its
+/// shard handler to answer in one go (`cmd::whole`): read in slices from one
+/// snapshot, the reply built from the slices' encoded members.
+pub async fn stream(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let w = Whole::of(&argv[0]).ok_or_else(|| CmdError::new("ERR internal routing error"))?;
+    let g = gather_with(shard, db, &argv[1], w.ty(), w.keep()).await?.unwrap_or_default();
+    w.header(r, g.count);
+    write_chunks(r, g.wire).await;
+    Ok(())
+}
+
 pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match c {
-        ConnCmd::Hgetall | ConnCmd::Hkeys | ConnCmd::Hvals | ConnCmd::Smembers => {
-            let (ty, keep) = match c {
-                ConnCmd::Hgetall => (KeyType::Hash, Keep::Pairs),
-                ConnCmd::Hkeys => (KeyType::Hash, Keep::Fields),
-                ConnCmd::Hvals => (KeyType::Hash, Keep::Values),
-                _ => (KeyType::Set, Keep::Fields),
-            };
-            let g = gather_with(shard, db, &argv[1], ty, keep).await?.unwrap_or_default();
-            match c {
-                ConnCmd::Hgetall => r.map(g.count),
-                ConnCmd::Smembers => r.set(g.count),
-                _ => r.array(g.count),
-            }
-            write_chunks(r, g.wire).await;
-        }
         ConnCmd::Sinter | ConnCmd::Sunion | ConnCmd::Sdiff => {
             let op = match c {
                 ConnCmd::Sinter => Op::Inter,

@@ -20,8 +20,8 @@ use shards::rt::TcpStream;
 use shards::Shard;
 
 use crate::cmd::{self, CommandSpec, ConnCmd, Ctx, Exec};
-use crate::error::CmdError;
-use crate::resp::{parse_request, Limits, Reply};
+use crate::error::{CmdError, STREAM};
+use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::global::{now_ms, ClientInfo};
 use crate::shard::ShardState;
 use crate::storage::{keys::slot_of, shard_of_slot};
@@ -63,10 +63,53 @@ pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes
     };
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
-    if let Err(e) = &res {
-        r.error(&e.0);
+    match &res {
+        // The connection streams this reply; it records the command then.
+        Err(e) if *e == STREAM => {
+            r.deferred.push(Deferred {
+                at: r.buf.len(),
+                idx,
+                argv: argv.to_vec(),
+            });
+            return;
+        }
+        Err(e) => r.error(&e.0),
+        Ok(()) => {}
     }
     finish_cmd(st, idx, argv, start, res.err().as_ref(), client);
+}
+
+/// Produces one reply a shard handler left to the connection.
+async fn run_deferred(shard: &Rc<Shard<ShardState>>, st: &ShardState, client: &Client, d: Deferred, out: &mut Reply) {
+    let start = Instant::now();
+    let res = std::panic::AssertUnwindSafe(crate::coord::coll::stream(shard, client.db, &d.argv, out))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| Err(internal_error(&d.argv)));
+    if let Err(e) = &res {
+        out.error(&e.0);
+    }
+    finish_cmd(st, d.idx, &d.argv, start, res.err().as_ref(), &client.info);
+}
+
+/// Appends a remote shard's reply bytes, splicing in the replies its
+/// handlers left to the connection at their places.
+async fn splice_deferred(
+    shard: &Rc<Shard<ShardState>>,
+    st: &ShardState,
+    client: &Client,
+    bytes: &[u8],
+    deferred: Vec<Deferred>,
+    out: &mut Reply,
+) {
+    let mut at = 0;
+    for d in deferred {
+        let to = d.at.min(bytes.len()).max(at);
+        out.buf.extend_from_slice(&bytes[at..to]);
+        at = to;
+        run_deferred(shard, st, client, d, out).await;
+    }
+    out.buf.extend_from_slice(&bytes[at..]);
 }
 
 /// Records a finished command: commandstats, latency histogram, errorstats,
@@ -279,7 +322,18 @@ async fn run_batch(
         .filter(|a: &Vec<Bytes>| !a.is_empty())
         .collect();
     let ran = cmds.len();
-    execute(shard, st, client, &mut cmds, out).await;
+    // A bug outside the handlers' own guards must cost this connection, not
+    // the shard: a panic that escaped the connection task wedged its whole
+    // executor (seen while building deferred replies).
+    let ran_ok = std::panic::AssertUnwindSafe(execute(shard, st, client, &mut cmds, out))
+        .catch_unwind()
+        .await
+        .is_ok();
+    if !ran_ok {
+        tracing::error!("connection loop panicked; closing the connection");
+        out.error("ERR internal error");
+        return (true, ran);
+    }
     if let Some(e) = proto_err {
         st.record_error("ERR");
         out.error(&format!("ERR Protocol error: {}", e.0));
@@ -314,6 +368,10 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 let target = target_of(spec, &cmds[i], here, n);
                 if target == here {
                     run_shard_cmd(st, idx, f, &cmds[i], client.db, &client.info, out);
+                    // A deferred reply belongs right here, at the end of `out`.
+                    for d in std::mem::take(&mut out.deferred) {
+                        run_deferred(shard, st, client, d, out).await;
+                    }
                     i += 1;
                     continue;
                 }
@@ -333,16 +391,20 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     }
                 }
                 let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
-                let bytes = shard
+                let (bytes, deferred) = shard
                     .invoke_on(target, move |remote: &ShardState| {
                         let mut r = Reply::new(resp3);
                         for (idx, f, argv) in &batch {
                             run_shard_cmd(remote, *idx, *f, argv, db, &info, &mut r);
                         }
-                        r.buf
+                        (r.buf, r.deferred)
                     })
                     .await;
-                out.buf.extend_from_slice(&bytes);
+                if deferred.is_empty() {
+                    out.buf.extend_from_slice(&bytes);
+                } else {
+                    splice_deferred(shard, st, client, &bytes, deferred, out).await;
+                }
                 i = j;
             }
             Exec::Conn(c) => {
@@ -392,11 +454,7 @@ async fn run_conn(
         | ConnCmd::Debug
         | ConnCmd::Slowlog
         | ConnCmd::Latency => server::run(shard, st, client, c, argv, out).await,
-        ConnCmd::Hgetall
-        | ConnCmd::Hkeys
-        | ConnCmd::Hvals
-        | ConnCmd::Smembers
-        | ConnCmd::Smove
+        ConnCmd::Smove
         | ConnCmd::Sinter
         | ConnCmd::Sintercard
         | ConnCmd::Sinterstore
