@@ -74,6 +74,12 @@ const PARAMS: &[Param] = &[
         mutable: true,
     },
     Param {
+        name: "protected-mode",
+        default: "yes",
+        kind: Kind::Bool,
+        mutable: true,
+    },
+    Param {
         name: "appendfsync",
         default: "everysec",
         kind: Kind::Enum(&["always", "everysec", "no"]),
@@ -125,6 +131,12 @@ const PARAMS: &[Param] = &[
         name: "save",
         default: "",
         kind: Kind::Str,
+        mutable: true,
+    },
+    Param {
+        name: "min-free-disk",
+        default: "134217728",
+        kind: Kind::Bytes(0, i64::MAX),
         mutable: true,
     },
     Param {
@@ -201,6 +213,31 @@ const PARAMS: &[Param] = &[
     },
 ];
 
+/// `basalt --help`: every parameter with its default and what it accepts,
+/// straight from the table, so it cannot fall behind.
+pub fn help_text() -> String {
+    let mut out = String::from(
+        "usage: basalt [config-file] [--name value ...]\n       basalt --help | --version\n\n\
+         The config file has `name value` lines; the same names work as --name value\n\
+         flags and with CONFIG GET/SET (* marks those CONFIG SET can change).\n\n",
+    );
+    for p in PARAMS {
+        let accepts = match p.kind {
+            Kind::Bytes(lo, hi) if hi == i64::MAX => format!("bytes >= {lo} (k/kb/m/mb/g/gb suffixes)"),
+            Kind::Bytes(lo, hi) => format!("bytes {lo}..{hi} (k/kb/m/mb/g/gb suffixes)"),
+            Kind::Int(lo, hi) => format!("integer {lo}..{hi}"),
+            Kind::Enum(words) => words.join("|"),
+            Kind::Str => "text".into(),
+            Kind::Bool => "yes|no".into(),
+            Kind::Percentiles => "space-separated percentiles 0..100".into(),
+        };
+        let default = if p.default.is_empty() { "\"\"" } else { p.default };
+        let mark = if p.mutable { "*" } else { " " };
+        out.push_str(&format!("  --{:<36}{mark} default {default:<14} {accepts}\n", p.name));
+    }
+    out
+}
+
 fn find(name: &str) -> Option<&'static Param> {
     PARAMS.iter().find(|p| p.name.eq_ignore_ascii_case(name))
 }
@@ -274,6 +311,8 @@ pub struct Config {
     pub hz: AtomicU64,
     /// `requirepass` is not empty.
     pub requirepass_set: AtomicBool,
+    /// `protected-mode yes`: with no password, only loopback clients.
+    pub protected_mode: AtomicBool,
     /// Commands at least this slow (µs) go to the slow log; negative: none.
     pub slowlog_slower_than: AtomicI64,
     pub slowlog_max_len: AtomicU64,
@@ -289,7 +328,9 @@ impl Config {
         let mut rest = args;
         let mut file = None;
         if let Some(first) = rest.first() {
-            if !first.starts_with("--") {
+            // As redis-server: a first argument that is not an option is the
+            // config file; `-p 7000` is a mistake, not a file called "-p".
+            if !first.starts_with('-') {
                 let path = PathBuf::from(first);
                 let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read config file {first}: {e}"))?;
                 for (n, line) in text.lines().enumerate() {
@@ -309,7 +350,10 @@ impl Config {
         let mut i = 0;
         while i < rest.len() {
             let Some(name) = rest[i].strip_prefix("--") else {
-                return Err(format!("unexpected argument '{}': options are --name value", rest[i]));
+                return Err(format!(
+                    "unexpected argument '{}': options are --name value (e.g. --port 7000); see basalt --help",
+                    rest[i]
+                ));
             };
             let value = rest.get(i + 1).ok_or_else(|| format!("option --{name} needs a value"))?;
             pairs.push((name.to_string(), value.clone()));
@@ -333,6 +377,7 @@ impl Config {
             timeout_secs: AtomicU64::new(0),
             hz: AtomicU64::new(10),
             requirepass_set: AtomicBool::new(false),
+            protected_mode: AtomicBool::new(true),
             slowlog_slower_than: AtomicI64::new(10_000),
             slowlog_max_len: AtomicU64::new(128),
             latency_monitor_threshold: AtomicU64::new(0),
@@ -365,6 +410,8 @@ impl Config {
         self.hz.store(int("hz").max(1) as u64, Ordering::Relaxed);
         self.requirepass_set
             .store(m.get("requirepass").is_some_and(|p| !p.is_empty()), Ordering::Relaxed);
+        self.protected_mode
+            .store(m.get("protected-mode").is_none_or(|v| v == "yes"), Ordering::Relaxed);
         self.slowlog_slower_than.store(int("slowlog-log-slower-than"), Ordering::Relaxed);
         self.slowlog_max_len.store(int("slowlog-max-len").max(0) as u64, Ordering::Relaxed);
         self.latency_monitor_threshold

@@ -18,6 +18,10 @@ impl CmdError {
 impl From<StorageError> for CmdError {
     fn from(e: StorageError) -> Self {
         tracing::error!(error = %e, "storage error");
+        if crate::storage::disk::is_no_space(&e.0) {
+            // A full disk reads as Redis's failed-AOF-write error.
+            return CmdError(Cow::Borrowed("MISCONF Errors writing to the AOF file: No space left on device"));
+        }
         CmdError(Cow::Owned(format!("ERR storage error: {e}")))
     }
 }

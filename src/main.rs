@@ -5,7 +5,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: basalt [config-file] [--name value ...]\n(names as in CONFIG GET *: port, bind, dir, shards, appendfsync, ...)");
+        print!("{}", basalt::config::help_text());
         return ExitCode::SUCCESS;
     }
     if args.iter().any(|a| a == "--version" || a == "-v") {

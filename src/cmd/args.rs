@@ -34,6 +34,35 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// A SCAN cursor, as Redis 7.2+'s `string2ull` reads it: a `string2ll`
+/// number that is not negative, or else whatever C's `strtoull` takes whole
+/// (leading spaces, `+`, leading zeros; a `-` there wraps, as in C).
+/// Anything else is `ERR invalid cursor`.
+pub fn scan_cursor(s: &[u8]) -> CmdResult<u64> {
+    let invalid = || CmdError::new("ERR invalid cursor");
+    if let Some(v) = parse_i64(s) {
+        return u64::try_from(v).map_err(|_| invalid());
+    }
+    let start = s.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'));
+    let t = &s[start.unwrap_or(s.len())..];
+    let (neg, digits) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid());
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add((d - b'0') as u64))
+            .ok_or_else(invalid)?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
 /// An integer argument or `ERR value is not an integer or out of range`.
 pub fn int(s: &[u8]) -> CmdResult<i64> {
     parse_i64(s).ok_or(NOT_INT)
@@ -87,8 +116,11 @@ pub fn db_index(s: &[u8], databases: usize) -> CmdResult<u8> {
 }
 
 /// Lossy text of an argument for error messages.
+/// Client bytes as text. Bytes that are not UTF-8 survive as escapes that
+/// an error reply writes back raw (`resp::reply::raw_text`), so an error
+/// that quotes an argument quotes exactly what the client sent.
 pub fn text(s: &[u8]) -> String {
-    String::from_utf8_lossy(s).into_owned()
+    crate::resp::reply::raw_text(s)
 }
 
 pub fn err(s: impl Into<String>) -> CmdError {
@@ -98,6 +130,25 @@ pub fn err(s: impl Into<String>) -> CmdError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scan_cursors_like_redis_7_2() {
+        let ok: &[(&[u8], u64)] = &[
+            (b"0", 0),
+            (b"17", 17),
+            (b"01", 1),
+            (b"+1", 1),
+            (b" 1", 1),
+            (b"18446744073709551615", u64::MAX),
+            (b"-01", u64::MAX),
+        ];
+        for (s, want) in ok {
+            assert_eq!(scan_cursor(s), Ok(*want), "{s:?}");
+        }
+        for s in [&b"-1"[..], b"18446744073709551616", b"", b"1 ", b"x", b"-", b" "] {
+            assert_eq!(scan_cursor(s), Err(CmdError::new("ERR invalid cursor")), "{s:?}");
+        }
+    }
 
     #[test]
     fn integers_like_string2ll() {

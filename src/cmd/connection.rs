@@ -30,10 +30,20 @@ fn check_password(g: &Global, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
         }
         return Ok(());
     }
-    if pass != required.as_bytes() {
+    if !same_secret(pass, required.as_bytes()) {
         return Err(CmdError::new("WRONGPASS invalid username-password pair or user is disabled."));
     }
     Ok(())
+}
+
+/// Redis's `time_independent_strcmp`: compares the SHA-256 digests of both
+/// with no early exit, so the time taken depends on neither where the
+/// inputs differ nor the password's length.
+fn same_secret(given: &[u8], required: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    let (a, b) = (Sha256::digest(given), Sha256::digest(required));
+    let diff = a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 fn valid_name(name: &[u8]) -> bool {
@@ -394,4 +404,18 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
     }
     r.int(killed);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_by_digest() {
+        assert!(same_secret(b"s3cret", b"s3cret"));
+        assert!(same_secret(b"", b""));
+        assert!(!same_secret(b"s3cre", b"s3cret"));
+        assert!(!same_secret(b"s3cret!", b"s3cret"));
+        assert!(!same_secret(b"S3cret", b"s3cret"));
+    }
 }

@@ -224,10 +224,7 @@ pub struct ScanArgs {
 
 /// Parses `cursor [MATCH p] [COUNT n] [NOVALUES]` (NOVALUES for HSCAN only).
 pub fn scan_args(argv: &[Bytes], allow_novalues: bool) -> CmdResult<ScanArgs> {
-    let cursor = std::str::from_utf8(&argv[2])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| CmdError::new("ERR invalid cursor"))?;
+    let cursor = crate::cmd::args::scan_cursor(&argv[2])?;
     let mut a = ScanArgs {
         cursor,
         pattern: None,

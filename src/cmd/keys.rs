@@ -445,21 +445,29 @@ pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResul
 
 /// MSET on this shard: one atomic batch. With `only_if_none_exist`
 /// (MSETNX on one shard) nothing is written if any key exists.
+///
+/// O(n) in the pairs: a key given more than once is read and written once,
+/// with its last value (what Redis leaves). A key that was a collection
+/// loses its members in the same batch, as SET does.
 pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, only_if_none_exist: bool) -> CmdResult<bool> {
-    let mut priors = Vec::with_capacity(pairs.len());
-    for (k, _) in pairs {
-        priors.push(ks.read(db, k, now_ms, |m| m.map(|m| m.expire_ms))?);
+    let mut last: ahash::AHashMap<&[u8], usize> = ahash::AHashMap::with_capacity(pairs.len());
+    for (i, (k, _)) in pairs.iter().enumerate() {
+        last.insert(&k[..], i);
     }
-    if only_if_none_exist && priors.iter().any(|p| p.is_some()) {
+    let mut priors = Vec::with_capacity(last.len());
+    for (i, (k, _)) in pairs.iter().enumerate() {
+        if last.get(&k[..]) == Some(&i) {
+            priors.push((i, ks.read(db, k, now_ms, |m| m.map(|m| (m.expire_ms, m.coll())))?));
+        }
+    }
+    if only_if_none_exist && priors.iter().any(|(_, p)| p.is_some()) {
         return Ok(false);
     }
     let mut b = ks.store.batch();
-    let mut seen: Vec<&[u8]> = Vec::new();
-    for ((k, v), prior) in pairs.iter().zip(priors) {
-        // A key repeated in one MSET exists, without expiry, after its first write.
-        let prior = if seen.contains(&&k[..]) { Some(0) } else { prior };
-        ks.stage_put(&mut b, db, k, &meta::encode_string(0, v), prior);
-        seen.push(k);
+    for (i, prior) in priors {
+        let (k, v) = &pairs[i];
+        ks.stage_drop_members(&mut b, db, k, prior.and_then(|p| p.1));
+        ks.stage_put(&mut b, db, k, &meta::encode_string(0, v), prior.map(|p| p.0));
     }
     ks.store.write(b)?;
     Ok(true)

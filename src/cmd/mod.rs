@@ -25,6 +25,7 @@ use bytes::Bytes;
 use crate::error::CmdResult;
 use crate::resp::Reply;
 use crate::shard::ShardState;
+use args::text;
 
 /// What a shard handler sees.
 pub struct Ctx<'a> {
@@ -1759,21 +1760,31 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
     TABLE.iter().enumerate().find(|(_, c)| c.name.as_bytes() == lower)
 }
 
-/// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `.
+/// At most `n` bytes of `a`, stopping at a NUL: C's `%.*s`, which Redis
+/// formats client arguments into its errors with.
+fn c_prefix(a: &[u8], n: usize) -> &[u8] {
+    let a = &a[..a.len().min(n)];
+    memchr::memchr(0, a).map_or(a, |i| &a[..i])
+}
+
+/// `ERR unknown command '<name>', with args beginning with: '<a>' '<b>' `,
+/// built byte for byte as Redis builds it (128-byte caps, raw bytes).
 pub fn unknown_command_error(argv: &[Bytes]) -> String {
-    let mut args = String::new();
+    let mut args: Vec<u8> = Vec::new();
     for a in argv.iter().skip(1) {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        let s = String::from_utf8_lossy(a);
-        let cut: String = s.chars().take(room).collect();
-        args.push_str(&format!("'{cut}' "));
+        args.push(b'\'');
+        args.extend_from_slice(c_prefix(a, room));
+        args.extend_from_slice(b"' ");
     }
-    let name = String::from_utf8_lossy(&argv[0]);
-    let name: String = name.chars().take(128).collect();
-    format!("ERR unknown command '{name}', with args beginning with: {args}")
+    format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        text(c_prefix(&argv[0], 128)),
+        text(&args)
+    )
 }
 
 /// `ERR wrong number of arguments for '<name>' command`.
@@ -1791,7 +1802,7 @@ pub fn check_subcommand(spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String
     match spec.subcommands.iter().find(|s| s.name == sub) {
         None => Err(format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
-            String::from_utf8_lossy(&argv[1]).chars().take(128).collect::<String>(),
+            text(c_prefix(&argv[1], 128)),
             spec.name.to_ascii_uppercase()
         )),
         Some(s) if !CommandSpec::arity_ok(s.arity, argv.len()) => Err(arity_error(&format!("{}|{}", spec.name, s.name))),

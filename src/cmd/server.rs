@@ -152,7 +152,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
     if want("persistence") {
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_group_syncs:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_group_syncs:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\naof_last_write_status:{}\r\ndisk_free_bytes:{}\r\nmin_free_disk:{}\r\nwrite_error:{}\r\n\r\n",
             g.bgsave_running.load(Ordering::Relaxed) as u8,
             g.lastsave.load(Ordering::Relaxed),
             g.engine.fsync().name(),
@@ -162,8 +162,12 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
             g.engine.property_sum(g.shards, "rocksdb.estimate-pending-compaction-bytes"),
             g.engine.property_sum(g.shards, "rocksdb.num-running-compactions"),
             g.engine.property_sum(g.shards, "rocksdb.actual-delayed-write-rate"),
-            g.engine.property_sum(g.shards, "rocksdb.is-write-stopped"),
+            (g.engine.property_sum(g.shards, "rocksdb.is-write-stopped") > 0 || g.engine.disk.refused()) as u8,
             g.engine.write_amp(g.shards),
+            if g.engine.disk.refused() { "err" } else { "ok" },
+            g.engine.disk.free(),
+            g.config.get_int("min-free-disk"),
+            g.engine.disk.last_error().unwrap_or_default().replace(['\r', '\n'], " "),
         );
     }
     if want("stats") {
@@ -311,6 +315,9 @@ async fn config(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes], r: &m
                     if let Some(f) = Fsync::parse(&v) {
                         g.engine.set_fsync(f);
                     }
+                }
+                if k == "min-free-disk" {
+                    g.engine.disk.set_min_free(g.config.get_int("min-free-disk").max(0) as u64);
                 }
             }
             r.ok();

@@ -357,10 +357,7 @@ async fn lcs(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 /// slots on the shard owning the cursor's slot, so a key present for the
 /// whole scan is returned exactly once, and the cursor is a plain number.
 async fn scan(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let cursor = std::str::from_utf8(&argv[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| CmdError::new("ERR invalid cursor"))?;
+    let cursor = crate::cmd::args::scan_cursor(&argv[1])?;
     let (mut pattern, mut count, mut ty) = (None, 10usize, None);
     let mut j = 2;
     while j < argv.len() {

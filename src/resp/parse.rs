@@ -42,26 +42,26 @@ pub struct Frame {
     pub owned: Option<Vec<Vec<u8>>>,
 }
 
-/// Finds `\r\n` from `from`; returns the index of `\r`.
+/// Finds the end of a header line (`*N` or `$L`) that starts at `from`, as
+/// Redis does: the first `\r`, with at least one byte after it (the line
+/// ends two bytes later, whatever the second byte is). Redis searches with
+/// `strchr`, so a NUL before the `\r` hides it: the request stays
+/// incomplete until it passes the inline limit.
 #[inline]
-fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while let Some(i) = memchr::memchr(b'\r', &buf[at..]) {
-        let pos = at + i;
-        if pos + 1 >= buf.len() {
-            return None;
-        }
-        if buf[pos + 1] == b'\n' {
-            return Some(pos);
-        }
-        at = pos + 1;
-    }
-    None
+fn find_header_end(buf: &[u8], from: usize) -> Option<usize> {
+    let i = memchr::memchr2(b'\r', 0, &buf[from..])?;
+    let pos = from + i;
+    (buf[pos] == b'\r' && pos + 1 < buf.len()).then_some(pos)
 }
 
-/// Parses a decimal length as Redis's `string2ll` would accept it.
+/// Parses a decimal length as Redis's `string2ll` accepts it: `0`, or an
+/// optional `-` then a digit 1-9 and more digits, fitting an i64. No `+`,
+/// no leading zeros, no `-0`.
 #[inline]
 fn parse_len(digits: &[u8]) -> Option<i64> {
+    if digits == b"0" {
+        return Some(0);
+    }
     if digits.is_empty() || digits.len() > 20 {
         return None;
     }
@@ -69,7 +69,7 @@ fn parse_len(digits: &[u8]) -> Option<i64> {
         b'-' => (true, &digits[1..]),
         _ => (false, digits),
     };
-    if rest.is_empty() {
+    if !matches!(rest.first(), Some(b'1'..=b'9')) {
         return None;
     }
     let mut v: i64 = 0;
@@ -77,9 +77,14 @@ fn parse_len(digits: &[u8]) -> Option<i64> {
         if !d.is_ascii_digit() {
             return None;
         }
-        v = v.checked_mul(10)?.checked_add((d - b'0') as i64)?;
+        // Accumulate negatively so i64::MIN parses, as string2ll does.
+        v = v.checked_mul(10)?.checked_sub((d - b'0') as i64)?;
     }
-    Some(if neg { -v } else { v })
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
 }
 
 /// Parses one request starting at `buf[0]`.
@@ -99,26 +104,19 @@ pub fn parse_request(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protoc
 }
 
 fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, ProtocolError> {
-    let max_count = if limits.unauthenticated {
-        UNAUTH_MULTIBULK_LEN
-    } else {
-        MAX_MULTIBULK_LEN
-    };
-    let max_bulk = if limits.unauthenticated {
-        limits.max_bulk.min(UNAUTH_BULK_LEN)
-    } else {
-        limits.max_bulk
-    };
-    let Some(eol) = find_crlf(buf, 1) else {
+    let Some(eol) = find_header_end(buf, 1) else {
         if buf.len() > INLINE_MAX {
             return Err(ProtocolError("too big mbulk count string".into()));
         }
         return Ok(None);
     };
     let count = match parse_len(&buf[1..eol]) {
-        Some(n) if n <= max_count => n,
+        Some(n) if n <= MAX_MULTIBULK_LEN => n,
         _ => return Err(ProtocolError("invalid multibulk length".into())),
     };
+    if limits.unauthenticated && count > UNAUTH_MULTIBULK_LEN {
+        return Err(ProtocolError("unauthenticated multibulk length".into()));
+    }
     let mut pos = eol + 2;
     if count <= 0 {
         return Ok(Some(Frame {
@@ -132,19 +130,24 @@ fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protocol
         if pos >= buf.len() {
             return Ok(None);
         }
-        if buf[pos] != b'$' {
-            return Err(ProtocolError(format!("expected '$', got '{}'", buf[pos] as char)));
-        }
-        let Some(eol) = find_crlf(buf, pos + 1) else {
+        let Some(eol) = find_header_end(buf, pos + 1) else {
             if buf.len() - pos > INLINE_MAX {
                 return Err(ProtocolError("too big bulk count string".into()));
             }
             return Ok(None);
         };
+        if buf[pos] != b'$' {
+            let got = super::reply::raw_text(&buf[pos..pos + 1]);
+            return Err(ProtocolError(format!("expected '$', got '{got}'")));
+        }
         let len = match parse_len(&buf[pos + 1..eol]) {
-            Some(n) if (0..=max_bulk).contains(&n) => n as usize,
+            Some(n) if (0..=limits.max_bulk).contains(&n) => n,
             _ => return Err(ProtocolError("invalid bulk length".into())),
         };
+        if limits.unauthenticated && len > UNAUTH_BULK_LEN {
+            return Err(ProtocolError("unauthenticated bulk length".into()));
+        }
+        let len = len as usize;
         let start = eol + 2;
         let end = start + len;
         if buf.len() < end + 2 {
@@ -162,30 +165,38 @@ fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protocol
 }
 
 fn parse_inline(buf: &[u8]) -> Result<Option<Frame>, ProtocolError> {
-    let Some(nl) = memchr::memchr(b'\n', buf) else {
-        if buf.len() > INLINE_MAX {
-            return Err(ProtocolError("too big inline request".into()));
+    // Redis finds the newline with `strchr`: a NUL before it hides it, and
+    // the request waits for more bytes until it passes the inline limit.
+    let nl = match memchr::memchr2(b'\n', 0, buf) {
+        Some(i) if buf[i] == b'\n' => i,
+        _ => {
+            if buf.len() > INLINE_MAX {
+                return Err(ProtocolError("too big inline request".into()));
+            }
+            return Ok(None);
         }
-        return Ok(None);
     };
     let consumed = nl + 1;
     let line_end = if nl > 0 && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
     let line = &buf[..line_end];
     // Fast path: no quotes, so arguments are plain ranges of the buffer.
+    // As `sdssplitargs`: any C space separates arguments, but only space,
+    // tab, CR and LF end one (VT and FF inside an argument stay in it).
     if memchr::memchr2(b'"', b'\'', line).is_none() {
         let mut args = Vec::new();
         let mut i = 0;
-        while i < line.len() {
+        loop {
             while i < line.len() && is_space(line[i]) {
                 i += 1;
             }
+            if i >= line.len() {
+                break;
+            }
             let start = i;
-            while i < line.len() && !is_space(line[i]) {
+            while i < line.len() && !ends_arg(line[i]) {
                 i += 1;
             }
-            if i > start {
-                args.push(start..i);
-            }
+            args.push(start..i);
         }
         return Ok(Some(Frame {
             consumed,
@@ -201,6 +212,12 @@ fn parse_inline(buf: &[u8]) -> Result<Option<Frame>, ProtocolError> {
         })),
         None => Err(ProtocolError("unbalanced quotes in request".into())),
     }
+}
+
+/// What ends an unquoted inline argument in `sdssplitargs`.
+#[inline]
+fn ends_arg(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0)
 }
 
 #[inline]
@@ -287,7 +304,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                     break;
                 }
                 match line[i] {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                    c if ends_arg(c) => {
                         i += 1;
                         break;
                     }
@@ -371,6 +388,14 @@ mod tests {
             (b"*1\r\n$-5\r\n", "invalid bulk length"),
             (b"*1\r\n$x\r\n", "invalid bulk length"),
             (b"set k \"abc\r\n", "unbalanced quotes in request"),
+            // string2ll: no -0, no leading zeros, no plus sign.
+            (b"*1\r\n$-0\r\nPING\r\n", "invalid bulk length"),
+            (b"*1\r\n$04\r\nPING\r\n", "invalid bulk length"),
+            (b"*01\r\n$4\r\nPING\r\n", "invalid multibulk length"),
+            (b"*-0\r\n", "invalid multibulk length"),
+            (b"*+1\r\n", "invalid multibulk length"),
+            // A header line ends two bytes after its first CR.
+            (b"*1\r\r\n$4\r\nPING\r\n", "expected '$', got '\n'"),
         ];
         for (input, text) in cases {
             assert_eq!(parse_request(input, L).err(), Some(ProtocolError(text.to_string())));
@@ -395,13 +420,41 @@ mod tests {
         assert!(parse_request(b"*10\r\n", u).unwrap().is_none());
         assert_eq!(
             parse_request(b"*11\r\n", u).err(),
-            Some(ProtocolError("invalid multibulk length".into()))
+            Some(ProtocolError("unauthenticated multibulk length".into()))
         );
         assert_eq!(
             parse_request(b"*1\r\n$16385\r\n", u).err(),
-            Some(ProtocolError("invalid bulk length".into()))
+            Some(ProtocolError("unauthenticated bulk length".into()))
+        );
+        assert_eq!(
+            parse_request(b"*01\r\n", u).err(),
+            Some(ProtocolError("invalid multibulk length".into()))
         );
         assert!(parse_request(b"*1\r\n$16384\r\n", u).unwrap().is_none());
+    }
+
+    /// Redis's quirks, kept: the byte after a header's CR need not be LF; a
+    /// NUL before the end of a line leaves the request incomplete; VT and FF
+    /// separate inline arguments only where one starts.
+    #[test]
+    fn redis_line_quirks() {
+        assert_eq!(args_of(b"*1\rX$4\r\nPING\r\n"), vec![b"PING".to_vec()]);
+        assert_eq!(args_of(b"*1\r\n$4\rXPING\r\n"), vec![b"PING".to_vec()]);
+        assert!(parse_request(b"*1\x00\r\n$4\r\nPING\r\n", L).unwrap().is_none());
+        assert!(parse_request(b"PING\x00\r\nPING\r\n", L).unwrap().is_none());
+        let mut long = b"PING\x00".to_vec();
+        long.resize(INLINE_MAX + 2, b'\n');
+        assert_eq!(parse_request(&long, L).err(), Some(ProtocolError("too big inline request".into())));
+        assert_eq!(
+            args_of(b"SET a\x0bb 1\r\n"),
+            vec![b"SET".to_vec(), b"a\x0bb".to_vec(), b"1".to_vec()]
+        );
+        assert_eq!(args_of(b"ECHO \x0c\x0ba\x0c\r\n"), vec![b"ECHO".to_vec(), b"a\x0c".to_vec()]);
+        assert_eq!(args_of(b"ECHO 'a\x0bb'\r\n"), vec![b"ECHO".to_vec(), b"a\x0bb".to_vec()]);
+        assert_eq!(parse_len(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_len(b"9223372036854775808"), None);
+        assert_eq!(parse_len(b"0"), Some(0));
+        assert_eq!(parse_len(b"-"), None);
     }
 
     #[test]

@@ -106,12 +106,18 @@ impl Reply {
     }
 
     /// An error line; `msg` is the whole text including its code (`ERR ...`).
-    /// CR and LF are replaced by spaces, as Redis does.
+    /// CR and LF are replaced by spaces, as Redis does. Client bytes that
+    /// [`raw_text`] escaped go out as the raw bytes they stand for.
     pub fn error(&mut self, msg: &str) {
         self.buf.push(b'-');
-        for &b in msg.as_bytes() {
-            self.buf.push(if b == b'\r' || b == b'\n' { b' ' } else { b });
+        let mut rest = msg;
+        while let Some(i) = rest.find(|c: char| (RAW_BASE..=RAW_LAST).contains(&(c as u32))) {
+            push_error_bytes(&mut self.buf, &rest.as_bytes()[..i]);
+            let c = rest[i..].chars().next().map_or(0, |c| c as u32);
+            push_error_bytes(&mut self.buf, &[(c - RAW_BASE) as u8]);
+            rest = &rest[i + 4..];
         }
+        push_error_bytes(&mut self.buf, rest.as_bytes());
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -222,6 +228,43 @@ impl Reply {
     }
 }
 
+/// First of the 256 code points (in Unicode's supplementary private use
+/// area B, four UTF-8 bytes each) that stand for raw client bytes in text.
+const RAW_BASE: u32 = 0x10_FF00;
+const RAW_LAST: u32 = RAW_BASE + 0xFF;
+
+/// Client bytes as text for an error message: valid UTF-8 stays as it is;
+/// a byte of an invalid sequence, and every byte of a character that falls
+/// in the escape range itself, becomes the escape char `RAW_BASE + byte`.
+/// [`Reply::error`] writes each escape back as its byte, so errors echo
+/// exactly what the client sent (`unknown command '\xff'`), as Redis's do,
+/// where `from_utf8_lossy` would send U+FFFD.
+pub fn raw_text(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let escape = |out: &mut String, bytes: &[u8]| {
+        for &b in bytes {
+            out.push(char::from_u32(RAW_BASE + b as u32).unwrap_or('?'));
+        }
+    };
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if (RAW_BASE..=RAW_LAST).contains(&(c as u32)) {
+                let mut b = [0u8; 4];
+                escape(&mut out, c.encode_utf8(&mut b).as_bytes());
+            } else {
+                out.push(c);
+            }
+        }
+        escape(&mut out, chunk.invalid());
+    }
+    out
+}
+
+/// Error text bytes with CR and LF turned into spaces.
+fn push_error_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.extend(bytes.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +307,20 @@ mod tests {
         assert_eq!(format_double(f64::INFINITY), "inf");
         assert_eq!(format_double(1e20), "1e+20");
         assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
+    }
+
+    /// Client bytes quoted in an error come back byte for byte: invalid
+    /// UTF-8, valid UTF-8, and characters of the escape range itself.
+    #[test]
+    fn errors_echo_raw_client_bytes() {
+        let cases: &[&[u8]] = &[b"\xff\xfe", b"caf\xc3\xa9", b"\xf4\x8f\xbc\x80x", b"a\xc3", b"plain", b""];
+        for &bytes in cases {
+            let mut r = Reply::new(false);
+            r.error(&format!("ERR unknown command '{}'", raw_text(bytes)));
+            let mut want = b"-ERR unknown command '".to_vec();
+            want.extend_from_slice(bytes);
+            want.extend_from_slice(b"'\r\n");
+            assert_eq!(r.buf, want, "{bytes:?}");
+        }
     }
 }

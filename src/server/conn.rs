@@ -22,7 +22,7 @@ use shards::Shard;
 use crate::cmd::{self, CommandSpec, ConnCmd, Ctx, Exec};
 use crate::error::{CmdError, STREAM};
 use crate::resp::{parse_request, Deferred, Limits, Reply};
-use crate::server::global::{now_ms, ClientInfo};
+use crate::server::global::{now_ms, ClientInfo, Global};
 use crate::shard::ShardState;
 use crate::storage::{keys::slot_of, shard_of_slot};
 
@@ -154,8 +154,22 @@ fn internal_error(argv: &[Bytes]) -> CmdError {
     CmdError::new("ERR internal error while executing the command")
 }
 
-/// Checks done before a command runs: unknown, arity, subcommand, auth.
-fn precheck(client: &Client, argv: &[Bytes], requirepass: bool) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
+/// Redis's refusal of writes after a failed AOF write; Basalt's WAL is its AOF.
+const MISCONF: &str = "MISCONF Errors writing to the AOF file: No space left on device";
+
+/// What a batch's commands are checked against.
+#[derive(Clone, Copy)]
+struct Gate {
+    requirepass: bool,
+    /// The disk guard refuses writes (`storage::disk`).
+    writes_refused: bool,
+}
+
+/// Checks done before a command runs: unknown, auth, arity, subcommand,
+/// and writes while the disk is full (Redis's `MISCONF` after a failed AOF
+/// write, which refuses PING too, so health checks notice).
+fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
+    let requirepass = gate.requirepass;
     let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
         return Err((None, cmd::unknown_command_error(argv)));
     };
@@ -166,13 +180,33 @@ fn precheck(client: &Client, argv: &[Bytes], requirepass: bool) -> Result<(usize
         return Err((Some(idx), cmd::arity_error(spec.name)));
     }
     cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
+    if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
+        return Err((Some(idx), MISCONF.into()));
+    }
     Ok((idx, spec))
+}
+
+/// Redis's refusal of a non-loopback client in protected mode.
+const DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Protected mode (Redis 7's rule): with `protected-mode yes` and no
+/// password, a client not on the loopback interface is refused. An address
+/// that cannot be read counts as not local.
+fn refused_by_protected_mode(g: &Global, peer: Option<std::net::SocketAddr>) -> bool {
+    if !g.config.protected_mode.load(Ordering::Relaxed) || g.config.requirepass_set.load(Ordering::Relaxed) {
+        return false;
+    }
+    !peer.is_some_and(|a| a.ip().to_canonical().is_loopback())
 }
 
 /// Serves one client until it quits, is killed, errs or times out.
 pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
     let st = shard.state().clone();
     let g = st.global.clone();
+    if refused_by_protected_mode(&g, stream.peer_addr().ok()) {
+        let _ = stream.write_all(DENIED).await;
+        return;
+    }
     let _ = stream.set_nodelay(true);
     let id = g.next_client_id.fetch_add(1, Ordering::Relaxed);
     let info = Arc::new(ClientInfo {
@@ -237,7 +271,16 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
             break;
         }
         out.resp3 = client.resp3;
-        let (proto_err, ran) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
+        // Before AUTH a batch is one request (see `run_batch`): run the
+        // rest of what was read, one request at a time, before reading more.
+        let mut ran = 0;
+        let proto_err = loop {
+            let (err, n, more) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
+            ran += n;
+            if !more || err || client.closing {
+                break err;
+            }
+        };
         // A pipelined batch lets the other connections ready in this loop
         // iteration run first, so replies leave back to back (as Redis's
         // beforeSleep writes them) and a client woken by one reply finds the
@@ -279,14 +322,15 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
 
 /// Parses every complete request in `rbuf` and runs them in order, replies
 /// into `out`. Returns whether a protocol error ended the batch (reply
-/// written; close) and how many commands it ran.
+/// written; close), how many commands it ran, and whether complete requests
+/// may be left to run (a client that must authenticate runs one at a time).
 async fn run_batch(
     shard: &Rc<Shard<ShardState>>,
     st: &Rc<ShardState>,
     client: &mut Client,
     rbuf: &mut BytesMut,
     out: &mut Reply,
-) -> (bool, usize) {
+) -> (bool, usize, bool) {
     let limits = Limits {
         max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
         unauthenticated: !client.authed && st.global.config.requirepass_set.load(Ordering::Relaxed),
@@ -303,6 +347,12 @@ async fn run_batch(
                     continue;
                 }
                 frames.push((base, f));
+                // A client that must authenticate gets its limits request by
+                // request, as Redis parses them: the request after an AUTH
+                // is parsed with the authenticated limits.
+                if limits.unauthenticated {
+                    break;
+                }
             }
             Ok(None) => break,
             Err(e) => {
@@ -313,6 +363,7 @@ async fn run_batch(
     }
     // One freeze per batch: every argument is a slice of this chunk.
     let chunk = rbuf.split_to(consumed).freeze();
+    let more = limits.unauthenticated && proto_err.is_none() && !frames.is_empty() && !rbuf.is_empty();
     let mut cmds: Vec<Vec<Bytes>> = frames
         .into_iter()
         .map(|(base, f)| match f.owned {
@@ -332,24 +383,27 @@ async fn run_batch(
     if !ran_ok {
         tracing::error!("connection loop panicked; closing the connection");
         out.error("ERR internal error");
-        return (true, ran);
+        return (true, ran, false);
     }
     if let Some(e) = proto_err {
         st.record_error("ERR");
         out.error(&format!("ERR Protocol error: {}", e.0));
-        return (true, ran);
+        return (true, ran, false);
     }
-    (false, ran)
+    (false, ran, more)
 }
 
 async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mut Client, cmds: &mut [Vec<Bytes>], out: &mut Reply) {
     let g = &st.global;
-    let requirepass = g.config.requirepass_set.load(Ordering::Relaxed);
+    let gate = Gate {
+        requirepass: g.config.requirepass_set.load(Ordering::Relaxed),
+        writes_refused: g.engine.disk.refused(),
+    };
     let here = shard.id();
     let n = shard.count();
     let mut i = 0;
     while i < cmds.len() && !client.closing {
-        let (idx, spec) = match precheck(client, &cmds[i], requirepass) {
+        let (idx, spec) = match precheck(client, &cmds[i], gate) {
             Ok(found) => found,
             Err((idx, msg)) => {
                 if let Some(idx) = idx {
@@ -379,7 +433,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 let mut batch = vec![(idx, f, std::mem::take(&mut cmds[i]))];
                 let mut j = i + 1;
                 while j < cmds.len() {
-                    match precheck(client, &cmds[j], requirepass) {
+                    match precheck(client, &cmds[j], gate) {
                         Ok((idx2, spec2)) => match spec2.exec {
                             Exec::Shard(f2) if target_of(spec2, &cmds[j], here, n) == target => {
                                 batch.push((idx2, f2, std::mem::take(&mut cmds[j])));

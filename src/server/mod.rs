@@ -54,14 +54,15 @@ fn install_signal_thread(g: Arc<Global>, set: libc::sigset_t) {
     }
 }
 
-/// Syncs the WAL once a second while `appendfsync` is `everysec`.
-/// `appendfsync everysec`: syncs the WAL once a second; a sync slower than
+/// Once a second: the disk guard's check (`storage::disk`) and, under
+/// `appendfsync everysec`, a WAL sync; a sync slower than
 /// `latency-monitor-threshold` is a "wal-fsync" latency event.
 fn start_fsync_thread(g: Arc<Global>) {
     std::thread::Builder::new()
         .name("wal-sync".into())
         .spawn(move || loop {
             std::thread::sleep(Duration::from_secs(1));
+            g.engine.check_disk();
             if g.engine.fsync() == Fsync::EverySec {
                 let start = Instant::now();
                 if let Err(e) = g.engine.sync_wal() {
@@ -75,6 +76,30 @@ fn start_fsync_thread(g: Arc<Global>) {
             }
         })
         .ok();
+}
+
+/// Refuses a port another process listens on. The shards bind with
+/// SO_REUSEPORT so that they can share the port; that would also let a
+/// second Basalt (same user) share it and split the clients between two
+/// datasets. A bind without SO_REUSEPORT fails while any socket listens on
+/// the address, so one probe bind before the shards start tells. (A process
+/// that starts listening between the probe and the shards' binds is not
+/// caught; the window is a few milliseconds of startup.)
+fn check_port_free(addr: &str) -> Result<(), String> {
+    match std::net::TcpListener::bind(addr) {
+        Ok(probe) => {
+            drop(probe);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "Could not create server TCP listening socket {addr}: bind: {}",
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                "Address already in use".to_string()
+            } else {
+                e.to_string()
+            }
+        )),
+    }
 }
 
 fn parse_cores(s: &str) -> Vec<usize> {
@@ -100,6 +125,7 @@ pub fn run(config: Config) -> Result<(), String> {
         }
     }
     let databases = config.get_int("databases").max(1) as usize;
+    check_port_free(&format!("{}:{}", config.get("bind"), config.get_int("port")))?;
     let engine: &'static Engine = Box::leak(Box::new(
         Engine::open(&StoreOptions {
             dir: config.get("dir").into(),
@@ -110,6 +136,8 @@ pub fn run(config: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
     engine.enable_gc();
+    engine.disk.set_min_free(config.get_int("min-free-disk").max(0) as u64);
+    engine.check_disk();
     engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));
     let port = config.get_int("port") as u16;
     let bind = config.get("bind");

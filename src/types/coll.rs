@@ -420,6 +420,11 @@ pub fn stage_place(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], v: &Owned, 
     for (sub, val) in &v.members {
         ks.store.put(b, &keys::sub_key(db, key, c.version, sub), val);
     }
+    // A hash that arrives with field TTLs (RENAME, COPY, MOVE, RESTORE) gets
+    // its active-expiration entry, or its fields would expire only when read.
+    if let Some(h) = c.hfe.filter(|_| m.ty == KeyType::Hash) {
+        hash::stage_repair_at(ks, b, db, key, &c, h.lower);
+    }
     ks.stage_put(b, db, key, &c.encode(m.ty, m.expire_ms), prior);
     Ok(())
 }

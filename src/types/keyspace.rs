@@ -81,12 +81,19 @@ impl Keyspace {
     pub fn open(store: ShardStore, databases: usize) -> CmdResult<Keyspace> {
         let mut counts = Vec::with_capacity(databases);
         let mut expires = Vec::with_capacity(databases);
+        // The newest collection version on disk: versions come from the wall
+        // clock, which may have gone back since they were written, and a
+        // new incarnation must never reuse an old one's version.
+        let mut newest_version = 0u64;
         for db in 0..databases {
             let (lo, hi) = keys::meta_db_range(db as u8);
             let (mut n, mut with_ttl) = (0i64, 0i64);
             store.scan(&lo, &hi, |_, v| {
                 n += 1;
-                with_ttl += Meta::decode(v).is_some_and(|m| m.expire_ms != 0) as i64;
+                if let Some(m) = Meta::decode(v) {
+                    with_ttl += (m.expire_ms != 0) as i64;
+                    newest_version = newest_version.max(m.coll().map_or(0, |c| c.version));
+                }
                 true
             })?;
             counts.push(Cell::new(n));
@@ -96,7 +103,7 @@ impl Keyspace {
             store,
             counts,
             expires,
-            last_version: Cell::new(0),
+            last_version: Cell::new(newest_version),
             sample_bounds: RefCell::new(HashMap::new()),
             stats: KeyspaceStats::default(),
         })
@@ -370,6 +377,7 @@ impl Keyspace {
         let mut next = to_slot;
         let mut current: Option<u16> = None;
         let mut stop = false;
+        let mut failed = None;
         self.store.scan(&lo, &hi, |k, v| {
             let (Some((_, slot, key)), Some(m)) = (keys::split_meta_key(k), Meta::decode(v)) else {
                 return true;
@@ -381,11 +389,30 @@ impl Keyspace {
                 }
                 current = Some(slot);
             }
-            if !m.is_expired(now_ms) && !f(key, m) {
+            if m.is_expired(now_ms) {
+                return true;
+            }
+            // A hash that may have no live field left is only listed once a
+            // read has proved it has one (the read repairs or deletes it);
+            // KEYS, SCAN and RANDOMKEY never show a key GET-family reads miss.
+            if hash::may_be_empty(&m, now_ms) {
+                match self.read(db, key, now_ms, |m| m.is_some()) {
+                    Ok(true) => {}
+                    Ok(false) => return true,
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+            }
+            if !f(key, m) {
                 stop = true;
             }
             true
         })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         Ok(next)
     }
 }

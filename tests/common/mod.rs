@@ -44,7 +44,9 @@ fn answers_ping(port: u16) -> bool {
     }
     let mut buf = [0u8; 64];
     match s.read(&mut buf) {
-        Ok(n) => buf[..n].starts_with(b"+PONG\r\n") || buf[..n].starts_with(b"-NOAUTH"),
+        // NOAUTH: a password is set; MISCONF: the disk is full (writes and
+        // PING are refused, reads served): the server is up either way.
+        Ok(n) => buf[..n].starts_with(b"+PONG\r\n") || buf[..n].starts_with(b"-NOAUTH") || buf[..n].starts_with(b"-MISCONF"),
         Err(_) => false,
     }
 }
@@ -162,6 +164,11 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// With extra `--name value` arguments (e.g. `--requirepass`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
         let tmp = tempfile::tempdir().expect("tempdir");
         let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let (port, child) = spawn_on_free_port("redis-server", |port| {
@@ -177,6 +184,7 @@ impl RedisServer {
                     "no",
                 ])
                 .args(["--dir", &tmp.path().display().to_string(), "--daemonize", "no"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -276,6 +284,26 @@ impl Raw {
             b'%' | b'|' if n > 0 => (0..2 * n).for_each(|_| self.read_value(out)),
             _ => {}
         }
+    }
+}
+
+/// xorshift64*: reproducible random cases without a dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
     }
 }
 

@@ -1,0 +1,142 @@
+//! Issue 10 item 4: a full disk. Writes stop with Redis's MISCONF error
+//! while reads go on, INFO persistence says why, writes resume by themselves
+//! once space is back, and a restart on the nearly full disk works. Runs on
+//! a small tmpfs, so it needs root to mount one; elsewhere it says so and
+//! checks nothing.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{show, Basalt, Raw};
+
+/// A tmpfs of `mb` MiB mounted on a temp dir; unmounted on drop.
+struct Tmpfs {
+    dir: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(mb: u32) -> Option<Tmpfs> {
+        let tmp = tempfile::tempdir().ok()?;
+        let dir = tmp.path().to_path_buf();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mb}m"), "tmpfs"])
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Tmpfs { dir, _tmp: tmp })
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}
+
+fn info_field(c: &mut Raw, name: &str) -> String {
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "persistence"])).to_string();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Writes 64 KiB values until the server refuses one; returns how many it
+/// took and the refusal.
+fn fill(c: &mut Raw) -> (usize, Vec<u8>) {
+    let value = "v".repeat(64 * 1024);
+    for i in 0..100_000 {
+        let reply = c.cmd(&["SET", &format!("fill:{i}"), &value]);
+        if reply != b"+OK\r\n" {
+            return (i, reply);
+        }
+    }
+    panic!("the disk never filled");
+}
+
+/// Polls SET until it succeeds again (space is back).
+fn wait_writable(c: &mut Raw, within: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        if c.cmd(&["SET", "after", "1"]) == b"+OK\r\n" {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+fn ballast(dir: &Path, mb: usize) -> PathBuf {
+    let path = dir.join("ballast");
+    std::fs::write(&path, vec![1u8; mb << 20]).expect("write ballast");
+    path
+}
+
+/// `restart`: also kill the server on the refilled disk and start it again.
+fn full_disk_case(min_free: &str, restart: bool) {
+    let Some(fs) = Tmpfs::mount(96) else {
+        eprintln!("SKIPPED full_disk: cannot mount a tmpfs here (needs root); nothing was checked");
+        return;
+    };
+    let spare = ballast(&fs.dir, 24);
+    let data = fs.dir.join("data");
+    let mut basalt = Basalt::start_in(&data, 2, &["--min-free-disk", min_free, "--appendfsync", "always"]);
+    let mut c = basalt.raw();
+    assert_eq!(c.cmd(&["SET", "kept", "yes"]), b"+OK\r\n");
+    let (written, refusal) = fill(&mut c);
+    assert!(written > 10, "refused after {written} writes");
+    assert_eq!(
+        show(&refusal),
+        "-MISCONF Errors writing to the AOF file: No space left on device\\r\\n"
+    );
+    // Reads go on; writes and PING are refused, as Redis after a failed AOF write.
+    assert_eq!(c.cmd(&["GET", "kept"]), b"$3\r\nyes\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "fill:0"]), b":1\r\n");
+    assert_eq!(show(&c.cmd(&["DEL", "kept"])), show(&refusal));
+    assert_eq!(show(&c.cmd(&["PING"])), show(&refusal));
+    assert_eq!(info_field(&mut c, "aof_last_write_status"), "err");
+    assert_eq!(info_field(&mut c, "rocksdb_write_stopped"), "1");
+    assert!(!info_field(&mut c, "write_error").is_empty());
+    // Space comes back: writes resume with no restart.
+    std::fs::remove_file(&spare).expect("free space");
+    assert!(
+        wait_writable(&mut c, Duration::from_secs(30)),
+        "writes did not resume: {}",
+        info_field(&mut c, "write_error")
+    );
+    assert_eq!(info_field(&mut c, "aof_last_write_status"), "ok");
+    assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+    if !restart {
+        return;
+    }
+    // Fill it again up to the guard and restart there: the WAL replays
+    // without new SST files (it used to fail with 7 MB free).
+    let (more, _) = fill(&mut c);
+    assert!(more > 0);
+    basalt.signal_and_wait("-KILL");
+    let basalt = Basalt::start_in(&data, 2, &["--min-free-disk", min_free]);
+    let mut c = basalt.raw();
+    assert_eq!(c.cmd(&["GET", "kept"]), b"$3\r\nyes\r\n");
+    assert_eq!(c.cmd(&["GET", "after"]), b"$1\r\n1\r\n");
+    assert_eq!(c.cmd(&["EXISTS", "fill:0"]), b":1\r\n");
+}
+
+/// The guard stops writes before RocksDB sees ENOSPC.
+#[test]
+fn full_disk_with_the_guard() {
+    full_disk_case("16mb", true);
+}
+
+/// No guard: RocksDB itself hits ENOSPC; its background error must clear
+/// once space is back, with no restart. It does not yet: RocksDB 11.8 does
+/// not resume from a failed WAL append on its own (30 s with room again),
+/// and rust-rocksdb has no `DB::Resume`. Open in issue 10 item 4.
+#[test]
+#[ignore = "open: RocksDB does not resume after a WAL ENOSPC without DB::Resume (issue 10 item 4)"]
+fn full_disk_without_the_guard() {
+    full_disk_case("0", false);
+}
