@@ -193,7 +193,7 @@ fn parser_answers_like_redis() {
         b"*9223372036854775808\r\n",
         b"*1\r\n$9223372036854775807\r\n",
         b"*1\r\n$-9223372036854775808\r\n",
-        b"SCAN 18446744073709551616\r\nSCAN 01\r\nSCAN +1\r\nSCAN x\r\nHSCAN h 1-\r\n",
+        b"SELECT 5\r\nSCAN 18446744073709551616\r\nSCAN 01\r\nSCAN +1\r\nSCAN x\r\nHSCAN h 1-\r\n",
     ];
     same_exchanges(redis.port, basalt.port, cases);
     // Redis 7.2+ reads cursors with string2ull: a negative cursor is
