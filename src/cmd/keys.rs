@@ -9,6 +9,7 @@ use super::args::{db_index, int, is, text};
 use super::Ctx;
 use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SYNTAX};
 use crate::resp::Reply;
+use crate::storage::intent::IntentRef;
 use crate::storage::meta::{self, KeyType, Meta};
 use crate::types::coll::{self, Owned};
 use crate::types::keyspace::Keyspace;
@@ -449,7 +450,17 @@ pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResul
 /// O(n) in the pairs: a key given more than once is read and written once,
 /// with its last value (what Redis leaves). A key that was a collection
 /// loses its members in the same batch, as SET does.
-pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, only_if_none_exist: bool) -> CmdResult<bool> {
+///
+/// `done`: the intent part this MSET applies (a cross-shard MSET); its
+/// record is deleted in the same batch.
+pub fn mset_pairs(
+    ks: &Keyspace,
+    db: u8,
+    pairs: &[(Bytes, Bytes)],
+    now_ms: u64,
+    only_if_none_exist: bool,
+    done: Option<IntentRef>,
+) -> CmdResult<bool> {
     let mut last: ahash::AHashMap<&[u8], usize> = ahash::AHashMap::with_capacity(pairs.len());
     for (i, (k, _)) in pairs.iter().enumerate() {
         last.insert(&k[..], i);
@@ -464,6 +475,9 @@ pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, 
         return Ok(false);
     }
     let mut b = ks.store.batch();
+    if let Some(r) = done {
+        ks.store.stage_intent_done(&mut b, r);
+    }
     for (i, prior) in priors {
         let (k, v) = &pairs[i];
         ks.stage_drop_members(&mut b, db, k, prior.and_then(|p| p.1));
@@ -473,17 +487,43 @@ pub fn mset_pairs(ks: &Keyspace, db: u8, pairs: &[(Bytes, Bytes)], now_ms: u64, 
     Ok(true)
 }
 
-/// A live key's whole value, for RENAME/COPY across shards.
+/// A live key's whole value, for COPY across shards.
 pub fn take_value(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<Owned>> {
     coll::take(ks, db, key, now_ms)
 }
 
+/// RENAME's source half across shards: takes a live key out and deletes it
+/// in one batch that also writes the destination's intent part (`carry`
+/// encodes it from the value), so a crash after this write still renames.
+/// A write to the source after this step makes a new key: nothing is lost.
+pub fn take_out(
+    ks: &Keyspace,
+    db: u8,
+    key: &[u8],
+    now_ms: u64,
+    carry: impl FnOnce(&Owned) -> (IntentRef, Vec<u8>),
+) -> CmdResult<Option<Owned>> {
+    let Some(v) = coll::take(ks, db, key, now_ms)? else {
+        return Ok(None);
+    };
+    let m = Meta::decode(&v.raw).ok_or(CORRUPT)?;
+    let mut b = ks.store.batch();
+    ks.stage_delete(&mut b, db, key, &m);
+    let (r, body) = carry(&v);
+    ks.store.stage_intent(&mut b, r, &body);
+    ks.store.write(b)?;
+    Ok(Some(v))
+}
+
 /// Writes a moved/copied value at its destination (under a new version for
 /// a collection). Returns false when the destination exists and must not
-/// be replaced.
-pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, replace: bool) -> CmdResult<bool> {
+/// be replaced. `done`: the intent part this applies (RENAME across shards).
+pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, replace: bool, done: Option<IntentRef>) -> CmdResult<bool> {
     // One read of the destination: staged for deletion if it may be replaced.
     let mut b = ks.store.batch();
+    if let Some(r) = done {
+        ks.store.stage_intent_done(&mut b, r);
+    }
     let exists = ks.read(db, key, now_ms, |m| {
         m.map(|m| {
             if replace {
@@ -500,6 +540,44 @@ pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, repl
     }
     ks.store.write(b)?;
     Ok(true)
+}
+
+/// RENAME, RENAMENX or COPY with both keys on this shard: one batch, so it
+/// is atomic here and across a crash. None when the source is missing,
+/// Some(false) when the destination exists and may not be replaced.
+pub fn move_local(
+    ks: &Keyspace,
+    (src_db, src): (u8, &[u8]),
+    (dst_db, dst): (u8, &[u8]),
+    now_ms: u64,
+    replace: bool,
+    delete_src: bool,
+) -> CmdResult<Option<bool>> {
+    let Some(v) = coll::take(ks, src_db, src, now_ms)? else {
+        return Ok(None);
+    };
+    if src == dst && src_db == dst_db {
+        return Ok(Some(replace));
+    }
+    let mut b = ks.store.batch();
+    let exists = ks.read(dst_db, dst, now_ms, |m| {
+        m.map(|m| {
+            if replace {
+                ks.stage_delete(&mut b, dst_db, dst, &m);
+            }
+        })
+        .is_some()
+    })?;
+    if exists && !replace {
+        return Ok(Some(false));
+    }
+    coll::stage_place(ks, &mut b, dst_db, dst, &v, None)?;
+    if delete_src {
+        let m = Meta::decode(&v.raw).ok_or(CORRUPT)?;
+        ks.stage_delete(&mut b, src_db, src, &m);
+    }
+    ks.store.write(b)?;
+    Ok(Some(true))
 }
 
 /// Whether a live key exists (RENAMENX/COPY pre-checks).

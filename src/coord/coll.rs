@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::intent::{self, Op as Intent};
 use super::S;
 use crate::cmd::args::{is, parse_i64};
 use crate::cmd::whole::{write_member, Keep, Whole};
@@ -25,6 +26,7 @@ use crate::resp::Reply;
 use crate::server::conn::owner;
 use crate::server::global::now_ms;
 use crate::shard::ShardState;
+use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
@@ -299,9 +301,11 @@ pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -
     Ok(())
 }
 
-/// SMOVE. On one owner it is one synchronous step. Across owners: check
-/// the destination's type, remove from the source, add to the destination
-/// (see docs/cross-shard.md for what a concurrent writer can observe).
+/// SMOVE. On one owner it is one synchronous step and one batch. Across
+/// owners: check both types, then the source's owner removes the member in
+/// one batch with the destination's intent part, and the destination's
+/// owner adds it and deletes that part in one batch; after a crash the next
+/// start completes the move (docs/cross-shard.md).
 async fn smove(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (src, dst, member) = (argv[1].clone(), argv[2].clone(), argv[3].clone());
     let n = shard.count();
@@ -338,45 +342,85 @@ async fn smove(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if src_type != KeyType::Set || dst_type.is_some_and(|t| t != KeyType::Set) {
         return Err(WRONGTYPE);
     }
-    let m2 = member.clone();
+    let part = IntentRef {
+        id: shard.state().global.engine.next_intent_id(),
+        part: 0,
+    };
+    let carried = Intent::Sadd {
+        db,
+        key: dst.to_vec(),
+        member: member.to_vec(),
+        back: Some(src.to_vec()),
+    }
+    .encode();
+    let (s2, m2) = (src.clone(), member.clone());
     let removed = shard
         .invoke_on(so, move |st: &ShardState| -> CmdResult<bool> {
-            let Some(mut w) = coll::Writer::open(&st.ks, db, &src, KeyType::Set, now_ms(), false)? else {
+            let Some(mut w) = coll::Writer::open(&st.ks, db, &s2, KeyType::Set, now_ms(), false)? else {
                 return Ok(false);
             };
-            let gone = w.delete(&m2)? != crate::types::hash::Phys::Missing;
+            if w.delete(&m2)? == crate::types::hash::Phys::Missing {
+                return Ok(false);
+            }
+            w.stage_intent(part, &carried);
             w.commit()?;
-            Ok(gone)
+            Ok(true)
         })
         .await?;
     if !removed {
         r.int(0);
         return Ok(());
     }
-    shard
-        .invoke_on(dso, move |st: &ShardState| add_member(st, db, &dst, &member, now_ms()))
+    let m2 = member.clone();
+    let returned = shard
+        .invoke_on(dso, move |st: &ShardState| -> CmdResult<Option<IntentRef>> {
+            match intent::add_member(&st.ks, db, &dst, &m2, now_ms(), Some(part)) {
+                Err(e) if e == WRONGTYPE => {
+                    // The destination stopped being a set since the check:
+                    // the member goes back to the source (Redis would have
+                    // refused), through one more intent part.
+                    let back = IntentRef { id: part.id, part: 1 };
+                    let op = Intent::Sadd {
+                        db,
+                        key: src.to_vec(),
+                        member: m2.to_vec(),
+                        back: None,
+                    };
+                    let mut b = st.ks.store.batch();
+                    st.ks.store.stage_intent_done(&mut b, part);
+                    st.ks.store.stage_intent(&mut b, back, &op.encode());
+                    st.ks.store.write(b)?;
+                    Ok(Some(back))
+                }
+                other => other.map(|_| None),
+            }
+        })
         .await?;
+    if let Some(back) = returned {
+        let src = argv[1].clone();
+        shard
+            .invoke_on(so, move |st: &ShardState| {
+                intent::add_member(&st.ks, db, &src, &member, now_ms(), Some(back))
+            })
+            .await?;
+        return Err(WRONGTYPE);
+    }
     r.int(1);
     Ok(())
 }
 
-/// Removes `member` from `src` and adds it to `dst`, both on this shard.
+/// Removes `member` from `src` and adds it to `dst`, both on this shard, in
+/// one batch.
 fn move_member(st: &ShardState, db: u8, src: &[u8], dst: &[u8], member: &[u8], now: u64) -> CmdResult<i64> {
     let mut from = coll::Writer::open(&st.ks, db, src, KeyType::Set, now, false)?.ok_or(CORRUPT)?;
     if from.delete(member)? == crate::types::hash::Phys::Missing {
         return Ok(0);
     }
-    from.commit()?;
-    add_member(st, db, dst, member, now)?;
-    Ok(1)
-}
-
-/// SADD of one member (SMOVE's second half).
-fn add_member(st: &ShardState, db: u8, key: &[u8], member: &[u8], now: u64) -> CmdResult {
-    let mut to = coll::Writer::upsert(&st.ks, db, key, KeyType::Set, now)?;
+    let (_, b) = from.finish()?;
+    let mut to = coll::Writer::upsert(&st.ks, db, dst, KeyType::Set, now)?.with_batch(b);
     if to.physical(member)?.is_none() {
         to.put(member, 0, b"")?;
     }
     to.commit()?;
-    Ok(())
+    Ok(1)
 }

@@ -23,11 +23,15 @@ use crate::resp::Reply;
 use crate::server::conn::owner;
 use crate::server::global::now_ms;
 use crate::shard::ShardState;
+use crate::storage::intent::IntentRef;
 use crate::storage::keys::SLOTS;
 use crate::storage::meta::KeyType;
 use crate::storage::{first_slot_of, shard_of_slot};
 
 pub mod coll;
+pub mod intent;
+
+use intent::Op;
 
 pub(crate) type S = Rc<Shard<ShardState>>;
 
@@ -211,7 +215,9 @@ async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
         let (target, items) = &groups[0];
         let pairs = pairs_of(items);
         return shard
-            .invoke_on(*target, move |st: &ShardState| k::mset_pairs(&st.ks, db, &pairs, now_ms(), nx))
+            .invoke_on(*target, move |st: &ShardState| {
+                k::mset_pairs(&st.ks, db, &pairs, now_ms(), nx, None)
+            })
             .await;
     }
     if nx {
@@ -223,10 +229,27 @@ async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
             }
         }
     }
-    let mut futs = Vec::new();
-    for (target, items) in &groups {
+    // The intent first (every owner's pairs, one batch, written from here),
+    // then each owner applies its part and deletes its record in one batch:
+    // after a crash, the next start completes whatever was not applied.
+    let st = shard.state();
+    let id = st.global.engine.next_intent_id();
+    let mut intent = st.ks.store.batch();
+    let mut work = Vec::with_capacity(groups.len());
+    for (i, (target, items)) in groups.iter().enumerate() {
+        let r = IntentRef { id, part: i as u16 };
         let pairs = pairs_of(items);
-        futs.push(shard.invoke_on(*target, move |st: &ShardState| k::mset_pairs(&st.ks, db, &pairs, now_ms(), false)));
+        st.ks
+            .store
+            .stage_intent(&mut intent, r, &Op::Mset { db, pairs: pairs.clone() }.encode());
+        work.push((*target, r, pairs));
+    }
+    st.ks.store.write(intent)?;
+    let mut futs = Vec::new();
+    for (target, r, pairs) in work {
+        futs.push(shard.invoke_on(target, move |st: &ShardState| {
+            k::mset_pairs(&st.ks, db, &pairs, now_ms(), false, Some(r))
+        }));
     }
     for res in shards::join_all(futs).await {
         res?;
@@ -241,46 +264,73 @@ async fn move_key(shard: &S, src_db: u8, src: &Bytes, dst_db: u8, dst: &Bytes, r
     let (so, dso) = (owner(src, n), owner(dst, n));
     let (src, dst) = (src.clone(), dst.clone());
     if so == dso {
-        // Same owner: one synchronous step, atomic on that shard.
+        // Same owner: one synchronous step and one batch.
         return shard
             .invoke_on(so, move |st: &ShardState| {
-                let now = now_ms();
-                let Some(v) = k::take_value(&st.ks, src_db, &src, now)? else {
-                    return Ok(None);
-                };
-                if src == dst && src_db == dst_db {
-                    return Ok(Some(replace));
-                }
-                if !k::put_value(&st.ks, dst_db, &dst, &v, now, replace)? {
-                    return Ok(Some(false));
-                }
-                if delete_src {
-                    st.ks.delete(src_db, &src, now)?;
-                }
-                Ok(Some(true))
+                k::move_local(&st.ks, (src_db, &src), (dst_db, &dst), now_ms(), replace, delete_src)
             })
             .await;
     }
-    let s2 = src.clone();
+    if !delete_src {
+        // COPY: a read, then one write on the destination's owner.
+        let Some(v) = shard
+            .invoke_on(so, move |st: &ShardState| k::take_value(&st.ks, src_db, &src, now_ms()))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let placed = shard
+            .invoke_on(dso, move |st: &ShardState| {
+                k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), replace, None)
+            })
+            .await?;
+        return Ok(Some(placed));
+    }
+    if !replace {
+        // RENAMENX checks the destination first; a key created there before
+        // the rename lands is replaced (docs/cross-shard.md).
+        let (s2, d2) = (src.clone(), dst.clone());
+        let src_exists = shard
+            .invoke_on(so, move |st: &ShardState| k::exists(&st.ks, src_db, &s2, now_ms()))
+            .await;
+        let dst_exists = shard
+            .invoke_on(dso, move |st: &ShardState| k::exists(&st.ks, dst_db, &d2, now_ms()))
+            .await;
+        if !src_exists? {
+            return Ok(None);
+        }
+        if dst_exists? {
+            return Ok(Some(false));
+        }
+    }
+    // The source's owner takes the value out and deletes it in one batch
+    // with the destination's intent part; the destination's owner places it
+    // and deletes that part in one batch.
+    let r = IntentRef {
+        id: shard.state().global.engine.next_intent_id(),
+        part: 0,
+    };
+    let d2 = dst.clone();
     let Some(v) = shard
-        .invoke_on(so, move |st: &ShardState| k::take_value(&st.ks, src_db, &s2, now_ms()))
+        .invoke_on(so, move |st: &ShardState| {
+            k::take_out(&st.ks, src_db, &src, now_ms(), |v| {
+                let op = Op::Place {
+                    db: dst_db,
+                    key: d2.to_vec(),
+                    value: v.clone(),
+                };
+                (r, op.encode())
+            })
+        })
         .await?
     else {
         return Ok(None);
     };
-    let placed = shard
+    shard
         .invoke_on(dso, move |st: &ShardState| {
-            k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), replace)
+            k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), true, Some(r))
         })
         .await?;
-    if !placed {
-        return Ok(Some(false));
-    }
-    if delete_src {
-        shard
-            .invoke_on(so, move |st: &ShardState| st.ks.delete(src_db, &src, now_ms()))
-            .await?;
-    }
     Ok(Some(true))
 }
 

@@ -476,4 +476,86 @@ mod tests {
         assert!(split_args(b"'abc").is_none());
         assert_eq!(split_args(b"").unwrap(), Vec::<Vec<u8>>::new());
     }
+
+    /// The parser's fuzz target, run in CI for a bounded number of cases:
+    /// random requests (mutated valid ones and raw bytes) never panic, a
+    /// parsed frame stays inside its input and does not change when more
+    /// bytes follow, every strict prefix of a parsed frame asks for more,
+    /// and an error stays the same error when more bytes follow.
+    #[test]
+    fn fuzz_parser_invariants() {
+        let seeds: &[&[u8]] = &[
+            b"*1\r\n$4\r\nPING\r\n",
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n",
+            b"*2\r\n$4\r\nECHO\r\n$5\r\na\r\nbc\r\n",
+            b"PING\r\n",
+            b"set k \"a\\x41 b\" 'c'\r\n",
+            b"*0\r\n",
+            b"*-1\r\n",
+            b"\r\n",
+        ];
+        let alphabet = b"*$-+0123456789\r\n \t\"'\\x\x00\x0b\x0cPINGab";
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n.max(1) as u64) as usize
+        };
+        let limits = [
+            L,
+            lim(16),
+            Limits {
+                max_bulk: 512 << 20,
+                unauthenticated: true,
+            },
+        ];
+        let mut seen = [0usize; 3];
+        for case in 0..60_000 {
+            let mut buf: Vec<u8> = if case % 5 == 0 {
+                (0..next(40)).map(|_| next(256) as u8).collect()
+            } else {
+                seeds[next(seeds.len())].to_vec()
+            };
+            for _ in 0..next(4) {
+                let at = next(buf.len() + 1);
+                match next(4) {
+                    0 if at < buf.len() => buf[at] = alphabet[next(alphabet.len())],
+                    1 => buf.insert(at, alphabet[next(alphabet.len())]),
+                    2 if at < buf.len() => {
+                        buf.remove(at);
+                    }
+                    _ => buf.truncate(at),
+                }
+            }
+            let lim = limits[next(limits.len())];
+            let tail: &[u8] = [&b"*1\r\n$4\r\nPING\r\n"[..], b"\r\n", b"x"][next(3)];
+            let mut longer = buf.clone();
+            longer.extend_from_slice(tail);
+            let shown = String::from_utf8_lossy(&buf).into_owned();
+            match parse_request(&buf, lim) {
+                Ok(Some(f)) => {
+                    seen[0] += 1;
+                    assert!(f.consumed > 0 && f.consumed <= buf.len(), "{shown:?}");
+                    assert!(f.args.iter().all(|r| r.end <= f.consumed), "{shown:?}");
+                    let g = parse_request(&longer, lim).unwrap_or_else(|e| panic!("{shown:?} then {e:?}"));
+                    let g = g.unwrap_or_else(|| panic!("{shown:?} parsed, longer did not"));
+                    assert_eq!((g.consumed, &g.args, &g.owned), (f.consumed, &f.args, &f.owned), "{shown:?}");
+                    for cut in 0..f.consumed {
+                        assert!(
+                            matches!(parse_request(&buf[..cut], lim), Ok(None)),
+                            "{shown:?}: prefix {cut} did not ask for more"
+                        );
+                    }
+                }
+                Ok(None) => seen[1] += 1,
+                Err(e) => {
+                    seen[2] += 1;
+                    assert_eq!(parse_request(&longer, lim).err(), Some(e), "{shown:?}");
+                }
+            }
+        }
+        // Each outcome was reached often: the cases are not all alike.
+        assert!(seen.iter().all(|n| *n > 5_000), "frames, incomplete, errors: {seen:?}");
+    }
 }

@@ -136,6 +136,9 @@ pub fn run(config: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
     engine.enable_gc();
+    // Cross-shard writes a crash cut short are completed before any client
+    // is served (docs/cross-shard.md).
+    crate::coord::intent::replay(engine, shards, databases, global::now_ms()).map_err(|e| format!("cannot replay intents: {e}"))?;
     engine.disk.set_min_free(config.get_int("min-free-disk").max(0) as u64);
     engine.check_disk();
     engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));

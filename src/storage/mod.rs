@@ -14,6 +14,7 @@
 
 pub mod disk;
 pub mod gc;
+pub mod intent;
 pub mod keys;
 pub mod meta;
 
@@ -98,6 +99,8 @@ pub struct Engine {
     gc_slots: Vec<(String, gc::Slot)>,
     /// Refuses writes while the disk is (almost) full; see `disk`.
     pub disk: disk::DiskGuard,
+    /// The next cross-shard intent id; see `intent`.
+    intent_ids: AtomicU64,
 }
 
 fn cf_name(i: usize) -> String {
@@ -188,8 +191,10 @@ impl Engine {
         }
         db.put(SHARDS_RECORD, opts.shards.to_string())?;
         db.flush_wal(true)?;
+        let intent_ids = AtomicU64::new(Self::first_free_intent_id(&db));
         Ok(Engine {
             db,
+            intent_ids,
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             dir: opts.dir.clone(),
             written: AtomicU64::new(0),

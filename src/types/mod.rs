@@ -7,3 +7,4 @@ pub mod coll;
 pub mod hash;
 pub mod keyspace;
 pub mod string;
+pub mod writer;

@@ -1,0 +1,279 @@
+//! What a cross-shard write leaves in its intent records, and the replay of
+//! the parts a crash left unapplied (see `storage::intent` for the
+//! protocol, docs/cross-shard.md for what it guarantees).
+//!
+//! Each part is one [`Op`]: the writes one shard makes. Applying an op is
+//! idempotent in its effect (the key ends with the same value), so a replay
+//! cut short by another crash is simply run again.
+
+use bytes::Bytes;
+
+use crate::cmd::keys as k;
+use crate::error::{CmdResult, WRONGTYPE};
+use crate::server::conn::owner;
+use crate::storage::intent::IntentRef;
+use crate::storage::meta::KeyType;
+use crate::storage::Engine;
+use crate::types::coll::{Owned, Writer};
+use crate::types::keyspace::Keyspace;
+
+/// One shard's share of a cross-shard write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// MSET's pairs on one shard.
+    Mset { db: u8, pairs: Vec<(Bytes, Bytes)> },
+    /// RENAME's destination: the value, replacing whatever is there.
+    Place { db: u8, key: Vec<u8>, value: Owned },
+    /// SMOVE's destination: add `member` to the set `key`; if `key` is not a
+    /// set by then, the member goes back to `back` (the source).
+    Sadd {
+        db: u8,
+        key: Vec<u8>,
+        member: Vec<u8>,
+        back: Option<Vec<u8>>,
+    },
+}
+
+const MSET: u8 = 1;
+const PLACE: u8 = 2;
+const SADD: u8 = 3;
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u64).to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Reads the stored bytes back; every length is checked (the bytes come
+/// from disk).
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (a, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(a)
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_be_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        self.take(n)
+    }
+
+    /// A count of items each at least `min` bytes long: refuses counts the
+    /// remaining bytes cannot hold (no huge allocation from a bad record).
+    fn count(&mut self, min: usize) -> Option<usize> {
+        let n = usize::try_from(self.u64()?).ok()?;
+        (n.checked_mul(min)? <= self.0.len()).then_some(n)
+    }
+}
+
+impl Op {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        match self {
+            Op::Mset { db, pairs } => {
+                out.extend_from_slice(&[MSET, *db]);
+                out.extend_from_slice(&(pairs.len() as u64).to_be_bytes());
+                for (key, v) in pairs {
+                    put_bytes(&mut out, key);
+                    put_bytes(&mut out, v);
+                }
+            }
+            Op::Place { db, key, value } => {
+                out.extend_from_slice(&[PLACE, *db]);
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, &value.raw);
+                out.extend_from_slice(&(value.members.len() as u64).to_be_bytes());
+                for (m, v) in &value.members {
+                    put_bytes(&mut out, m);
+                    put_bytes(&mut out, v);
+                }
+            }
+            Op::Sadd { db, key, member, back } => {
+                out.extend_from_slice(&[SADD, *db]);
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, member);
+                match back {
+                    Some(b) => {
+                        out.push(1);
+                        put_bytes(&mut out, b);
+                    }
+                    None => out.push(0),
+                }
+            }
+        }
+        out
+    }
+
+    pub fn decode(raw: &[u8]) -> Option<Op> {
+        let mut r = Reader(raw);
+        let (tag, db) = (r.u8()?, r.u8()?);
+        let op = match tag {
+            MSET => {
+                let n = r.count(16)?;
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let key = Bytes::copy_from_slice(r.bytes()?);
+                    pairs.push((key, Bytes::copy_from_slice(r.bytes()?)));
+                }
+                Op::Mset { db, pairs }
+            }
+            PLACE => {
+                let key = r.bytes()?.to_vec();
+                let raw = r.bytes()?.to_vec();
+                let n = r.count(16)?;
+                let mut members = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let m = r.bytes()?.to_vec();
+                    members.push((m, r.bytes()?.to_vec()));
+                }
+                Op::Place {
+                    db,
+                    key,
+                    value: Owned { raw, members },
+                }
+            }
+            SADD => {
+                let key = r.bytes()?.to_vec();
+                let member = r.bytes()?.to_vec();
+                let back = match r.u8()? {
+                    0 => None,
+                    1 => Some(r.bytes()?.to_vec()),
+                    _ => return None,
+                };
+                Op::Sadd { db, key, member, back }
+            }
+            _ => return None,
+        };
+        r.0.is_empty().then_some(op)
+    }
+}
+
+/// SADD of one member, in a batch that deletes intent part `done` when
+/// given (and holds whatever `b` already staged). WRONGTYPE (nothing
+/// written) when `key` is not a set.
+pub fn add_member(ks: &Keyspace, db: u8, key: &[u8], member: &[u8], now: u64, done: Option<IntentRef>) -> CmdResult {
+    let mut to = Writer::upsert(ks, db, key, KeyType::Set, now)?;
+    if let Some(r) = done {
+        to.intent_done(r);
+    }
+    if to.physical(member)?.is_none() {
+        to.put(member, 0, b"")?;
+    }
+    to.commit()?;
+    Ok(())
+}
+
+/// Completes the parts of cross-shard writes a crash left unapplied, before
+/// any shard serves a client. Each shard's keyspace is opened here just for
+/// this (and only when there is something to replay); the shards open their
+/// own afterwards and count keys from what is then on disk. Returns how many
+/// parts were replayed.
+pub fn replay(engine: &'static Engine, shards: usize, databases: usize, now: u64) -> Result<usize, String> {
+    let pending = engine.pending_intents().map_err(|e| e.0)?;
+    if pending.is_empty() {
+        return Ok(0);
+    }
+    let spaces = (0..shards)
+        .map(|i| {
+            let store = engine.shard(i).map_err(|e| e.0)?;
+            Keyspace::open(store, databases).map_err(|e| e.0.to_string())
+        })
+        .collect::<Result<Vec<Keyspace>, String>>()?;
+    let ks_of = |key: &[u8]| &spaces[owner(key, shards)];
+    let mut n = 0;
+    for (r, body) in pending {
+        match Op::decode(&body) {
+            None => tracing::error!(id = r.id, part = r.part, "unreadable intent record dropped"),
+            Some(op) => {
+                if let Err(e) = apply_replayed(&op, now, &ks_of) {
+                    tracing::error!(id = r.id, part = r.part, error = %e.0, "intent replay failed; dropped");
+                }
+            }
+        }
+        engine.drop_intent(r).map_err(|e| e.0)?;
+        n += 1;
+    }
+    tracing::info!(parts = n, "completed cross-shard writes interrupted by the last stop");
+    Ok(n)
+}
+
+fn apply_replayed<'a>(op: &Op, now: u64, ks_of: &dyn Fn(&[u8]) -> &'a Keyspace) -> CmdResult {
+    match op {
+        Op::Mset { db, pairs } => {
+            // The shard count may have changed since: each pair to its owner.
+            for (key, v) in pairs {
+                k::mset_pairs(ks_of(key), *db, &[(key.clone(), v.clone())], now, false, None)?;
+            }
+        }
+        Op::Place { db, key, value } => {
+            k::put_value(ks_of(key), *db, key, value, now, true, None)?;
+        }
+        Op::Sadd { db, key, member, back } => match (add_member(ks_of(key), *db, key, member, now, None), back) {
+            (Err(e), Some(src)) if e == WRONGTYPE => add_member(ks_of(src), *db, src, member, now, None)?,
+            (other, _) => other?,
+        },
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_round_trip_and_bad_bytes_are_refused() {
+        let ops = [
+            Op::Mset {
+                db: 3,
+                pairs: vec![(Bytes::from_static(b"a"), Bytes::from_static(b"1")), (Bytes::new(), Bytes::new())],
+            },
+            Op::Place {
+                db: 0,
+                key: b"dst".to_vec(),
+                value: Owned {
+                    raw: vec![1, 2, 3],
+                    members: vec![(b"m".to_vec(), b"v".to_vec())],
+                },
+            },
+            Op::Sadd {
+                db: 9,
+                key: b"s".to_vec(),
+                member: b"x".to_vec(),
+                back: Some(b"src".to_vec()),
+            },
+            Op::Sadd {
+                db: 9,
+                key: b"s".to_vec(),
+                member: vec![],
+                back: None,
+            },
+        ];
+        for op in &ops {
+            let raw = op.encode();
+            assert_eq!(Op::decode(&raw).as_ref(), Some(op));
+            for cut in 0..raw.len() {
+                assert_eq!(Op::decode(&raw[..cut]), None, "{op:?} cut at {cut}");
+            }
+            let mut longer = raw.clone();
+            longer.push(0);
+            assert_eq!(Op::decode(&longer), None);
+        }
+        // A count no record could hold is refused before allocating.
+        let mut huge = vec![MSET, 0];
+        huge.extend_from_slice(&u64::MAX.to_be_bytes());
+        assert_eq!(Op::decode(&huge), None);
+        assert_eq!(Op::decode(&[42, 0]), None);
+    }
+}

@@ -1,0 +1,229 @@
+//! The collection writer: stages member changes of one collection and
+//! writes them with the updated metadata in one batch. The batch may carry
+//! more (an intent record, the other half of an SMOVE on the same shard);
+//! see [`Writer::with_batch`] and [`Writer::finish`].
+
+use std::collections::HashMap;
+
+use crate::error::{CmdResult, CORRUPT};
+use crate::storage::intent::IntentRef;
+use crate::storage::keys;
+use crate::storage::meta::{Coll, Hfe, KeyType, Meta};
+use crate::storage::Batch;
+use crate::types::coll::{member, view};
+use crate::types::hash::{self, Phys};
+use crate::types::keyspace::{Keyspace, Prior};
+
+/// Stages member changes of one collection and writes them, with the
+/// updated metadata, in one batch. Later reads through the writer see
+/// earlier staged changes (a field repeated in one HSET).
+pub struct Writer<'k> {
+    ks: &'k Keyspace,
+    db: u8,
+    key: &'k [u8],
+    ty: KeyType,
+    now: u64,
+    pub expire_ms: u64,
+    prior: Prior,
+    /// The collection as it was before this command (for its delete).
+    orig: Coll,
+    pub c: Coll,
+    /// Physical state of members read or staged so far: (expire ms, value)
+    /// or gone.
+    touched: HashMap<Vec<u8>, Option<(u64, Vec<u8>)>>,
+    b: Batch,
+    dirty: bool,
+    /// A member was added (cached sampling bounds may no longer cover all).
+    added: bool,
+}
+
+impl<'k> Writer<'k> {
+    /// Opens `key` as a collection of type `ty`. WRONGTYPE for another type.
+    /// A missing key gives a new empty collection when `create`, else None.
+    pub fn open(ks: &'k Keyspace, db: u8, key: &'k [u8], ty: KeyType, now: u64, create: bool) -> CmdResult<Option<Writer<'k>>> {
+        let found = view(ks, db, key, ty, now)?;
+        let (expire_ms, prior, c) = match found {
+            Some(v) => (v.expire_ms, Some(v.expire_ms), v.c),
+            None if create => {
+                let version = ks.next_version(crate::server::global::now_us());
+                (0, None, Coll::new(version, ty == KeyType::Hash))
+            }
+            None => return Ok(None),
+        };
+        Ok(Some(Writer {
+            ks,
+            db,
+            key,
+            ty,
+            now,
+            expire_ms,
+            prior,
+            orig: c,
+            c,
+            touched: HashMap::new(),
+            b: ks.store.batch(),
+            dirty: false,
+            added: false,
+        }))
+    }
+
+    /// [`Writer::open`] creating the collection when missing.
+    pub fn upsert(ks: &'k Keyspace, db: u8, key: &'k [u8], ty: KeyType, now: u64) -> CmdResult<Writer<'k>> {
+        Self::open(ks, db, key, ty, now, true)?.ok_or(CORRUPT)
+    }
+
+    /// True when the key existed before this command.
+    pub fn existed(&self) -> bool {
+        self.prior.is_some()
+    }
+
+    /// A member's physical (expire ms, value), expired or not. Each member
+    /// is read from storage at most once per command: the answer is kept
+    /// with the staged changes, so a check followed by a write costs one read.
+    pub fn physical(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
+        if let Some(t) = self.touched.get(sub) {
+            return Ok(t.clone());
+        }
+        let found = if self.existed() {
+            member(self.ks, self.db, self.key, &self.c, sub)?
+        } else {
+            None
+        };
+        self.touched.insert(sub.to_vec(), found.clone());
+        Ok(found)
+    }
+
+    /// A member's (expire ms, value) if live.
+    pub fn live(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
+        Ok(self.physical(sub)?.filter(|(t, _)| !hash::expired(*t, self.now)))
+    }
+
+    fn state(p: &Option<(u64, Vec<u8>)>) -> Phys {
+        match p {
+            None => Phys::Missing,
+            Some((t, _)) => Phys::of(*t),
+        }
+    }
+
+    /// Stores a member with expiry `ttl` (0: none; hashes only).
+    pub fn put(&mut self, sub: &[u8], ttl: u64, value: &[u8]) -> CmdResult<Phys> {
+        let before = Self::state(&self.physical(sub)?);
+        self.added |= before == Phys::Missing;
+        hash::transition(&mut self.c, before, Phys::of(ttl));
+        let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+        self.ks
+            .store
+            .put(&mut self.b, &k, &hash::encode_value(self.c.hfe.is_some(), ttl, value));
+        self.touched.insert(sub.to_vec(), Some((ttl, value.to_vec())));
+        self.dirty = true;
+        Ok(before)
+    }
+
+    /// Deletes a member; returns its physical state before.
+    pub fn delete(&mut self, sub: &[u8]) -> CmdResult<Phys> {
+        let before = Self::state(&self.physical(sub)?);
+        if before != Phys::Missing {
+            hash::transition(&mut self.c, before, Phys::Missing);
+            let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+            self.ks.store.delete(&mut self.b, &k);
+            self.touched.insert(sub.to_vec(), None);
+            self.dirty = true;
+        }
+        Ok(before)
+    }
+
+    /// Converts a mode-0 hash to field-expiration mode: every value is
+    /// rewritten with a zero expire prefix (members this command already
+    /// staged are re-staged in the new encoding).
+    pub fn ensure_hfe(&mut self) -> CmdResult {
+        if self.c.hfe.is_some() {
+            return Ok(());
+        }
+        let (lo, hi) = keys::sub_range(self.db, self.key, self.c.version);
+        let (ks, b, touched) = (self.ks, &mut self.b, &mut self.touched);
+        ks.store.scan(&lo, &hi, |k, v| {
+            // Later reads in this command must see the converted values,
+            // which are only staged so far.
+            touched.entry(k[lo.len()..].to_vec()).or_insert_with(|| Some((0, v.to_vec())));
+            true
+        })?;
+        for (sub, state) in touched.iter() {
+            if let Some((_, v)) = state {
+                let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+                ks.store.put(b, &k, &hash::encode_value(true, 0, v));
+            }
+        }
+        // Mode 0 counts exactly, and every field is persistent.
+        self.c.hfe = Some(Hfe {
+            persist: self.c.size,
+            lower: 0,
+            upper: 0,
+        });
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Starts this writer's batch from `b` (writes staged elsewhere that
+    /// must land with this collection's, e.g. the source half of a
+    /// same-shard SMOVE). Call before staging anything.
+    pub fn with_batch(mut self, b: Batch) -> Self {
+        self.b = b;
+        self
+    }
+
+    /// Adds intent part `r` to the batch (see `storage::intent`).
+    pub fn stage_intent(&mut self, r: IntentRef, body: &[u8]) {
+        self.ks.store.stage_intent(&mut self.b, r, body);
+    }
+
+    /// Adds the delete of intent part `r` to the batch: this write applies it.
+    pub fn intent_done(&mut self, r: IntentRef) {
+        self.ks.store.stage_intent_done(&mut self.b, r);
+    }
+
+    /// Writes everything staged. A collection left with no member (or, for
+    /// a hash, provably no live field) is deleted. Returns whether the key
+    /// exists afterwards.
+    pub fn commit(self) -> CmdResult<bool> {
+        let ks = self.ks;
+        let (exists, b) = self.finish()?;
+        ks.store.write(b)?;
+        Ok(exists)
+    }
+
+    /// [`Writer::commit`] without the write: the batch is returned for the
+    /// caller to extend and write. Whether the key exists afterwards.
+    pub fn finish(mut self) -> CmdResult<(bool, Batch)> {
+        if !self.dirty {
+            return Ok((self.existed(), self.b));
+        }
+        let empty = self.c.size == 0 || hash::fast_len(&self.c, self.now) == hash::FastLen::Gone;
+        if empty {
+            if let Some(e) = self.prior {
+                let old = self.orig.encode(self.ty, e);
+                let m = Meta::decode(&old).ok_or(CORRUPT)?;
+                self.ks.stage_delete(&mut self.b, self.db, self.key, &m);
+            }
+            return Ok((false, self.b));
+        }
+        if self.added && !self.ks.sample_bounds.borrow().is_empty() {
+            self.ks
+                .sample_bounds
+                .borrow_mut()
+                .remove(&(self.db, self.key.to_vec(), self.c.version));
+        }
+        // Overwriting a field's value leaves the metadata as it was: then
+        // only the member is written.
+        if !self.existed() || self.c != self.orig {
+            let raw = self.c.encode(self.ty, self.expire_ms);
+            self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);
+        }
+        // A field now expires earlier than any before: active expiration
+        // visits the hash then.
+        let lower = |c: &Coll| c.hfe.filter(|h| c.size > h.persist).map(|h| h.lower);
+        if let Some(at) = lower(&self.c).filter(|l| Some(*l) != lower(&self.orig) || !self.existed()) {
+            hash::stage_repair_at(self.ks, &mut self.b, self.db, self.key, &self.c, at);
+        }
+        Ok((true, self.b))
+    }
+}
