@@ -11,6 +11,7 @@ use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SY
 use crate::resp::Reply;
 use crate::storage::intent::IntentRef;
 use crate::storage::meta::{self, KeyType, Meta};
+use crate::types::bigstr;
 use crate::types::coll::{self, Owned};
 use crate::types::keyspace::Keyspace;
 
@@ -217,7 +218,14 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     let found = ctx.ks().read(ctx.db, &argv[2], ctx.now_ms, |m| {
-        m.map(|m| (m.ty, m.coll(), (m.ty == KeyType::String).then(|| string_encoding(m.body))))
+        m.map(|m| {
+            let string = match m.ty {
+                KeyType::String => Some(string_encoding(m.body)),
+                KeyType::BigString => Some("raw"),
+                _ => None,
+            };
+            (m.ty, m.coll(), string)
+        })
     })?;
     let encoding = match found {
         None => {
@@ -337,6 +345,20 @@ pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Owned> {
     let m = Meta::decode(&raw)?;
     match m.ty {
         KeyType::String => {}
+        KeyType::BigString => {
+            // Chunks named by a 4-byte index, none longer than a chunk or
+            // past the length.
+            let len = m.coll()?.size;
+            let ok = |(k, v): &(Vec<u8>, Vec<u8>)| {
+                <[u8; 4]>::try_from(&k[..]).is_ok_and(|i| {
+                    let start = u32::from_be_bytes(i) as u64 * bigstr::CHUNK as u64;
+                    v.len() <= bigstr::CHUNK && start + v.len() as u64 <= len
+                })
+            };
+            if len <= bigstr::INLINE_MAX as u64 || !members.iter().all(ok) {
+                return None;
+            }
+        }
         KeyType::Hash | KeyType::Set => {
             let c = m.coll()?;
             if c.size != members.len() as u64 && c.hfe.is_none() {
@@ -432,12 +454,13 @@ pub fn exists_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdRes
 pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<Vec<Option<Bytes>>> {
     let mut out = Vec::with_capacity(keys.len());
     for k in keys {
-        let v = ks.read(db, k, now_ms, |m| match m {
-            Some(Meta {
-                ty: KeyType::String, body, ..
-            }) => Some(Bytes::copy_from_slice(body)),
-            _ => None,
-        })?;
+        let v = ks.read(db, k, now_ms, |m| -> CmdResult<Option<Bytes>> {
+            match m.as_ref().map(bigstr::of).transpose()?.flatten() {
+                Some(bigstr::Str::Inline(body)) => Ok(Some(Bytes::copy_from_slice(body))),
+                Some(big) => Ok(Some(bigstr::read_all(ks, db, k, big)?.into())),
+                None => Ok(None),
+            }
+        })??;
         ks.note_lookup(v.is_some());
         out.push(v);
     }
@@ -481,7 +504,7 @@ pub fn mset_pairs(
     for (i, prior) in priors {
         let (k, v) = &pairs[i];
         ks.stage_drop_members(&mut b, db, k, prior.and_then(|p| p.1));
-        ks.stage_put(&mut b, db, k, &meta::encode_string(0, v), prior.map(|p| p.0));
+        bigstr::stage_put(ks, &mut b, db, k, 0, v, prior.map(|p| p.0));
     }
     ks.store.write(b)?;
     Ok(true)

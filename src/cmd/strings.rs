@@ -8,10 +8,23 @@ use super::Ctx;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
 use crate::storage::meta::{self, KeyType, Meta};
+use crate::types::bigstr;
 use crate::types::string::{self as logic, FloatIncrError};
 
 /// A live string key's value and expiry, or None; WRONGTYPE for other types.
+/// A big string is read whole.
 fn read_string(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Vec<u8>, u64)>> {
+    let Some(stored) = ctx.ks().get(ctx.db, key, ctx.now_ms)? else {
+        return Ok(None);
+    };
+    let m = stored.meta();
+    let s = bigstr::of(&m)?.ok_or(WRONGTYPE)?;
+    Ok(Some((bigstr::read_all(ctx.ks(), ctx.db, key, s)?, m.expire_ms)))
+}
+
+/// [`read_string`] for a value that must be a number: a big string cannot
+/// be one, so it is refused with `not_number` without reading it.
+fn read_number(ctx: &Ctx, key: &[u8], not_number: CmdError) -> CmdResult<Option<(Vec<u8>, u64)>> {
     ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
         None => Ok(None),
         Some(Meta {
@@ -19,6 +32,9 @@ fn read_string(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Vec<u8>, u64)>> {
             expire_ms,
             body,
         }) => Ok(Some((body.to_vec(), expire_ms))),
+        Some(Meta {
+            ty: KeyType::BigString, ..
+        }) => Err(not_number),
         Some(_) => Err(WRONGTYPE),
     })?
 }
@@ -36,7 +52,13 @@ pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             r.bulk(body);
             Ok(true)
         }
-        Some(_) => Err(WRONGTYPE),
+        Some(m) => match bigstr::of(&m)? {
+            Some(s) => {
+                r.bulk(&bigstr::read_all(ctx.ks(), ctx.db, &argv[1], s)?);
+                Ok(true)
+            }
+            None => Err(WRONGTYPE),
+        },
     })??;
     ctx.ks().note_lookup(found);
     Ok(())
@@ -130,27 +152,15 @@ pub fn expire_at(cmd: &str, secs: bool, abs: bool, raw: &[u8], now_ms: u64) -> C
 /// value was written and the old value when `want_old`.
 fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry) -> CmdResult<(bool, Option<Vec<u8>>)> {
     let ks = ctx.ks();
-    let old = ks.read(ctx.db, key, ctx.now_ms, |m| {
-        m.map(|m| {
-            (
-                m.ty,
-                m.expire_ms,
-                if o.get && m.ty == KeyType::String {
-                    Some(m.body.to_vec())
-                } else {
-                    None
-                },
-                m.coll(),
-            )
-        })
-    })?;
-    if o.get {
-        if let Some((ty, _, _, _)) = &old {
-            if *ty != KeyType::String {
-                return Err(WRONGTYPE);
-            }
-        }
-    }
+    let old = ks.read(ctx.db, key, ctx.now_ms, |m| -> CmdResult<_> {
+        let Some(m) = m else { return Ok(None) };
+        let value = match bigstr::of(&m)? {
+            Some(s) if o.get => Some(bigstr::read_all(ks, ctx.db, key, s)?),
+            None if o.get => return Err(WRONGTYPE),
+            _ => None,
+        };
+        Ok(Some((m.ty, m.expire_ms, value, m.coll())))
+    })??;
     let existed = old.is_some();
     let old_value = old.as_ref().and_then(|(_, _, v, _)| v.clone());
     if (o.nx && existed) || (o.xx && !existed) {
@@ -169,7 +179,7 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
         return Ok((true, old_value));
     }
     let (prior, old_coll) = (old.as_ref().map(|o| o.1), old.as_ref().and_then(|o| o.3));
-    ks.put_over(ctx.db, key, &meta::encode_string(expire_ms, value), prior, old_coll)?;
+    bigstr::put(ks, ctx.db, key, expire_ms, value, prior, old_coll)?;
     Ok((true, old_value))
 }
 
@@ -249,51 +259,74 @@ pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         Some((secs, abs, raw)) => Some(expire_at("getex", *secs, *abs, raw, ctx.now_ms)?),
         None => None,
     };
-    let Some((v, old_expire)) = read_string(ctx, &argv[1])? else {
+    let ks = ctx.ks();
+    let Some(stored) = ks.get(ctx.db, &argv[1], ctx.now_ms)? else {
         r.null();
         return Ok(());
     };
-    let ks = ctx.ks();
+    let m = stored.meta();
+    let v = bigstr::read_all(ks, ctx.db, &argv[1], bigstr::of(&m)?.ok_or(WRONGTYPE)?)?;
+    let old_expire = m.expire_ms;
+    // A new expiry rewrites only the meta record (a big string's chunks stay).
     match at {
         Some(at) if at <= ctx.now_ms => {
             ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
         }
-        Some(at) => ks.put_string(ctx.db, &argv[1], at, &v, Some(old_expire))?,
-        None if o.persist && old_expire != 0 => ks.put_string(ctx.db, &argv[1], 0, &v, Some(old_expire))?,
+        Some(at) => ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, at), Some(old_expire))?,
+        None if o.persist && old_expire != 0 => ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, 0), Some(old_expire))?,
         None => {}
     }
     r.bulk(&v);
     Ok(())
 }
 
-pub fn append(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let (mut v, expire, prior) = match read_string(ctx, &argv[1])? {
-        Some((v, e)) => (v, e, Some(e)),
-        None => (Vec::new(), 0, None),
+/// Writes `data` at `offset` (None: at the end) of the string at `key`, as
+/// APPEND and SETRANGE do; returns the new length. Only the chunks a big
+/// string has at those offsets are read and rewritten (`types::bigstr`).
+fn write_string(ctx: &Ctx, key: &[u8], offset: Option<u64>, data: &[u8]) -> CmdResult<u64> {
+    let ks = ctx.ks();
+    let stored = ks.get(ctx.db, key, ctx.now_ms)?;
+    let m = stored.as_ref().map(|s| s.meta());
+    let s = match &m {
+        Some(m) => Some(bigstr::of(m)?.ok_or(WRONGTYPE)?),
+        None => None,
     };
-    if v.len() + argv[2].len() > ctx.shard.global.max_string_len() {
+    let len = s.map_or(0, |s| s.len());
+    let append = offset.is_none();
+    let offset = offset.unwrap_or(len);
+    if data.is_empty() {
+        // SETRANGE with nothing to write creates nothing; APPEND of "" to
+        // a missing key creates an empty string, as in Redis.
+        if s.is_none() && append {
+            ks.put_string(ctx.db, key, 0, b"", None)?;
+        }
+        return Ok(len);
+    }
+    if offset + data.len() as u64 > ctx.shard.global.max_string_len() as u64 {
         return Err(STRING_TOO_LONG);
     }
-    v.extend_from_slice(&argv[2]);
-    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, prior)?;
-    r.int(v.len() as i64);
+    let expire = m.map_or(0, |m| m.expire_ms);
+    bigstr::write_at(ks, ctx.db, key, s, expire, offset, data)
+}
+
+pub fn append(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let n = write_string(ctx, &argv[1], None, &argv[2])?;
+    r.int(n as i64);
     Ok(())
 }
 
 pub fn strlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // A big string's length is in its meta record: no chunk is read.
     let n = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
-        None => Ok(0),
-        Some(Meta {
-            ty: KeyType::String, body, ..
-        }) => Ok(body.len()),
-        Some(_) => Err(WRONGTYPE),
+        None => Ok::<u64, CmdError>(0),
+        Some(m) => Ok(bigstr::of(&m)?.ok_or(WRONGTYPE)?.len()),
     })??;
     r.int(n as i64);
     Ok(())
 }
 
 fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
-    let (cur, expire, prior) = match read_string(ctx, key)? {
+    let (cur, expire, prior) = match read_number(ctx, key, NOT_INT)? {
         Some((v, e)) => (super::args::parse_i64(&v).ok_or(NOT_INT)?, e, Some(e)),
         None => (0, 0, None),
     };
@@ -324,7 +357,7 @@ pub fn decrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn incrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let current = read_string(ctx, &argv[1])?;
+    let current = read_number(ctx, &argv[1], NOT_FLOAT)?;
     let next = logic::incr_by_float(current.as_ref().map(|(v, _)| &v[..]), &argv[2]).map_err(|e| match e {
         FloatIncrError::NotFloat | FloatIncrError::BadIncrement => NOT_FLOAT,
         FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
@@ -343,13 +376,18 @@ pub fn getrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             r.bulk(b"");
             Ok(())
         }
-        Some(Meta {
-            ty: KeyType::String, body, ..
-        }) => {
-            r.bulk(logic::range_of(body, start, end));
-            Ok(())
-        }
-        Some(_) => Err(WRONGTYPE),
+        Some(m) => match bigstr::of(&m)?.ok_or(WRONGTYPE)? {
+            bigstr::Str::Inline(body) => {
+                r.bulk(logic::range_of(body, start, end));
+                Ok(())
+            }
+            // Only the chunks the range overlaps are read.
+            bigstr::Str::Big { version, len } => {
+                let (from, to) = logic::range_bounds(len, start, end).unwrap_or((0, 0));
+                r.bulk(&bigstr::read_range(ctx.ks(), ctx.db, &argv[1], version, len, from, to)?);
+                Ok(())
+            }
+        },
     })?
 }
 
@@ -358,20 +396,8 @@ pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if offset < 0 {
         return Err(CmdError::new("ERR offset is out of range"));
     }
-    let value = &argv[3];
-    let current = read_string(ctx, &argv[1])?;
-    if value.is_empty() {
-        r.int(current.map_or(0, |(v, _)| v.len() as i64));
-        return Ok(());
-    }
-    if offset as u64 + value.len() as u64 > ctx.shard.global.max_string_len() as u64 {
-        return Err(STRING_TOO_LONG);
-    }
-    let prior = current.as_ref().map(|(_, e)| *e);
-    let (mut v, expire) = current.unwrap_or_default();
-    logic::set_range(&mut v, offset as usize, value);
-    ctx.ks().put_string(ctx.db, &argv[1], expire, &v, prior)?;
-    r.int(v.len() as i64);
+    let n = write_string(ctx, &argv[1], Some(offset as u64), &argv[3])?;
+    r.int(n as i64);
     Ok(())
 }
 

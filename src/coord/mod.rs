@@ -25,7 +25,6 @@ use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::intent::IntentRef;
 use crate::storage::keys::SLOTS;
-use crate::storage::meta::KeyType;
 use crate::storage::{first_slot_of, shard_of_slot};
 
 pub mod coll;
@@ -360,8 +359,10 @@ async fn lcs(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             .invoke_on(owner(&key, shard.count()), move |st: &ShardState| {
                 st.ks.read(db, &key, now_ms(), |m| match m {
                     None => Ok(Vec::new()),
-                    Some(m) if m.ty == KeyType::String => Ok(m.body.to_vec()),
-                    Some(_) => Err(CmdError::new("ERR The specified keys must contain string values")),
+                    Some(m) => match crate::types::bigstr::of(&m)? {
+                        Some(s) => crate::types::bigstr::read_all(&st.ks, db, &key, s),
+                        None => Err(CmdError::new("ERR The specified keys must contain string values")),
+                    },
                 })?
             })
             .await?;

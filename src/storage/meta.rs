@@ -5,6 +5,7 @@
 //! format(1)=1 type(1) expire_ms(8,BE, 0 = none) body
 //! string body:      the payload bytes
 //! collection body:  version(8,BE) size(8,BE) type-specific fields
+//! big string body:  version(8,BE) len(8,BE) (chunks in sub records)
 //! ```
 //! The leading format byte lets a later layout read this one. Reading a key's
 //! type never needs more than this one record.
@@ -23,6 +24,10 @@ pub enum KeyType {
     List = 3,
     ZSet = 4,
     Stream = 5,
+    /// A string longer than `types::bigstr::INLINE_MAX`: the body is a
+    /// collection body (`version len`), the bytes are in chunk records.
+    /// TYPE says "string"; every string command accepts it.
+    BigString = 6,
 }
 
 impl KeyType {
@@ -34,6 +39,7 @@ impl KeyType {
             3 => KeyType::List,
             4 => KeyType::ZSet,
             5 => KeyType::Stream,
+            6 => KeyType::BigString,
             _ => return None,
         })
     }
@@ -41,7 +47,7 @@ impl KeyType {
     /// The name TYPE replies with.
     pub fn name(self) -> &'static str {
         match self {
-            KeyType::String => "string",
+            KeyType::String | KeyType::BigString => "string",
             KeyType::Hash => "hash",
             KeyType::Set => "set",
             KeyType::List => "list",

@@ -3,6 +3,7 @@
 //! `keyspace` owns meta records, expiry and key counts for one shard;
 //! `string` is pure string-value logic shared by several commands.
 
+pub mod bigstr;
 pub mod coll;
 pub mod hash;
 pub mod keyspace;

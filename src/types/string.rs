@@ -3,9 +3,18 @@
 
 /// The bytes GETRANGE returns for `start..=end` (negative counts from the end).
 pub fn range_of(v: &[u8], start: i64, end: i64) -> &[u8] {
-    let len = v.len() as i64;
+    match range_bounds(v.len() as u64, start, end) {
+        Some((a, b)) => &v[a as usize..b as usize],
+        None => &[],
+    }
+}
+
+/// [`range_of`] as offsets `[from, to)` into a value of length `len`; None
+/// when the range is empty.
+pub fn range_bounds(len: u64, start: i64, end: i64) -> Option<(u64, u64)> {
+    let len = len.min(i64::MAX as u64) as i64;
     if len == 0 {
-        return &[];
+        return None;
     }
     let mut start = if start < 0 { len + start } else { start };
     let mut end = if end < 0 { len + end } else { end };
@@ -19,9 +28,9 @@ pub fn range_of(v: &[u8], start: i64, end: i64) -> &[u8] {
         end = len - 1;
     }
     if start > end {
-        return &[];
+        return None;
     }
-    &v[start as usize..=end as usize]
+    Some((start as u64, end as u64 + 1))
 }
 
 /// Overwrites `v` at `offset` with `data`, zero-padding any gap.

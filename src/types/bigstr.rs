@@ -1,0 +1,294 @@
+//! Strings in either form: inline in the meta record (up to [`INLINE_MAX`]
+//! bytes) or, longer, in chunks (docs/encoding.md, "Big strings").
+//!
+//! A big string's meta record has type `BigString` and a collection body
+//! (`version len`); its bytes live in sub records `... version index(4)`,
+//! each covering [`CHUNK`] bytes of the value. A chunk may be missing or
+//! shorter than its span: the bytes it does not hold read as zeros (what
+//! SETRANGE past the end leaves in Redis). So STRLEN reads only the meta
+//! record, GETRANGE reads the chunks it overlaps, and APPEND and SETRANGE
+//! rewrite the chunks they touch plus the meta record, whatever the length.
+//! Strings never shrink in place (only SET-like writes replace them, under a
+//! new version), so a chunk never holds bytes past the length.
+//!
+//! RENAME, COPY, MOVE, DUMP/RESTORE, expiry and deletion treat a big string
+//! as a collection whose members are its chunks: the generic code moves,
+//! re-versions and drops them.
+
+use crate::error::{CmdResult, CORRUPT};
+use crate::storage::keys;
+use crate::storage::meta::{self, Coll, KeyType, Meta};
+use crate::storage::Batch;
+use crate::types::keyspace::{Keyspace, Prior};
+
+/// Bytes per chunk record.
+pub const CHUNK: usize = 64 * 1024;
+/// Longest value stored inline in the meta record.
+pub const INLINE_MAX: usize = 128 * 1024;
+
+/// A live string, as its meta record tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Str<'a> {
+    Inline(&'a [u8]),
+    Big { version: u64, len: u64 },
+}
+
+impl Str<'_> {
+    pub fn len(&self) -> u64 {
+        match self {
+            Str::Inline(v) => v.len() as u64,
+            Str::Big { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The string a meta record holds; None for other types. A big string's
+/// unreadable body is corruption.
+pub fn of<'a>(m: &Meta<'a>) -> CmdResult<Option<Str<'a>>> {
+    match m.ty {
+        KeyType::String => Ok(Some(Str::Inline(m.body))),
+        KeyType::BigString => {
+            let c = Coll::decode(m.body).ok_or(CORRUPT)?;
+            Ok(Some(Str::Big {
+                version: c.version,
+                len: c.size,
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn chunk_key(db: u8, key: &[u8], version: u64, index: u64) -> Vec<u8> {
+    keys::sub_key(db, key, version, &(index as u32).to_be_bytes())
+}
+
+/// Bytes `[from, to)` of big string `key` (version `version`, length
+/// `len`), reading only the chunks they overlap. `to` is clamped to `len`.
+pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], version: u64, len: u64, from: u64, to: u64) -> CmdResult<Vec<u8>> {
+    let to = to.min(len);
+    if from >= to {
+        return Ok(Vec::new());
+    }
+    let mut out = vec![0u8; (to - from) as usize];
+    let (first, last) = (from / CHUNK as u64, (to - 1) / CHUNK as u64);
+    let lo = chunk_key(db, key, version, first);
+    let hi = keys::sub_range(db, key, version).1;
+    let prefix = keys::sub_prefix(db, key, version).len();
+    let mut bad = false;
+    ks.store.scan(&lo, &hi, |k, v| {
+        let Some(index) = k.get(prefix..).and_then(|s| <[u8; 4]>::try_from(s).ok()).map(u32::from_be_bytes) else {
+            bad = true;
+            return false;
+        };
+        let index = index as u64;
+        if index > last {
+            return false;
+        }
+        // The chunk's bytes, placed where they belong in [from, to).
+        let start = index * CHUNK as u64;
+        let (a, b) = (start.max(from), (start + v.len() as u64).min(to));
+        if a < b {
+            out[(a - from) as usize..(b - from) as usize].copy_from_slice(&v[(a - start) as usize..(b - start) as usize]);
+        }
+        true
+    })?;
+    if bad {
+        return Err(CORRUPT);
+    }
+    Ok(out)
+}
+
+/// A whole string value, either form.
+pub fn read_all(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>) -> CmdResult<Vec<u8>> {
+    match s {
+        Str::Inline(v) => Ok(v.to_vec()),
+        Str::Big { version, len } => read_range(ks, db, key, version, len, 0, len),
+    }
+}
+
+/// Stages `payload` as the string at `key` with expiry `expire_ms`: inline
+/// when short, else in chunks under a fresh version. Whatever was at `key`
+/// must be staged for deletion by the caller (`old`: its collection or big
+/// string incarnation, whose records go in the same batch).
+pub fn stage_put(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], prior: Prior) {
+    if payload.len() <= INLINE_MAX {
+        ks.stage_put(b, db, key, &meta::encode_string(expire_ms, payload), prior);
+        return;
+    }
+    let version = ks.next_version(crate::server::global::now_us());
+    for (i, part) in payload.chunks(CHUNK).enumerate() {
+        ks.store.put(b, &chunk_key(db, key, version, i as u64), part);
+    }
+    stage_big_meta(ks, b, db, key, (version, payload.len() as u64), expire_ms, prior);
+}
+
+fn stage_big_meta(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], (version, len): (u64, u64), expire_ms: u64, prior: Prior) {
+    let c = Coll {
+        version,
+        size: len,
+        hfe: None,
+    };
+    ks.stage_put(b, db, key, &c.encode(KeyType::BigString, expire_ms), prior);
+}
+
+/// Writes `payload` as the string at `key` (expiry `expire_ms`), replacing
+/// a string that was there (`old`: its incarnation if it was big).
+pub fn put(ks: &Keyspace, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], prior: Prior, old: Option<Coll>) -> CmdResult {
+    let mut b = ks.store.batch();
+    ks.stage_drop_members(&mut b, db, key, old);
+    stage_put(ks, &mut b, db, key, expire_ms, payload, prior);
+    ks.store.write(b)?;
+    Ok(())
+}
+
+/// SETRANGE and APPEND: writes `data` at `offset` into the live string `s`
+/// (None: no key, `expire_ms` 0) and returns the new length. An inline
+/// string that stays short is rewritten whole; one that grows past
+/// [`INLINE_MAX`] is converted once; a big string has only the chunks
+/// `data` touches rewritten, plus its meta record.
+pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms: u64, offset: u64, data: &[u8]) -> CmdResult<u64> {
+    let prior = s.map(|_| expire_ms);
+    let end = offset + data.len() as u64;
+    let mut b = ks.store.batch();
+    // `inline`: the bytes of an inline string being converted (they are
+    // not in chunk records yet).
+    let (version, len, inline) = match s {
+        Some(Str::Big { version, len }) => (version, len, None),
+        other => {
+            let cur = match other {
+                Some(Str::Inline(v)) => v,
+                _ => &[][..],
+            };
+            if end <= INLINE_MAX as u64 {
+                let mut v = cur.to_vec();
+                crate::types::string::set_range(&mut v, offset as usize, data);
+                put(ks, db, key, expire_ms, &v, prior, None)?;
+                return Ok(v.len() as u64);
+            }
+            let version = ks.next_version(crate::server::global::now_us());
+            (version, cur.len() as u64, Some(cur))
+        }
+    };
+    let (first, last) = (offset / CHUNK as u64, (end - 1) / CHUNK as u64);
+    if let Some(cur) = inline {
+        // The converted string's chunks that `data` does not touch.
+        for (i, part) in cur.chunks(CHUNK).enumerate() {
+            if !(first..=last).contains(&(i as u64)) {
+                ks.store.put(&mut b, &chunk_key(db, key, version, i as u64), part);
+            }
+        }
+    }
+    for index in first..=last {
+        let start = index * CHUNK as u64;
+        // The chunk as it will be: its old bytes (zeros where it had none),
+        // as far as the new length reaches into it, then `data` laid over.
+        let span = (end.max(len) - start).min(CHUNK as u64);
+        let mut chunk = match inline {
+            Some(cur) => cur
+                .get(start as usize..cur.len().min((start + span) as usize))
+                .unwrap_or(&[])
+                .to_vec(),
+            None => read_range(ks, db, key, version, len, start, start + span)?,
+        };
+        chunk.resize(span as usize, 0);
+        let (a, z) = (offset.max(start), end.min(start + span));
+        chunk[(a - start) as usize..(z - start) as usize].copy_from_slice(&data[(a - offset) as usize..(z - offset) as usize]);
+        ks.store.put(&mut b, &chunk_key(db, key, version, index), &chunk);
+    }
+    let new_len = len.max(end);
+    stage_big_meta(ks, &mut b, db, key, (version, new_len), expire_ms, prior);
+    ks.store.write(b)?;
+    Ok(new_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Engine, StoreOptions};
+
+    fn keyspace(dir: &std::path::Path) -> Keyspace {
+        let opts = StoreOptions {
+            dir: dir.to_path_buf(),
+            shards: 1,
+            block_cache_bytes: 1 << 20,
+            write_buffer_bytes: 1 << 20,
+        };
+        let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        Keyspace::open(engine.shard(0).unwrap(), 1).unwrap()
+    }
+
+    fn current(ks: &Keyspace, key: &[u8]) -> Option<(Vec<u8>, u64)> {
+        let stored = ks.get(0, key, 1).unwrap()?;
+        let m = stored.meta();
+        let s = of(&m).unwrap().unwrap();
+        Some((read_all(ks, 0, key, s).unwrap(), s.len()))
+    }
+
+    fn write(ks: &Keyspace, key: &[u8], offset: u64, data: &[u8]) -> u64 {
+        let stored = ks.get(0, key, 1).unwrap();
+        let m = stored.as_ref().map(|s| s.meta());
+        let s = m.as_ref().map(|m| of(m).unwrap().unwrap());
+        write_at(ks, 0, key, s, 0, offset, data).unwrap()
+    }
+
+    /// Random SETRANGE/APPEND sequences agree with a plain vector, across
+    /// the inline/chunked boundary and chunk edges.
+    #[test]
+    fn writes_and_reads_agree_with_a_plain_vector() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = keyspace(dir.path());
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        for round in 0..6u8 {
+            let key = [b'k', round];
+            let mut model: Vec<u8> = Vec::new();
+            for step in 0..40 {
+                let offset = match next(4) {
+                    0 => model.len() as u64,
+                    1 => next(model.len() as u64 + 1),
+                    2 => (next(6) + 1) * CHUNK as u64 - next(3),
+                    _ => next(4 * INLINE_MAX as u64),
+                };
+                let len = [1, 7, CHUNK as u64, CHUNK as u64 + 3, 40_000][next(5) as usize];
+                let data: Vec<u8> = (0..len).map(|i| (i as u8) ^ step ^ round).collect();
+                let n = write(&ks, &key, offset, &data);
+                crate::types::string::set_range(&mut model, offset as usize, &data);
+                assert_eq!(n, model.len() as u64);
+                let (all, l) = current(&ks, &key).unwrap();
+                assert_eq!(l, model.len() as u64);
+                assert!(all == model, "round {round} step {step}");
+                if let Str::Big { version, len } = of(&ks.get(0, &key, 1).unwrap().unwrap().meta()).unwrap().unwrap() {
+                    let a = next(len);
+                    let b = a + next(3 * CHUNK as u64);
+                    let part = read_range(&ks, 0, &key, version, len, a, b).unwrap();
+                    assert_eq!(part, model[a as usize..(b.min(len)) as usize]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_far_setrange_writes_one_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = keyspace(dir.path());
+        let far = 536_870_911u64;
+        assert_eq!(write(&ks, b"far", far, b"x"), far + 1);
+        let m = ks.get(0, b"far", 1).unwrap().unwrap();
+        let Some(Str::Big { version, len }) = of(&m.meta()).unwrap() else {
+            panic!("not big")
+        };
+        assert_eq!(len, far + 1);
+        let (lo, hi) = keys::sub_range(0, b"far", version);
+        assert_eq!(ks.store.count(&lo, &hi).unwrap(), 1);
+        assert_eq!(read_range(&ks, 0, b"far", version, len, far - 2, far + 5).unwrap(), b"\0\0x");
+    }
+}
