@@ -109,3 +109,59 @@ fn random_keyspace_commands_count_like_redis() {
         }
     }
 }
+
+/// Item 7: a hash whose fields all expire after RENAME, COPY, MOVE or
+/// RESTORE placed it is dropped by active expiration like any other (the
+/// placement gives it its field-expiration entry), so KEYS and DBSIZE stop
+/// counting it without anyone reading it. Redis 7.4+ semantics (Debian's
+/// 7.0 has no field TTLs, so this is not differential).
+#[test]
+fn moved_hashes_with_expired_fields_disappear() {
+    let b = Basalt::start(2);
+    let mut c = b.raw();
+    let ok = |r: Vec<u8>, want: &[u8]| assert_eq!(show(&r), show(want));
+    for (i, how) in ["RENAME", "COPY", "MOVE", "RESTORE"].iter().enumerate() {
+        let (src, dst) = (format!("h:{i}"), format!("moved:{i}"));
+        ok(c.cmd(&["HSET", &src, "f", "v", "g", "w"]), b":2\r\n");
+        ok(c.cmd(&["HPEXPIRE", &src, "300", "FIELDS", "2", "f", "g"]), b"*2\r\n:1\r\n:1\r\n");
+        match *how {
+            "RENAME" => ok(c.cmd(&["RENAME", &src, &dst]), b"+OK\r\n"),
+            "COPY" => {
+                ok(c.cmd(&["COPY", &src, &dst]), b":1\r\n");
+                ok(c.cmd(&["DEL", &src]), b":1\r\n");
+            }
+            "MOVE" => {
+                ok(c.cmd(&["MOVE", &src, "3"]), b":1\r\n");
+            }
+            _ => {
+                let dump = c.cmd(&["DUMP", &src]);
+                let start = dump.iter().position(|x| *x == b'\n').map_or(0, |p| p + 1);
+                let payload = &dump[start..dump.len() - 2];
+                ok(c.cmd(&[&b"RESTORE"[..], dst.as_bytes(), b"0", payload]), b"+OK\r\n");
+                ok(c.cmd(&["DEL", &src]), b":1\r\n");
+            }
+        }
+    }
+    ok(c.cmd(&["DBSIZE"]), b":3\r\n");
+    // Nobody touches the hashes; active expiration (every 100 ms) must
+    // drop them within a few cycles of the fields' expiry.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let counts = |c: &mut Raw| {
+        (
+            c.cmd(&["DBSIZE"]),
+            c.cmd(&["SELECT", "3"]),
+            c.cmd(&["DBSIZE"]),
+            c.cmd(&["SELECT", "0"]),
+        )
+    };
+    while std::time::Instant::now() < deadline
+        && counts(&mut c) != (b":0\r\n".to_vec(), b"+OK\r\n".to_vec(), b":0\r\n".to_vec(), b"+OK\r\n".to_vec())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    ok(c.cmd(&["DBSIZE"]), b":0\r\n");
+    ok(c.cmd(&["KEYS", "*"]), b"*0\r\n");
+    ok(c.cmd(&["SELECT", "3"]), b"+OK\r\n");
+    ok(c.cmd(&["DBSIZE"]), b":0\r\n");
+    ok(c.cmd(&["KEYS", "*"]), b"*0\r\n");
+}
