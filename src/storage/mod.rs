@@ -180,10 +180,19 @@ impl Engine {
             }
         }
         let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
-        let descriptors: Vec<ColumnFamilyDescriptor> = gc_slots
+        let mut descriptors: Vec<ColumnFamilyDescriptor> = gc_slots
             .iter()
             .map(|(n, slot)| ColumnFamilyDescriptor::new(n, cf_options(&cache, opts, slot.clone())))
             .collect();
+        // The default column family (shard count, intents, the disk probe)
+        // gets the shards' write buffer size. RocksDB resumes writes after a
+        // no-space error only once the largest write buffer of any column
+        // family is free on disk, and rust-rocksdb opens an unnamed default
+        // column family with RocksDB's 64 MB: a 96 MB disk with 24 MB freed
+        // refused writes forever (tests/full_disk.rs).
+        let mut default_cf = Options::default();
+        default_cf.set_write_buffer_size(opts.write_buffer_bytes);
+        descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         Self::reshard(&mut db, &names, opts.shards)?;
         for stale in names.iter().filter(|n| !(0..opts.shards).any(|i| &&cf_name(i) == n)) {
