@@ -6,32 +6,7 @@ use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT};
 /// Parses a whole argument as an i64, exactly as Redis's `string2ll`: no
 /// spaces, no `+`, no leading zeros, at most 20 bytes.
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
+    crate::resp::parse::string2ll(s)
 }
 
 /// A SCAN cursor, as Redis 7.2+'s `string2ull` reads it: a `string2ll`

@@ -58,7 +58,7 @@ fn find_header_end(buf: &[u8], from: usize) -> Option<usize> {
 /// optional `-` then a digit 1-9 and more digits, fitting an i64. No `+`,
 /// no leading zeros, no `-0`.
 #[inline]
-fn parse_len(digits: &[u8]) -> Option<i64> {
+pub fn string2ll(digits: &[u8]) -> Option<i64> {
     if digits == b"0" {
         return Some(0);
     }
@@ -110,7 +110,7 @@ fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protocol
         }
         return Ok(None);
     };
-    let count = match parse_len(&buf[1..eol]) {
+    let count = match string2ll(&buf[1..eol]) {
         Some(n) if n <= MAX_MULTIBULK_LEN => n,
         _ => return Err(ProtocolError("invalid multibulk length".into())),
     };
@@ -140,7 +140,7 @@ fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protocol
             let got = super::reply::raw_text(&buf[pos..pos + 1]);
             return Err(ProtocolError(format!("expected '$', got '{got}'")));
         }
-        let len = match parse_len(&buf[pos + 1..eol]) {
+        let len = match string2ll(&buf[pos + 1..eol]) {
             Some(n) if (0..=limits.max_bulk).contains(&n) => n,
             _ => return Err(ProtocolError("invalid bulk length".into())),
         };
@@ -451,10 +451,10 @@ mod tests {
         );
         assert_eq!(args_of(b"ECHO \x0c\x0ba\x0c\r\n"), vec![b"ECHO".to_vec(), b"a\x0c".to_vec()]);
         assert_eq!(args_of(b"ECHO 'a\x0bb'\r\n"), vec![b"ECHO".to_vec(), b"a\x0bb".to_vec()]);
-        assert_eq!(parse_len(b"-9223372036854775808"), Some(i64::MIN));
-        assert_eq!(parse_len(b"9223372036854775808"), None);
-        assert_eq!(parse_len(b"0"), Some(0));
-        assert_eq!(parse_len(b"-"), None);
+        assert_eq!(string2ll(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(string2ll(b"9223372036854775808"), None);
+        assert_eq!(string2ll(b"0"), Some(0));
+        assert_eq!(string2ll(b"-"), None);
     }
 
     #[test]

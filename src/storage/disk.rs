@@ -10,7 +10,8 @@
 //! fails for lack of space), with Redis's `MISCONF` error
 //! for a persistence failure. Reads go on. When space is back, a probe write
 //! tells whether RocksDB accepts writes again (it resumes from a no-space
-//! error on its own, retrying every second); until then writes stay refused
+//! error on its own, checking every 5 s once a write buffer's worth of
+//! space is free); until then writes stay refused
 //! and INFO persistence says why.
 
 use std::path::Path;
