@@ -23,11 +23,11 @@ use crate::cmd::whole::{write_member, Keep, Whole};
 use crate::cmd::ConnCmd;
 use crate::error::{CmdError, CmdResult, CORRUPT, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
-use crate::server::conn::owner;
 use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
+use crate::storage::owner;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
 

@@ -10,9 +10,9 @@ use bytes::Bytes;
 
 use crate::cmd::keys as k;
 use crate::error::{CmdResult, WRONGTYPE};
-use crate::server::conn::owner;
 use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
+use crate::storage::owner;
 use crate::storage::Engine;
 use crate::types::coll::{Owned, Writer};
 use crate::types::keyspace::Keyspace;

@@ -20,11 +20,11 @@ use crate::cmd::{arity_error, ConnCmd};
 use crate::error::{CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
 use crate::glob;
 use crate::resp::Reply;
-use crate::server::conn::owner;
 use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::intent::IntentRef;
 use crate::storage::keys::SLOTS;
+use crate::storage::owner;
 use crate::storage::{first_slot_of, shard_of_slot};
 
 pub mod coll;

@@ -24,7 +24,7 @@ use crate::error::{CmdError, STREAM};
 use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::global::{now_ms, ClientInfo, Global};
 use crate::shard::ShardState;
-use crate::storage::{keys::slot_of, shard_of_slot};
+use crate::storage::owner;
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -35,12 +35,6 @@ pub struct Client {
     pub resp3: bool,
     pub authed: bool,
     pub closing: bool,
-}
-
-/// The shard that owns `key`.
-#[inline]
-pub fn owner(key: &[u8], shards: usize) -> usize {
-    shard_of_slot(slot_of(key), shards)
 }
 
 /// Where a shard command runs: the owner of its routing key, or here.

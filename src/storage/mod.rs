@@ -401,6 +401,12 @@ pub fn shard_of_slot(slot: u16, shards: usize) -> usize {
     (slot as usize * shards) / keys::SLOTS as usize
 }
 
+/// The shard that owns `key` when there are `shards` shards.
+#[inline]
+pub fn owner(key: &[u8], shards: usize) -> usize {
+    shard_of_slot(keys::slot_of(key), shards)
+}
+
 /// The first slot shard `i` of `shards` owns; `first_slot_of(shards, shards)` is `SLOTS`.
 pub fn first_slot_of(i: usize, shards: usize) -> u16 {
     (i * keys::SLOTS as usize).div_ceil(shards) as u16
