@@ -9,7 +9,7 @@ use super::args::{db_index, int, is, text};
 use super::Ctx;
 use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SYNTAX};
 use crate::resp::Reply;
-use crate::storage::intent::IntentRef;
+use crate::storage::intent::{IntentRef, Rider};
 use crate::storage::meta::{self, KeyType, Meta};
 use crate::types::bigstr;
 use crate::types::coll::{self, Owned};
@@ -474,15 +474,15 @@ pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResul
 /// with its last value (what Redis leaves). A key that was a collection
 /// loses its members in the same batch, as SET does.
 ///
-/// `done`: the intent part this MSET applies (a cross-shard MSET); its
-/// record is deleted in the same batch.
+/// `rider`: the intent records of a cross-shard MSET that go in the same
+/// batch (this part's delete, or the other parts' intents).
 pub fn mset_pairs(
     ks: &Keyspace,
     db: u8,
     pairs: &[(Bytes, Bytes)],
     now_ms: u64,
     only_if_none_exist: bool,
-    done: Option<IntentRef>,
+    rider: Rider<'_>,
 ) -> CmdResult<bool> {
     let mut last: ahash::AHashMap<&[u8], usize> = ahash::AHashMap::with_capacity(pairs.len());
     for (i, (k, _)) in pairs.iter().enumerate() {
@@ -498,9 +498,7 @@ pub fn mset_pairs(
         return Ok(false);
     }
     let mut b = ks.store.batch();
-    if let Some(r) = done {
-        ks.store.stage_intent_done(&mut b, r);
-    }
+    ks.store.stage_rider(&mut b, rider);
     for (i, prior) in priors {
         let (k, v) = &pairs[i];
         ks.stage_drop_members(&mut b, db, k, prior.and_then(|p| p.1));

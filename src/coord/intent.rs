@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::cmd::keys as k;
 use crate::error::{CmdResult, WRONGTYPE};
-use crate::storage::intent::IntentRef;
+use crate::storage::intent::{IntentRef, Rider};
 use crate::storage::meta::KeyType;
 use crate::storage::owner;
 use crate::storage::Engine;
@@ -214,7 +214,7 @@ fn apply_replayed<'a>(op: &Op, now: u64, ks_of: &dyn Fn(&[u8]) -> &'a Keyspace) 
         Op::Mset { db, pairs } => {
             // The shard count may have changed since: each pair to its owner.
             for (key, v) in pairs {
-                k::mset_pairs(ks_of(key), *db, &[(key.clone(), v.clone())], now, false, None)?;
+                k::mset_pairs(ks_of(key), *db, &[(key.clone(), v.clone())], now, false, Rider::None)?;
             }
         }
         Op::Place { db, key, value } => {

@@ -22,7 +22,7 @@ use crate::glob;
 use crate::resp::Reply;
 use crate::server::global::now_ms;
 use crate::shard::ShardState;
-use crate::storage::intent::IntentRef;
+use crate::storage::intent::{IntentRef, Rider};
 use crate::storage::keys::SLOTS;
 use crate::storage::owner;
 use crate::storage::{first_slot_of, shard_of_slot};
@@ -215,7 +215,7 @@ async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
         let pairs = pairs_of(items);
         return shard
             .invoke_on(*target, move |st: &ShardState| {
-                k::mset_pairs(&st.ks, db, &pairs, now_ms(), nx, None)
+                k::mset_pairs(&st.ks, db, &pairs, now_ms(), nx, Rider::None)
             })
             .await;
     }
@@ -228,26 +228,41 @@ async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
             }
         }
     }
-    // The intent first (every owner's pairs, one batch, written from here),
-    // then each owner applies its part and deletes its record in one batch:
-    // after a crash, the next start completes whatever was not applied.
+    // Every other owner's part goes into an intent record, written in the
+    // batch that applies this shard's own part when it is an owner (else in
+    // a batch of its own); each other owner then applies its part and
+    // deletes its record in one batch. After a crash, the next start
+    // completes whatever was not applied.
     let st = shard.state();
     let id = st.global.engine.next_intent_id();
-    let mut intent = st.ks.store.batch();
+    let here = shard.id();
+    let mut carried = Vec::with_capacity(groups.len());
     let mut work = Vec::with_capacity(groups.len());
+    let mut local = None;
     for (i, (target, items)) in groups.iter().enumerate() {
-        let r = IntentRef { id, part: i as u16 };
         let pairs = pairs_of(items);
-        st.ks
-            .store
-            .stage_intent(&mut intent, r, &Op::Mset { db, pairs: pairs.clone() }.encode());
+        if *target == here {
+            local = Some(pairs);
+            continue;
+        }
+        let r = IntentRef { id, part: i as u16 };
+        carried.push((r, Op::Mset { db, pairs: pairs.clone() }.encode()));
         work.push((*target, r, pairs));
     }
-    st.ks.store.write(intent)?;
+    match local {
+        Some(pairs) => {
+            k::mset_pairs(&st.ks, db, &pairs, now_ms(), false, Rider::Carry(&carried))?;
+        }
+        None => {
+            let mut b = st.ks.store.batch();
+            st.ks.store.stage_rider(&mut b, Rider::Carry(&carried));
+            st.ks.store.write(b)?;
+        }
+    }
     let mut futs = Vec::new();
     for (target, r, pairs) in work {
         futs.push(shard.invoke_on(target, move |st: &ShardState| {
-            k::mset_pairs(&st.ks, db, &pairs, now_ms(), false, Some(r))
+            k::mset_pairs(&st.ks, db, &pairs, now_ms(), false, Rider::Done(r))
         }));
     }
     for res in shards::join_all(futs).await {

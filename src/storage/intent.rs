@@ -102,7 +102,32 @@ impl Engine {
     }
 }
 
+/// What a batch that applies one part also carries.
+#[derive(Debug, Clone, Copy)]
+pub enum Rider<'a> {
+    /// Nothing (a write within one shard).
+    None,
+    /// The delete of the part it applies.
+    Done(IntentRef),
+    /// The intent parts of the other shards (the first part of a write is
+    /// applied in the batch that writes the intent).
+    Carry(&'a [(IntentRef, Vec<u8>)]),
+}
+
 impl ShardStore {
+    /// Adds what `rider` carries to `b`.
+    pub fn stage_rider(&self, b: &mut Batch, rider: Rider<'_>) {
+        match rider {
+            Rider::None => {}
+            Rider::Done(r) => self.stage_intent_done(b, r),
+            Rider::Carry(parts) => {
+                for (r, body) in parts {
+                    self.stage_intent(b, *r, body);
+                }
+            }
+        }
+    }
+
     /// Adds intent part `r` with `body` to `b`.
     pub fn stage_intent(&self, b: &mut Batch, r: IntentRef, body: &[u8]) {
         b.0.put(r.key(), body);
