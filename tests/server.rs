@@ -257,6 +257,35 @@ fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
     assert_eq!(v, 199);
 }
 
+/// RocksDB buffers WAL records in memory (`manual_wal_flush`) until the
+/// connection writes them out before it replies: a write acknowledged under
+/// the default `appendfsync everysec` is in the WAL file, so it survives
+/// kill -9 (which keeps the OS page cache), pipelined or not, and on either
+/// shard.
+#[test]
+fn acknowledged_writes_survive_kill_9_with_a_buffered_wal() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut b = Basalt::start_in(tmp.path(), 2, &[]);
+        let mut c = b.client();
+        for i in 0..200 {
+            let _: () = c.set(format!("d:{i}"), i).unwrap();
+        }
+        let mut pipe = redis::pipe();
+        for i in 200..1200 {
+            pipe.cmd("SET").arg(format!("d:{i}")).arg(i).ignore();
+        }
+        let _: () = pipe.query(&mut c).unwrap();
+        b.signal_and_wait("-KILL");
+    }
+    let b = Basalt::start_in(tmp.path(), 2, &[]);
+    let mut c = b.client();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 1200);
+    let v: i64 = c.get("d:1199").unwrap();
+    assert_eq!(v, 1199);
+}
+
 #[test]
 fn dump_restore_round_trip_and_corruption() {
     each_shard_count(|b| {

@@ -63,7 +63,11 @@ fn start_fsync_thread(g: Arc<Global>) {
         .spawn(move || loop {
             std::thread::sleep(Duration::from_secs(1));
             g.engine.check_disk();
-            if g.engine.fsync() == Fsync::EverySec {
+            if g.engine.fsync() != Fsync::EverySec {
+                if let Err(e) = g.engine.flush_buffered() {
+                    tracing::error!(error = %e, "WAL write failed");
+                }
+            } else {
                 let start = Instant::now();
                 if let Err(e) = g.engine.sync_wal() {
                     tracing::error!(error = %e, "WAL sync failed");
@@ -132,6 +136,7 @@ pub fn run(config: Config) -> Result<(), String> {
             shards,
             block_cache_bytes: config.get_int("block-cache-size") as usize,
             write_buffer_bytes: config.get_int("write-buffer-size") as usize,
+            manual_wal_flush: config.get_int("min-free-disk") > 0,
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
@@ -139,6 +144,7 @@ pub fn run(config: Config) -> Result<(), String> {
     // Cross-shard writes a crash cut short are completed before any client
     // is served (docs/cross-shard.md).
     crate::coord::intent::replay(engine, shards, databases, global::now_ms()).map_err(|e| format!("cannot replay intents: {e}"))?;
+    engine.sync_wal().map_err(|e| format!("cannot write the WAL: {e}"))?;
     engine.disk.set_min_free(config.get_int("min-free-disk").max(0) as u64);
     engine.check_disk();
     engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));

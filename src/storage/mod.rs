@@ -82,6 +82,12 @@ pub struct StoreOptions {
     pub shards: usize,
     pub block_cache_bytes: usize,
     pub write_buffer_bytes: usize,
+    /// RocksDB buffers WAL records in memory until [`Engine::flush_written`]
+    /// (connections call it once per loop iteration, before replying):
+    /// one `write(2)` for many writes. RocksDB then treats a failed WAL
+    /// write as fatal (no automatic resume), so this is off when the disk
+    /// guard is (`min-free-disk 0`).
+    pub manual_wal_flush: bool,
 }
 
 /// The open database, shared by every shard.
@@ -89,10 +95,13 @@ pub struct Engine {
     db: DB,
     fsync: AtomicU8,
     dir: PathBuf,
-    /// `appendfsync always` group commit: writes made (and WAL syncs done)
-    /// so far, process-wide, since every column family shares one WAL.
+    /// Group commit: writes made so far, and how many of them are known to
+    /// be written to the WAL file (`flushed`) and synced (`synced`),
+    /// process-wide, since every column family shares one WAL.
     written: AtomicU64,
+    flushed: AtomicU64,
     synced: AtomicU64,
+    manual_wal_flush: bool,
     /// Group-commit syncs done (INFO persistence `wal_group_syncs`).
     pub group_syncs: AtomicU64,
     /// Each column family's compaction filter waits here for the database.
@@ -165,6 +174,7 @@ impl Engine {
         db_opts.set_bytes_per_sync(1 << 20);
         db_opts.set_max_total_wal_size(256 << 20);
         db_opts.set_keep_log_file_num(4);
+        db_opts.set_manual_wal_flush(opts.manual_wal_flush);
         // Replay the WAL into memtables at startup without flushing them to
         // new SST files: a restart on a nearly full disk (7 MB free, 54 MB of
         // WAL) failed writing those files. rust-rocksdb has no setter for it.
@@ -207,7 +217,9 @@ impl Engine {
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             dir: opts.dir.clone(),
             written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
             synced: AtomicU64::new(0),
+            manual_wal_flush: opts.manual_wal_flush,
             group_syncs: AtomicU64::new(0),
             gc_slots,
             disk: disk::DiskGuard::default(),
@@ -298,7 +310,11 @@ impl Engine {
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
-            self.db.put(b"basalt:disk-probe", stamp.to_be_bytes()).map_err(|e| e.into_string())
+            self.db
+                .put(b"basalt:disk-probe", stamp.to_be_bytes())
+                .map_err(|e| e.into_string())?;
+            // With a buffered WAL the put alone does not touch the disk.
+            self.db.flush_wal(false).map_err(|e| e.into_string())
         });
     }
 
@@ -307,27 +323,57 @@ impl Engine {
         Ok(self.db.flush_wal(true)?)
     }
 
-    /// True when a write made so far under `appendfsync always` is not yet
-    /// synced: the connection must call [`Engine::sync_written`] before it
-    /// replies.
-    pub fn unsynced(&self) -> bool {
-        self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire)
+    /// True when a write made so far is not yet where a reply may promise
+    /// it is: in the WAL file (with `manual_wal_flush`), synced (under
+    /// `appendfsync always`). The connection must call
+    /// [`Engine::flush_written`] before it replies.
+    pub fn unflushed(&self) -> bool {
+        let w = self.written.load(Ordering::Acquire);
+        if self.fsync() == Fsync::Always {
+            return self.synced.load(Ordering::Acquire) < w;
+        }
+        self.manual_wal_flush && self.flushed.load(Ordering::Acquire) < w
     }
 
-    /// Group commit for `appendfsync always`: one WAL sync covers every write
-    /// made before it, from any shard. Connections call this after running
-    /// their batch (having first let the other ready connections run theirs)
-    /// and before replying; the first pays the fsync, the rest find their
-    /// writes already synced.
-    pub fn sync_written(&self) -> Result<(), StorageError> {
+    /// Group commit: one WAL write (and under `always` one sync) covers
+    /// every write made before it, from any shard. Connections call this
+    /// after running their batch (having first let the other ready
+    /// connections run theirs) and before replying; the first pays, the
+    /// rest find their writes already flushed.
+    pub fn flush_written(&self) -> Result<(), StorageError> {
         let target = self.written.load(Ordering::Acquire);
-        if self.synced.load(Ordering::Acquire) >= target {
-            return Ok(());
+        if self.fsync() == Fsync::Always {
+            if self.synced.load(Ordering::Acquire) >= target {
+                return Ok(());
+            }
+            self.flush_wal(true)?;
+            self.synced.fetch_max(target, Ordering::AcqRel);
+            self.group_syncs.fetch_add(1, Ordering::Relaxed);
+        } else if self.manual_wal_flush && self.flushed.load(Ordering::Acquire) < target {
+            self.flush_wal(false)?;
         }
-        self.db.flush_wal(true)?;
-        self.synced.fetch_max(target, Ordering::AcqRel);
-        self.group_syncs.fetch_add(1, Ordering::Relaxed);
+        self.flushed.fetch_max(target, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Writes RocksDB's buffered WAL records to the file (with `manual_wal_flush`;
+    /// the every-second thread calls it so background writes such as
+    /// expirations reach the file too).
+    pub fn flush_buffered(&self) -> Result<(), StorageError> {
+        if self.manual_wal_flush {
+            let target = self.written.load(Ordering::Acquire);
+            self.flush_wal(false)?;
+            self.flushed.fetch_max(target, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    fn flush_wal(&self, sync: bool) -> Result<(), StorageError> {
+        self.db.flush_wal(sync).map_err(|e| {
+            let e = StorageError::from(e);
+            self.disk.note_write_error(&e.0);
+            e
+        })
     }
 
     /// Flushes memtables and syncs the WAL: used at shutdown.
@@ -470,9 +516,7 @@ impl ShardStore {
         if self.engine.disk.spend(bytes) {
             self.engine.check_disk();
         }
-        if self.engine.fsync() == Fsync::Always {
-            self.engine.written.fetch_add(1, Ordering::AcqRel);
-        }
+        self.engine.written.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -582,6 +626,7 @@ mod tests {
             shards,
             block_cache_bytes: 1 << 20,
             write_buffer_bytes: 1 << 20,
+            manual_wal_flush: true,
         };
         Engine::open(&opts).unwrap()
     }

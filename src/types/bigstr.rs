@@ -216,6 +216,7 @@ mod tests {
             shards: 1,
             block_cache_bytes: 1 << 20,
             write_buffer_bytes: 1 << 20,
+            manual_wal_flush: false,
         };
         let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
         Keyspace::open(engine.shard(0).unwrap(), 1).unwrap()

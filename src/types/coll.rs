@@ -389,6 +389,7 @@ mod tests {
             shards: 1,
             block_cache_bytes: 1 << 20,
             write_buffer_bytes: 1 << 20,
+            manual_wal_flush: false,
         };
         let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
         engine.enable_gc();
