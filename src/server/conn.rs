@@ -426,6 +426,14 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     i += 1;
                     continue;
                 }
+                // A pipeline whose commands go to several shards: every
+                // shard gets its share at once, replies go back in order.
+                let (end, targets) = shard_segment(client, cmds, i, gate, here, n);
+                if targets.len() > 1 {
+                    run_spread(shard, st, client, &mut cmds[i..end], &targets, gate, out).await;
+                    i = end;
+                    continue;
+                }
                 // Gather the run of commands for the same remote shard.
                 let mut batch = vec![(idx, f, std::mem::take(&mut cmds[i]))];
                 let mut j = i + 1;
@@ -472,6 +480,134 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 i += 1;
             }
         }
+    }
+}
+
+/// The run of shard commands starting at `from`: where it ends, and the
+/// shard each of its commands goes to.
+fn shard_segment(client: &Client, cmds: &[Vec<Bytes>], from: usize, gate: Gate, here: usize, n: usize) -> (usize, Vec<usize>) {
+    let mut targets = Vec::new();
+    let mut k = from;
+    while k < cmds.len() {
+        match precheck(client, &cmds[k], gate) {
+            Ok((_, spec)) if matches!(spec.exec, Exec::Shard(_)) => targets.push(target_of(spec, &cmds[k], here, n)),
+            _ => break,
+        }
+        k += 1;
+    }
+    let first = targets.first().copied();
+    let spread = targets.iter().any(|t| Some(*t) != first);
+    (k, if spread { targets } else { Vec::new() })
+}
+
+/// One shard's share of a spread pipeline: (command index, handler, argv).
+type Share = Vec<(usize, cmd::ShardFn, Vec<Bytes>)>;
+
+/// What a shard sends back for its share: the reply bytes, for each
+/// command where its bytes end and how many deferred replies there were by
+/// then, and the deferred replies.
+struct ShareOut {
+    buf: Vec<u8>,
+    marks: Vec<(usize, usize)>,
+    deferred: Vec<Deferred>,
+}
+
+fn run_share(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo) -> ShareOut {
+    let mut r = Reply::new(resp3);
+    let mut marks = Vec::with_capacity(share.len());
+    for (idx, f, argv) in share {
+        run_shard_cmd(st, *idx, *f, argv, db, info, &mut r);
+        marks.push((r.buf.len(), r.deferred.len()));
+    }
+    ShareOut {
+        buf: r.buf,
+        marks,
+        deferred: r.deferred,
+    }
+}
+
+/// Runs pipelined shard commands that go to several shards (`targets[k]`
+/// for `cmds[k]`) as one message per shard, all shards at once (this
+/// shard's share runs here meanwhile), and writes the replies in command
+/// order. Commands for different shards touch different keys, so only the
+/// order within each shard matters, and that is kept. (Dragonfly calls this
+/// pipeline squashing.)
+async fn run_spread(
+    shard: &Rc<Shard<ShardState>>,
+    st: &Rc<ShardState>,
+    client: &Client,
+    cmds: &mut [Vec<Bytes>],
+    targets: &[usize],
+    gate: Gate,
+    out: &mut Reply,
+) {
+    // Each command's share and place in it; shares in order of first use.
+    let mut shares: Vec<(usize, Share)> = Vec::new();
+    let mut place = Vec::with_capacity(cmds.len());
+    for (k, argv) in cmds.iter_mut().enumerate() {
+        let Ok((idx, spec)) = precheck(client, argv, gate) else { continue };
+        let Exec::Shard(f) = spec.exec else { continue };
+        let s = match shares.iter().position(|(t, _)| *t == targets[k]) {
+            Some(s) => s,
+            None => {
+                shares.push((targets[k], Vec::new()));
+                shares.len() - 1
+            }
+        };
+        place.push((s, shares[s].1.len()));
+        shares[s].1.push((idx, f, std::mem::take(argv)));
+    }
+    if let Some(last) = place.last() {
+        client.info.last_cmd.store(shares[last.0].1[last.1].0 + 1, Ordering::Relaxed);
+    }
+    let (db, resp3) = (client.db, client.resp3);
+    let here = shard.id();
+    let mut futs: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ShareOut> + '_>>> = Vec::with_capacity(shares.len());
+    let mut local = None;
+    for (s, (target, share)) in shares.into_iter().enumerate() {
+        let info = client.info.clone();
+        if target == here {
+            local = Some((s, share, info));
+        } else {
+            futs.push(Box::pin(shard.invoke_on(target, move |remote: &ShardState| {
+                run_share(remote, &share, db, resp3, &info)
+            })));
+        }
+    }
+    // The remote shares are sent first (join_all polls in order), then this
+    // shard's runs while they are under way.
+    let local_at = local.as_ref().map(|(s, _, _)| *s);
+    if let Some((_, share, info)) = local {
+        let st = st.clone();
+        futs.push(Box::pin(async move { run_share(&st, &share, db, resp3, &info) }));
+    }
+    let mut outs: Vec<Option<ShareOut>> = shards::join_all(futs).await.into_iter().map(Some).collect();
+    // `outs` is in send order: remote shares by share index, the local last.
+    if let Some(at) = local_at {
+        let l = outs.pop().flatten();
+        outs.insert(at, l);
+    }
+    let mut deferred: Vec<std::vec::IntoIter<Deferred>> = outs
+        .iter_mut()
+        .map(|o| o.as_mut().map(|o| std::mem::take(&mut o.deferred)).unwrap_or_default().into_iter())
+        .collect();
+    for (s, w) in place {
+        let Some(o) = outs[s].as_ref() else { continue };
+        let (start, d0) = if w == 0 { (0, 0) } else { o.marks[w - 1] };
+        let (end, d1) = o.marks[w];
+        if d1 == d0 {
+            out.buf.extend_from_slice(&o.buf[start..end]);
+            continue;
+        }
+        let mine: Vec<Deferred> = deferred[s]
+            .by_ref()
+            .take(d1 - d0)
+            .map(|mut d| {
+                d.at -= start;
+                d
+            })
+            .collect();
+        splice_deferred(shard, st, client, &o.buf[start..end], mine, out).await;
     }
 }
 
