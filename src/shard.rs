@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use crate::cmd::TABLE;
 use crate::monitor::{self, SlowEntry};
 use crate::server::global::Global;
+use crate::storage::ShardStore;
 use crate::types::keyspace::Keyspace;
 
 /// Per-command counters, as INFO commandstats prints them.
@@ -60,6 +61,9 @@ impl RateSamples {
 pub struct ShardState {
     pub id: usize,
     pub ks: Keyspace,
+    /// Every shard's column family, for reads a non-owner may make
+    /// (`cmd::strings::get_from`). Writes go through the owner only.
+    pub peers: Vec<ShardStore>,
     pub global: Arc<Global>,
     /// Indexed like `cmd::TABLE`.
     pub cmd_stats: RefCell<Vec<CmdStat>>,
@@ -84,10 +88,11 @@ pub struct ShardState {
 pub type ScanCursor = (u8, Vec<u8>, u64, u64);
 
 impl ShardState {
-    pub fn new(id: usize, ks: Keyspace, global: Arc<Global>) -> ShardState {
+    pub fn new(id: usize, ks: Keyspace, peers: Vec<ShardStore>, global: Arc<Global>) -> ShardState {
         ShardState {
             id,
             ks,
+            peers,
             global,
             cmd_stats: RefCell::new(vec![CmdStat::default(); TABLE.len()]),
             latency: RefCell::new((0..TABLE.len()).map(|_| None).collect()),

@@ -104,3 +104,48 @@ fn streamed_replies_keep_their_place_in_a_spread_pipeline() {
         }
     }
 }
+
+/// A GET of another shard's key is read from here, without a hop; it must
+/// answer exactly as the owner would: values, missing and expired keys
+/// (left for the owner to delete), WRONGTYPE, big strings, a hash whose
+/// fields all expired, and a value written just before on the same
+/// connection.
+#[test]
+fn cross_shard_get_reads_like_the_owner() {
+    // Only shard 0 accepts: keys tagged {a} live on shard 1 of 2.
+    let basalt = Basalt::start_with(2, &["--listen-shards", "0"]);
+    let mut c = basalt.raw();
+    let big = "x".repeat(300 * 1024);
+    for _ in 0..3 {
+        assert_eq!(c.cmd(&["SET", "{a}s", "v1"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["GET", "{a}s"]), b"$2\r\nv1\r\n");
+        assert_eq!(c.cmd(&["GET", "{a}missing"]), b"$-1\r\n");
+        assert_eq!(c.cmd(&["SADD", "{a}set", "m"]), b":1\r\n");
+        assert_eq!(
+            show(&c.cmd(&["GET", "{a}set"])),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\\r\\n"
+        );
+        assert_eq!(c.cmd(&["SET", "{a}big", &big]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["GET", "{a}big"]), format!("${}\r\n{big}\r\n", big.len()).into_bytes());
+        assert_eq!(c.cmd(&["SET", "{a}ttl", "t", "PX", "30"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["HSET", "{a}h", "f", "v"]), b":1\r\n");
+        assert_eq!(c.cmd(&["HPEXPIRE", "{a}h", "30", "FIELDS", "1", "f"]), b"*1\r\n:1\r\n");
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        assert_eq!(c.cmd(&["GET", "{a}ttl"]), b"$-1\r\n");
+        assert_eq!(c.cmd(&["GET", "{a}h"]), b"$-1\r\n");
+        // Pipelined: each GET sees the SET before it.
+        let mut p = Vec::new();
+        for i in 0..50 {
+            p.extend(Raw::encode(&["SET", "{a}p", &i.to_string()]));
+            p.extend(Raw::encode(&["GET", "{a}p"]));
+        }
+        c.send_bytes(&p);
+        for i in 0..50 {
+            assert_eq!(c.reply(), b"+OK\r\n");
+            assert_eq!(show(&c.reply()), format!("${}\\r\\n{i}\\r\\n", i.to_string().len()));
+        }
+        assert_eq!(c.cmd(&["DEL", "{a}s", "{a}set", "{a}big", "{a}p"]), b":4\r\n");
+    }
+    let stats = show(&c.cmd(&["INFO", "stats"]));
+    assert!(stats.contains("keyspace_hits:"), "{stats}");
+}

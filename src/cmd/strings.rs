@@ -5,9 +5,12 @@ use bytes::Bytes;
 
 use super::args::{int, is};
 use super::Ctx;
+use crate::error::CORRUPT;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
+use crate::storage::keys::meta_key;
 use crate::storage::meta::{self, KeyType, Meta};
+use crate::storage::ShardStore;
 use crate::types::bigstr;
 use crate::types::string::{self as logic, FloatIncrError};
 
@@ -62,6 +65,38 @@ pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     })??;
     ctx.ks().note_lookup(found);
     Ok(())
+}
+
+/// GET read straight from the owner's column family by another shard
+/// (RocksDB is thread-safe; the owner applied every write acknowledged
+/// before). It writes nothing, so an expired key reads as missing and is
+/// left for its owner to delete. None when only the owner can answer: a
+/// big string, or another type (a hash whose fields all expired reads as
+/// missing there, not WRONGTYPE).
+pub fn get_from(store: &ShardStore, db: u8, key: &[u8], now_ms: u64, r: &mut Reply) -> Option<CmdResult<bool>> {
+    let found = store.get_with(&meta_key(db, key), |v| match v.map(Meta::decode) {
+        None => Some(Ok(None)),
+        Some(None) => Some(Err(CORRUPT)),
+        Some(Some(m)) if m.is_expired(now_ms) => Some(Ok(None)),
+        Some(Some(Meta {
+            ty: KeyType::String, body, ..
+        })) => {
+            r.bulk(body);
+            Some(Ok(Some(())))
+        }
+        Some(Some(_)) => None,
+    });
+    match found {
+        Err(e) => Some(Err(e.into())),
+        Ok(None) => None,
+        Ok(Some(Err(e))) => Some(Err(e)),
+        Ok(Some(Ok(hit))) => {
+            if hit.is_none() {
+                r.null();
+            }
+            Some(Ok(hit.is_some()))
+        }
+    }
 }
 
 /// How SET-like commands treat an existing expiry.

@@ -426,6 +426,22 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     i += 1;
                     continue;
                 }
+                // A GET of another shard's key reads that shard's column
+                // family from here: no hop (see `strings::get_from`).
+                if spec.name == "get" {
+                    if let Some(store) = st.peers.get(target) {
+                        let start = Instant::now();
+                        if let Some(res) = cmd::strings::get_from(store, client.db, &cmds[i][1], now_ms(), out) {
+                            match &res {
+                                Ok(hit) => st.ks.note_lookup(*hit),
+                                Err(e) => out.error(&e.0),
+                            }
+                            finish_cmd(st, idx, &cmds[i], start, res.as_ref().err(), &client.info);
+                            i += 1;
+                            continue;
+                        }
+                    }
+                }
                 // A pipeline whose commands go to several shards: every
                 // shard gets its share at once, replies go back in order.
                 let (end, targets) = shard_segment(client, cmds, i, gate, here, n);

@@ -191,7 +191,8 @@ pub fn run(config: Config) -> Result<(), String> {
                 std::process::exit(1);
             }
         };
-        ShardState::new(id, ks, g2.clone())
+        let peers = (0..g2.shards).filter_map(|i| g2.engine.shard(i).ok()).collect();
+        ShardState::new(id, ks, peers, g2.clone())
     };
     let rt = Runtime::start(
         RtConfig {
