@@ -15,8 +15,10 @@
 //! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
 //! - [`config`]: parameters from flags, file and CONFIG.
 //! - [`glob`]: Redis's pattern matching.
+//! - [`clock`]: the wall clock.
 //! - [`error`]: the error type that maps to RESP errors.
 
+pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod coord;

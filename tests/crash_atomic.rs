@@ -21,30 +21,24 @@ const GROUP: usize = 10;
 /// Names a renamed key cycles through.
 const NAMES: usize = 6;
 
-/// Redis Cluster's CRC16 (XMODEM), to place keys on shards from the test.
-fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc
-}
-
+/// The shard that owns `key`, as the server computes it.
 fn owner(key: &str) -> usize {
-    (crc16(key.as_bytes()) as usize & 16383) * SHARDS / 16384
+    basalt::storage::owner(key.as_bytes(), SHARDS)
 }
 
 /// Two set names of writer `t`, on different shards.
 fn set_names(t: usize) -> (String, String) {
     let a = format!("set:a:{t}");
-    let b = (0..)
-        .map(|i| format!("set:b:{t}:{i}"))
-        .find(|b| owner(b) != owner(&a))
-        .unwrap_or_default();
+    let b = elsewhere(&a, &format!("set:b:{t}"));
     (a, b)
+}
+
+/// The first `<prefix>:<n>` that another shard than `key`'s owns.
+fn elsewhere(key: &str, prefix: &str) -> String {
+    (0..)
+        .map(|n| format!("{prefix}:{n}"))
+        .find(|k| owner(k) != owner(key))
+        .unwrap_or_default()
 }
 
 fn group_keys(t: usize) -> Vec<String> {
@@ -210,10 +204,7 @@ fn cross_shard_rename_keeps_a_concurrent_write_to_the_source() {
     let pairs: Vec<(String, String)> = (0..600)
         .map(|i| {
             let src = format!("race:src:{i}");
-            let dst = (0..)
-                .map(|j| format!("race:dst:{i}:{j}"))
-                .find(|d| owner(d) != owner(&src))
-                .unwrap_or_default();
+            let dst = elsewhere(&src, &format!("race:dst:{i}"));
             (src, dst)
         })
         .collect();

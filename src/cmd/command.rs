@@ -126,7 +126,7 @@ const COMMAND_HELP: &[&str] = &[
 pub fn run(argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if argv.len() == 1 {
         r.array(TABLE.len());
-        for c in TABLE {
+        for c in TABLE.iter() {
             write_info(r, c);
         }
         return Ok(());
@@ -137,7 +137,7 @@ pub fn run(argv: &[Bytes], r: &mut Reply) -> CmdResult {
         "info" => {
             if argv.len() == 2 {
                 r.array(TABLE.len());
-                for c in TABLE {
+                for c in TABLE.iter() {
                     write_info(r, c);
                 }
             } else {

@@ -442,29 +442,21 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                         }
                     }
                 }
-                // A pipeline whose commands go to several shards: every
-                // shard gets its share at once, replies go back in order.
-                let (end, targets) = shard_segment(client, cmds, i, gate, here, n);
-                if targets.len() > 1 {
-                    run_spread(shard, st, client, &mut cmds[i..end], &targets, gate, out).await;
+                // The run of shard commands from here. Spread over several
+                // shards, every shard gets its share at once and replies go
+                // back in order; else it is one message to `target`.
+                let seg = shard_segment(client, cmds, i, gate, here, n);
+                let end = i + seg.len();
+                if seg.iter().any(|(_, _, t)| *t != target) {
+                    run_spread(shard, st, client, &mut cmds[i..end], seg, out).await;
                     i = end;
                     continue;
                 }
-                // Gather the run of commands for the same remote shard.
-                let mut batch = vec![(idx, f, std::mem::take(&mut cmds[i]))];
-                let mut j = i + 1;
-                while j < cmds.len() {
-                    match precheck(client, &cmds[j], gate) {
-                        Ok((idx2, spec2)) => match spec2.exec {
-                            Exec::Shard(f2) if target_of(spec2, &cmds[j], here, n) == target => {
-                                batch.push((idx2, f2, std::mem::take(&mut cmds[j])));
-                                j += 1;
-                            }
-                            _ => break,
-                        },
-                        Err(_) => break,
-                    }
-                }
+                let batch: Vec<_> = seg
+                    .into_iter()
+                    .zip(cmds[i..end].iter_mut())
+                    .map(|((idx, f, _), argv)| (idx, f, std::mem::take(argv)))
+                    .collect();
                 let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
                 let (bytes, deferred) = shard
                     .invoke_on(target, move |remote: &ShardState| {
@@ -480,7 +472,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 } else {
                     splice_deferred(shard, st, client, &bytes, deferred, out).await;
                 }
-                i = j;
+                i = end;
             }
             Exec::Conn(c) => {
                 let argv = std::mem::take(&mut cmds[i]);
@@ -499,21 +491,27 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
     }
 }
 
-/// The run of shard commands starting at `from`: where it ends, and the
-/// shard each of its commands goes to.
-fn shard_segment(client: &Client, cmds: &[Vec<Bytes>], from: usize, gate: Gate, here: usize, n: usize) -> (usize, Vec<usize>) {
-    let mut targets = Vec::new();
-    let mut k = from;
-    while k < cmds.len() {
-        match precheck(client, &cmds[k], gate) {
-            Ok((_, spec)) if matches!(spec.exec, Exec::Shard(_)) => targets.push(target_of(spec, &cmds[k], here, n)),
-            _ => break,
+/// The run of shard commands starting at `from` (which is one): for each,
+/// its command index, handler and target shard.
+fn shard_segment(
+    client: &Client,
+    cmds: &[Vec<Bytes>],
+    from: usize,
+    gate: Gate,
+    here: usize,
+    n: usize,
+) -> Vec<(usize, cmd::ShardFn, usize)> {
+    let mut seg = Vec::new();
+    for argv in &cmds[from..] {
+        match precheck(client, argv, gate) {
+            Ok((idx, spec)) => match spec.exec {
+                Exec::Shard(f) => seg.push((idx, f, target_of(spec, argv, here, n))),
+                Exec::Conn(_) => break,
+            },
+            Err(_) => break,
         }
-        k += 1;
     }
-    let first = targets.first().copied();
-    let spread = targets.iter().any(|t| Some(*t) != first);
-    (k, if spread { targets } else { Vec::new() })
+    seg
 }
 
 /// One shard's share of a spread pipeline: (command index, handler, argv).
@@ -542,31 +540,28 @@ fn run_share(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientI
     }
 }
 
-/// Runs pipelined shard commands that go to several shards (`targets[k]`
-/// for `cmds[k]`) as one message per shard, all shards at once (this
-/// shard's share runs here meanwhile), and writes the replies in command
-/// order. Commands for different shards touch different keys, so only the
-/// order within each shard matters, and that is kept. (Dragonfly calls this
-/// pipeline squashing.)
+/// Runs pipelined shard commands that go to several shards (`seg[k]`:
+/// index, handler and target of `cmds[k]`) as one message per shard, all
+/// shards at once (this shard's share runs here meanwhile), and writes the
+/// replies in command order. Commands for different shards touch different
+/// keys, so only the order within each shard matters, and that is kept.
+/// (Dragonfly calls this pipeline squashing.)
 async fn run_spread(
     shard: &Rc<Shard<ShardState>>,
     st: &Rc<ShardState>,
     client: &Client,
     cmds: &mut [Vec<Bytes>],
-    targets: &[usize],
-    gate: Gate,
+    seg: Vec<(usize, cmd::ShardFn, usize)>,
     out: &mut Reply,
 ) {
     // Each command's share and place in it; shares in order of first use.
     let mut shares: Vec<(usize, Share)> = Vec::new();
     let mut place = Vec::with_capacity(cmds.len());
-    for (k, argv) in cmds.iter_mut().enumerate() {
-        let Ok((idx, spec)) = precheck(client, argv, gate) else { continue };
-        let Exec::Shard(f) = spec.exec else { continue };
-        let s = match shares.iter().position(|(t, _)| *t == targets[k]) {
+    for ((idx, f, target), argv) in seg.into_iter().zip(cmds.iter_mut()) {
+        let s = match shares.iter().position(|(t, _)| *t == target) {
             Some(s) => s,
             None => {
-                shares.push((targets[k], Vec::new()));
+                shares.push((target, Vec::new()));
                 shares.len() - 1
             }
         };

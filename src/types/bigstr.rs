@@ -119,7 +119,7 @@ pub fn stage_put(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], expire_ms: u6
         ks.stage_put(b, db, key, &meta::encode_string(expire_ms, payload), prior);
         return;
     }
-    let version = ks.next_version(crate::server::global::now_us());
+    let version = ks.next_version(crate::clock::now_us());
     for (i, part) in payload.chunks(CHUNK).enumerate() {
         ks.store.put(b, &chunk_key(db, key, version, i as u64), part);
     }
@@ -169,7 +169,7 @@ pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms
                 put(ks, db, key, expire_ms, &v, prior, None)?;
                 return Ok(v.len() as u64);
             }
-            let version = ks.next_version(crate::server::global::now_us());
+            let version = ks.next_version(crate::clock::now_us());
             (version, cur.len() as u64, Some(cur))
         }
     };
@@ -208,19 +208,7 @@ pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::{Engine, StoreOptions};
-
-    fn keyspace(dir: &std::path::Path) -> Keyspace {
-        let opts = StoreOptions {
-            dir: dir.to_path_buf(),
-            shards: 1,
-            block_cache_bytes: 1 << 20,
-            write_buffer_bytes: 1 << 20,
-            manual_wal_flush: false,
-        };
-        let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
-        Keyspace::open(engine.shard(0).unwrap(), 1).unwrap()
-    }
+    use crate::types::keyspace::for_test as keyspace;
 
     fn current(ks: &Keyspace, key: &[u8]) -> Option<(Vec<u8>, u64)> {
         let stored = ks.get(0, key, 1).unwrap()?;

@@ -227,7 +227,7 @@ pub fn stage_place(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], v: &Owned, 
         ks.stage_put(b, db, key, &v.raw, prior);
         return Ok(());
     };
-    c.version = ks.next_version(crate::server::global::now_us());
+    c.version = ks.next_version(crate::clock::now_us());
     for (sub, val) in &v.members {
         ks.store.put(b, &keys::sub_key(db, key, c.version, sub), val);
     }
@@ -308,7 +308,7 @@ pub fn encoding_name(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, c: &Coll, n
             }
             let (mut ints, mut long) = (true, false);
             scan_members(ks, None, (db, key), c, None, now, |s, _, _| {
-                ints &= crate::cmd::args::parse_i64(s).is_some();
+                ints &= crate::resp::parse::string2ll(s).is_some();
                 long |= s.len() > 64;
                 true
             })?;
@@ -330,7 +330,7 @@ pub struct Rng(u64);
 
 impl Rng {
     pub fn seeded() -> Rng {
-        Rng(crate::server::global::now_us() ^ 0x9E37_79B9_7F4A_7C15 | 1)
+        Rng(crate::clock::now_us() ^ 0x9E37_79B9_7F4A_7C15 | 1)
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -381,20 +381,8 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use crate::storage::{gc, Engine, StoreOptions};
-
-    fn keyspace(dir: &std::path::Path) -> Keyspace {
-        let opts = StoreOptions {
-            dir: dir.to_path_buf(),
-            shards: 1,
-            block_cache_bytes: 1 << 20,
-            write_buffer_bytes: 1 << 20,
-            manual_wal_flush: false,
-        };
-        let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
-        engine.enable_gc();
-        Keyspace::open(engine.shard(0).unwrap(), 1).unwrap()
-    }
+    use crate::storage::gc;
+    use crate::types::keyspace::for_test as keyspace;
 
     /// A mode-0 (legacy layout) hash written by hand: bare values, no HFE meta.
     fn legacy_hash(ks: &Keyspace, key: &[u8], fields: &[(&[u8], &[u8])]) {
@@ -455,7 +443,7 @@ mod tests {
     fn compaction_collects_garbage_and_leaves_ghosts() {
         let dir = tempfile::tempdir().unwrap();
         let ks = keyspace(dir.path());
-        let now = crate::server::global::now_ms();
+        let now = crate::clock::now_ms();
         // A hash with one persistent and two expired TTL fields.
         let mut w = Writer::open(&ks, 0, b"h", KeyType::Hash, now - 1000, true).unwrap().unwrap();
         w.put(b"keep", 0, b"1").unwrap();

@@ -416,3 +416,20 @@ impl Keyspace {
         Ok(next)
     }
 }
+
+/// A one-shard keyspace on a fresh database in `dir`, with garbage
+/// collection on, for unit tests of the types layer.
+#[cfg(test)]
+pub fn for_test(dir: &std::path::Path) -> Keyspace {
+    use crate::storage::{Engine, StoreOptions};
+    let opts = StoreOptions {
+        dir: dir.to_path_buf(),
+        shards: 1,
+        block_cache_bytes: 1 << 20,
+        write_buffer_bytes: 1 << 20,
+        manual_wal_flush: false,
+    };
+    let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
+    engine.enable_gc();
+    Keyspace::open(engine.shard(0).expect("shard 0"), 1).expect("open keyspace")
+}

@@ -45,7 +45,7 @@ impl<'k> Writer<'k> {
         let (expire_ms, prior, c) = match found {
             Some(v) => (v.expire_ms, Some(v.expire_ms), v.c),
             None if create => {
-                let version = ks.next_version(crate::server::global::now_us());
+                let version = ks.next_version(crate::clock::now_us());
                 (0, None, Coll::new(version, ty == KeyType::Hash))
             }
             None => return Ok(None),
