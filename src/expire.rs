@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use shards::Shard;
 
-use crate::server::global::now_ms;
+use crate::clock::now_ms;
 use crate::shard::ShardState;
 
 /// TTL index entries visited per slice.

@@ -18,12 +18,12 @@ use bytes::Bytes;
 
 use super::intent::{self, Op as Intent};
 use super::S;
+use crate::clock::now_ms;
 use crate::cmd::args::{is, parse_i64};
 use crate::cmd::whole::{write_member, Keep, Whole};
 use crate::cmd::ConnCmd;
 use crate::error::{CmdError, CmdResult, CORRUPT, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
-use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
@@ -165,7 +165,7 @@ async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) -> Cmd
     let size = members.len() as u64;
     let key = dst.clone();
     let version = shard
-        .invoke_on(target, move |st: &ShardState| st.ks.next_version(crate::server::global::now_us()))
+        .invoke_on(target, move |st: &ShardState| st.ks.next_version(crate::clock::now_us()))
         .await;
     let mut chunks = members.chunks(SLICE).map(|c| c.to_vec()).collect::<Vec<_>>().into_iter();
     for chunk in chunks.by_ref() {

@@ -14,13 +14,13 @@ use std::rc::Rc;
 use bytes::Bytes;
 use shards::Shard;
 
+use crate::clock::now_ms;
 use crate::cmd::args::{db_index, int, is, text};
 use crate::cmd::keys as k;
 use crate::cmd::{arity_error, ConnCmd};
 use crate::error::{CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
 use crate::glob;
 use crate::resp::Reply;
-use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::intent::{IntentRef, Rider};
 use crate::storage::keys::SLOTS;
@@ -481,7 +481,7 @@ async fn scan(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 /// A cheap random number (xorshift over the clock): RANDOMKEY needs no more.
 fn random_u64() -> u64 {
-    let mut x = crate::server::global::now_us() ^ 0x9E37_79B9_7F4A_7C15;
+    let mut x = crate::clock::now_us() ^ 0x9E37_79B9_7F4A_7C15;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
