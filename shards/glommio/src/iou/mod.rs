@@ -92,6 +92,9 @@ bitflags::bitflags! {
         const CQSIZE    = 1 << 3;
         const CLAMP     = 1 << 4;
         const ATTACH_WQ = 1 << 5;
+        /// Basalt: do not interrupt the task with an IPI to post a
+        /// completion; the kernel posts it at the task's next syscall.
+        const COOP_TASKRUN = 1 << 8;
     }
 }
 

@@ -901,10 +901,19 @@ impl SleepableRing {
         name: &'static str,
         allocator: Rc<UringBufferAllocator>,
         source_map: Rc<RefCell<SourceMap>>,
+        flags: iou::SetupFlags,
     ) -> io::Result<Self> {
         assert!(*IO_URING_RECENT_ENOUGH);
+        let wanted = flags.bits();
+        // Basalt: a kernel without the flags (before 5.19) gets the ring
+        // glommio always made.
+        let ring = match iou::IoUring::new_with_flags(size as _, flags, iou::SetupFeatures::empty()) {
+            Ok(ring) => ring,
+            Err(_) if wanted != 0 => iou::IoUring::new(size as _)?,
+            Err(e) => return Err(e),
+        };
         Ok(SleepableRing {
-            ring: iou::IoUring::new(size as _)?,
+            ring,
             size,
             submission_queue: UringQueueState::with_capacity(size * 4),
             name,
@@ -1307,10 +1316,22 @@ impl Reactor {
         let registry = vec![allocator.as_bytes()];
 
         let main_ring =
-            SleepableRing::new(ring_depth, "main", allocator.clone(), source_map.clone())?;
+            SleepableRing::new(
+            ring_depth,
+            "main",
+            allocator.clone(),
+            source_map.clone(),
+            iou::SetupFlags::COOP_TASKRUN,
+        )?;
         let poll_ring = PollRing::new(ring_depth, allocator.clone(), source_map.clone())?;
         let mut latency_ring =
-            SleepableRing::new(ring_depth, "latency", allocator.clone(), source_map.clone())?;
+            SleepableRing::new(
+            ring_depth,
+            "latency",
+            allocator.clone(),
+            source_map.clone(),
+            iou::SetupFlags::empty(),
+        )?;
 
         match main_ring.registrar().register_buffers_by_ref(&registry) {
             Err(x) => warn!("Error: registering buffers in the main ring. Skipping{x:#?}"),
