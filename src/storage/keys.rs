@@ -25,17 +25,28 @@ pub const FIELD_TTL_PREFIX: [u8; 2] = [0xFF, b'F'];
 /// Redis Cluster's hash slot count.
 pub const SLOTS: u16 = 16384;
 
-/// CRC16-CCITT (XMODEM), as Redis Cluster uses for slots.
+/// CRC16-CCITT (XMODEM), as Redis Cluster uses for slots: one table
+/// lookup per byte, as Redis's crc16.c (every command hashes its key).
 pub fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-        }
-    }
-    crc
+    data.iter()
+        .fold(0u16, |crc, &b| (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize])
 }
+
+const CRC16_TABLE: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut crc = (i as u16) << 8;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            bit += 1;
+        }
+        t[i] = crc;
+        i += 1;
+    }
+    t
+};
 
 /// The hash slot of a key, honouring `{hash tags}` exactly as Redis Cluster.
 pub fn slot_of(key: &[u8]) -> u16 {
@@ -165,6 +176,32 @@ mod tests {
         assert_eq!(slot_of(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 16383);
         assert_eq!(slot_of(b"foo{{bar}}zap"), crc16(b"{bar") & 16383);
         assert_eq!(crc16(b"123456789"), 0x31C3);
+    }
+
+    #[test]
+    fn table_crc16_agrees_with_the_bitwise_definition() {
+        fn bitwise(data: &[u8]) -> u16 {
+            let mut crc: u16 = 0;
+            for &b in data {
+                crc ^= (b as u16) << 8;
+                for _ in 0..8 {
+                    crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+                }
+            }
+            crc
+        }
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for len in 0..200usize {
+            let data: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            assert_eq!(crc16(&data), bitwise(&data), "{data:?}");
+        }
     }
 
     #[test]
