@@ -24,7 +24,7 @@ use crate::error::{CmdError, STREAM};
 use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::global::{now_ms, ClientInfo, Global};
 use crate::shard::ShardState;
-use crate::storage::{owner, Fsync};
+use crate::storage::owner;
 
 const READ_CHUNK: usize = 16 * 1024;
 
@@ -267,28 +267,24 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         out.resp3 = client.resp3;
         // Before AUTH a batch is one request (see `run_batch`): run the
         // rest of what was read, one request at a time, before reading more.
-        let mut ran = 0;
         let proto_err = loop {
-            let (err, n, more) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
-            ran += n;
+            let (err, more) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
             if !more || err || client.closing {
                 break err;
             }
         };
-        // A pipelined batch lets the other connections ready in this loop
+        // Every batch lets the other connections ready in this loop
         // iteration run first, so replies leave back to back (as Redis's
-        // beforeSleep writes them) and a client woken by one reply finds the
-        // next ready instead of being woken again. 1 shard, 50 clients:
-        // SET -P16 92-98k -> 104-112k, GET -P16 182-192k -> 212-224k ops/s.
-        // Yielding after single commands too cut GET -P1 from ~80k to ~51k.
-        // The same yield makes one WAL write (under appendfsync always, one
-        // WAL sync) cover every connection's writes of this loop iteration
-        // (group commit; RocksDB buffers WAL records until then). A single
-        // command yields only for a sync: at -P1 a yield costs more than
-        // the write(2) it would share (SET -P1 51k -> 40k ops/s, 1 shard).
-        if ran > 1 || (g.engine.fsync() == Fsync::Always && g.engine.unflushed()) {
-            futures_lite::future::yield_now().await;
-        }
+        // beforeSleep writes them): a client woken by one reply finds the
+        // next ready instead of being woken again, and one WAL write (under
+        // appendfsync always, one WAL sync) covers every connection's writes
+        // of the iteration (group commit; RocksDB buffers WAL records until
+        // then). 1 shard, 50 clients: SET -P16 92-98k -> 104-112k, GET -P16
+        // 182-192k -> 212-224k ops/s. Single commands used to skip it (a
+        // yield cost GET -P1 80k -> 51k) until the main ring stopped taking
+        // an IPI per completion (COOP_TASKRUN, shards/glommio): now SET -P1
+        // 49-51k -> 71-72k and INCR -P1 44-49k -> 67-71k, GET -P1 unchanged.
+        futures_lite::future::yield_now().await;
         if g.engine.unflushed() {
             if let Err(e) = g.engine.flush_written() {
                 // Never acknowledge a write that is not in the WAL.
@@ -319,7 +315,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
 
 /// Parses every complete request in `rbuf` and runs them in order, replies
 /// into `out`. Returns whether a protocol error ended the batch (reply
-/// written; close), how many commands it ran, and whether complete requests
+/// written; close) and whether complete requests
 /// may be left to run (a client that must authenticate runs one at a time).
 async fn run_batch(
     shard: &Rc<Shard<ShardState>>,
@@ -327,7 +323,7 @@ async fn run_batch(
     client: &mut Client,
     rbuf: &mut BytesMut,
     out: &mut Reply,
-) -> (bool, usize, bool) {
+) -> (bool, bool) {
     let limits = Limits {
         max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
         unauthenticated: !client.authed && st.global.config.requirepass_set.load(Ordering::Relaxed),
@@ -369,7 +365,6 @@ async fn run_batch(
         })
         .filter(|a: &Vec<Bytes>| !a.is_empty())
         .collect();
-    let ran = cmds.len();
     // A bug outside the handlers' own guards must cost this connection, not
     // the shard: a panic that escaped the connection task wedged its whole
     // executor (seen while building deferred replies).
@@ -380,14 +375,14 @@ async fn run_batch(
     if !ran_ok {
         tracing::error!("connection loop panicked; closing the connection");
         out.error("ERR internal error");
-        return (true, ran, false);
+        return (true, false);
     }
     if let Some(e) = proto_err {
         st.record_error("ERR");
         out.error(&format!("ERR Protocol error: {}", e.0));
-        return (true, ran, false);
+        return (true, false);
     }
-    (false, ran, more)
+    (false, more)
 }
 
 async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mut Client, cmds: &mut [Vec<Bytes>], out: &mut Reply) {
