@@ -146,6 +146,12 @@ const PARAMS: &[Param] = &[
         mutable: false,
     },
     Param {
+        name: "meta-cache-size",
+        default: "268435456",
+        kind: Kind::Bytes(0, i64::MAX),
+        mutable: false,
+    },
+    Param {
         name: "write-buffer-size",
         default: "67108864",
         kind: Kind::Bytes(1 << 20, 1 << 34),

@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 use crate::cmd::TABLE;
 use crate::monitor::{self, SlowEntry};
 use crate::server::global::Global;
-use crate::storage::ShardStore;
+use crate::storage::PeerStore;
 use crate::types::keyspace::Keyspace;
 
 /// Per-command counters, as INFO commandstats prints them.
@@ -63,7 +63,7 @@ pub struct ShardState {
     pub ks: Keyspace,
     /// Every shard's column family, for reads a non-owner may make
     /// (`cmd::strings::get_from`). Writes go through the owner only.
-    pub peers: Vec<ShardStore>,
+    pub peers: Vec<PeerStore>,
     pub global: Arc<Global>,
     /// Indexed like `cmd::TABLE`.
     pub cmd_stats: RefCell<Vec<CmdStat>>,
@@ -88,7 +88,7 @@ pub struct ShardState {
 pub type ScanCursor = (u8, Vec<u8>, u64, u64);
 
 impl ShardState {
-    pub fn new(id: usize, ks: Keyspace, peers: Vec<ShardStore>, global: Arc<Global>) -> ShardState {
+    pub fn new(id: usize, ks: Keyspace, peers: Vec<PeerStore>, global: Arc<Global>) -> ShardState {
         ShardState {
             id,
             ks,

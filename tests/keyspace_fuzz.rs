@@ -21,7 +21,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
     let v = rng.below(100).to_string();
     let db = rng.pick(DBS).to_string();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    match rng.below(30) {
+    match rng.below(31) {
         0 => s(&["SET", &k, &v]),
         1 => s(&["SET", &k, &v, "EX", "1000"]),
         2 => s(&["MSET", &k, &v, &k2, &m]),
@@ -51,6 +51,13 @@ fn command(rng: &mut Rng) -> Vec<String> {
         26 => s(&["HSET", &k, &m, &v, "f", "g"]),
         27 => s(&["SELECT", &db]),
         28 => s(&["GETEX", &k, "PERSIST"]),
+        // Reads, which a shard answers from its meta cache when it can.
+        29 => match rng.below(4) {
+            0 => s(&["GET", &k]),
+            1 => s(&["TYPE", &k]),
+            2 => s(&["EXISTS", &k, &k2]),
+            _ => s(&["STRLEN", &k]),
+        },
         _ => {
             if rng.below(8) == 0 {
                 s(&["FLUSHDB"])
@@ -83,8 +90,25 @@ fn sorted_keys(c: &mut Raw) -> Vec<String> {
 
 #[test]
 fn random_keyspace_commands_count_like_redis() {
+    random_commands_against_redis(&[]);
+}
+
+/// The same with a meta cache of a few entries per shard: every command
+/// evicts, so a cached record that outlived a write would show here.
+#[test]
+fn random_keyspace_commands_with_a_tiny_meta_cache() {
+    random_commands_against_redis(&["--meta-cache-size", "2000"]);
+}
+
+/// The same with no meta cache at all: RocksDB answers every read.
+#[test]
+fn random_keyspace_commands_without_a_meta_cache() {
+    random_commands_against_redis(&["--meta-cache-size", "0"]);
+}
+
+fn random_commands_against_redis(extra: &[&str]) {
     let redis = RedisServer::start();
-    let basalt = Basalt::start(4);
+    let basalt = Basalt::start_with(4, extra);
     let (mut r, mut b) = (redis.raw(), basalt.raw());
     for seed in 1..=8u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);

@@ -18,6 +18,7 @@ use crate::resp::Reply;
 use crate::server::conn::Client;
 use crate::server::global::{now_ms, now_us, Global};
 use crate::shard::{CmdStat, ShardState};
+use crate::storage::cache::CacheStats;
 use crate::storage::Fsync;
 
 /// What every shard reports for INFO.
@@ -36,6 +37,7 @@ struct ShardReport {
     errors: Vec<(String, u64)>,
     rates: (f64, f64, f64),
     connections: u64,
+    meta_cache: CacheStats,
 }
 
 async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardReport> {
@@ -54,6 +56,7 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             errors: st.errors.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rates: st.rates.borrow().mean(),
             connections: st.connections.get(),
+            meta_cache: st.ks.store.meta_cache_stats().unwrap_or_default(),
         })
         .await
 }
@@ -143,10 +146,12 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         let rss = rss_bytes();
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_memtables:{}\r\nrocksdb_table_readers:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_memtables:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_bytes:{}\r\nmeta_cache_entries:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
             g.engine.property_sum(g.shards, "rocksdb.block-cache-usage") / g.shards.max(1) as u64,
             g.engine.property_sum(g.shards, "rocksdb.cur-size-all-mem-tables"),
             g.engine.property_sum(g.shards, "rocksdb.estimate-table-readers-mem"),
+            reports.iter().map(|r| r.meta_cache.bytes).sum::<u64>(),
+            reports.iter().map(|r| r.meta_cache.entries).sum::<u64>(),
         );
     }
     if want("persistence") {
@@ -174,7 +179,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\ntotal_error_replies:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ntotal_error_replies:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -187,6 +192,8 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
             reports.iter().map(|r| r.expired_fields).sum::<u64>(),
             reports.iter().map(|r| r.hits).sum::<u64>(),
             reports.iter().map(|r| r.misses).sum::<u64>(),
+            reports.iter().map(|r| r.meta_cache.hits).sum::<u64>(),
+            reports.iter().map(|r| r.meta_cache.misses).sum::<u64>(),
             reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
         );
     }

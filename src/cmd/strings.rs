@@ -10,7 +10,7 @@ use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVER
 use crate::resp::Reply;
 use crate::storage::keys::meta_key;
 use crate::storage::meta::{self, KeyType, Meta};
-use crate::storage::ShardStore;
+use crate::storage::PeerStore;
 use crate::types::bigstr;
 use crate::types::string::{self as logic, FloatIncrError};
 
@@ -73,7 +73,7 @@ pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 /// left for its owner to delete. None when only the owner can answer: a
 /// big string, or another type (a hash whose fields all expired reads as
 /// missing there, not WRONGTYPE).
-pub fn get_from(store: &ShardStore, db: u8, key: &[u8], now_ms: u64, r: &mut Reply) -> Option<CmdResult<bool>> {
+pub fn get_from(store: &PeerStore, db: u8, key: &[u8], now_ms: u64, r: &mut Reply) -> Option<CmdResult<bool>> {
     let found = store.get_with(&meta_key(db, key), |v| match v.map(Meta::decode) {
         None => Some(Ok(None)),
         Some(None) => Some(Err(CORRUPT)),

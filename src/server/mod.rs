@@ -177,8 +177,10 @@ pub fn run(config: Config) -> Result<(), String> {
     tracing::info!(%addr, shards, ?cores, dir = %engine.dir().display(), "Basalt starting");
     let g2 = g.clone();
     let make_state = move |id: usize| -> ShardState {
+        // The meta cache's budget is the server's, split evenly (storage/cache.rs).
+        let cache_bytes = g2.config.get_int("meta-cache-size").max(0) as u64 / g2.shards as u64;
         let store = match g2.engine.shard(id) {
-            Ok(s) => s,
+            Ok(s) => s.with_meta_cache(cache_bytes),
             Err(e) => {
                 tracing::error!(shard = id, error = %e, "cannot open shard store");
                 std::process::exit(1);
@@ -191,7 +193,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 std::process::exit(1);
             }
         };
-        let peers = (0..g2.shards).filter_map(|i| g2.engine.shard(i).ok()).collect();
+        let peers = (0..g2.shards).filter_map(|i| g2.engine.peer(i).ok()).collect();
         ShardState::new(id, ks, peers, g2.clone())
     };
     let rt = Runtime::start(

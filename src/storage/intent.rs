@@ -130,13 +130,13 @@ impl ShardStore {
 
     /// Adds intent part `r` with `body` to `b`.
     pub fn stage_intent(&self, b: &mut Batch, r: IntentRef, body: &[u8]) {
-        b.0.put(r.key(), body);
+        b.wb.put(r.key(), body);
     }
 
     /// Adds the delete of intent part `r` to `b`: the batch that applies a
     /// part carries it.
     pub fn stage_intent_done(&self, b: &mut Batch, r: IntentRef) {
-        b.0.delete(r.key());
+        b.wb.delete(r.key());
     }
 }
 
