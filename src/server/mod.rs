@@ -137,6 +137,7 @@ pub fn run(config: Config) -> Result<(), String> {
             block_cache_bytes: config.get_int("block-cache-size") as usize,
             write_buffer_bytes: config.get_int("write-buffer-size") as usize,
             manual_wal_flush: config.get_int("min-free-disk") > 0,
+            meta_cache_bytes: config.get_int("meta-cache-size").max(0) as u64,
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
@@ -177,10 +178,8 @@ pub fn run(config: Config) -> Result<(), String> {
     tracing::info!(%addr, shards, ?cores, dir = %engine.dir().display(), "Basalt starting");
     let g2 = g.clone();
     let make_state = move |id: usize| -> ShardState {
-        // The meta cache's budget is the server's, split evenly (storage/cache.rs).
-        let cache_bytes = g2.config.get_int("meta-cache-size").max(0) as u64 / g2.shards as u64;
         let store = match g2.engine.shard(id) {
-            Ok(s) => s.with_meta_cache(cache_bytes),
+            Ok(s) => s,
             Err(e) => {
                 tracing::error!(shard = id, error = %e, "cannot open shard store");
                 std::process::exit(1);

@@ -8,8 +8,7 @@
 //! key's read with one hash lookup.
 //!
 //! It is exact, not a hint: only the owning shard writes its column family
-//! (other shards send it messages, or read it through a [`PeerStore`](super::PeerStore),
-//! which never sees this cache), so every change passes through
+//! (other shards send it messages), so every change passes through
 //! [`ShardStore::write`](super::ShardStore::write), which applies the batch's
 //! meta changes here once RocksDB has taken the batch. A range delete that
 //! may cover meta records (FLUSHDB) empties the cache; a failed write empties
@@ -17,11 +16,22 @@
 //! remembered as absent (`None`); a read that finds no key caches nothing
 //! (RocksDB's bloom filters make such a read cheap already).
 //!
+//! Other shards read it too, through a [`PeerStore`](super::PeerStore) (a
+//! GET of a key another shard owns): they look entries up but never insert
+//! one, since a value a peer read from RocksDB may already be older than
+//! the owner's latest write. A peer sees either the cached record from
+//! before a write or the one after: what it would read from RocksDB a moment
+//! earlier or later.
+//!
 //! Eviction is quick_cache's S3-FIFO by weight: one-hit keys (a scan, a
-//! random read of cold data) leave first and do not push hot keys out.
+//! random read of cold data) leave first and do not push hot keys out. The
+//! cache is quick_cache's sync one (sharded read-write locks, uncontended
+//! but for peers' reads).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use quick_cache::unsync::Cache;
+use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
 use super::keys::TAG_META;
@@ -50,8 +60,10 @@ pub struct CacheStats {
 
 pub struct MetaCache {
     map: Cache<Box<[u8]>, Option<Bytes>, Weigh, ahash::RandomState>,
-    hits: u64,
-    misses: u64,
+    /// Counted by the owner only (peers' lookups are not), so the counters'
+    /// cache line never bounces between cores.
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 /// Whether `key` is a meta record's key (`db 'M' ...`; db bytes stop at 254).
@@ -76,39 +88,41 @@ impl MetaCache {
         let items = (bytes / 160).clamp(16, 1 << 26) as usize;
         MetaCache {
             map: Cache::with(items, bytes.max(1), Weigh, ahash::RandomState::new(), Default::default()),
-            hits: 0,
-            misses: 0,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
-    /// `Some(None)`: the key is known absent; `None`: not cached.
+    /// The owner's lookup. `Some(None)`: the key is known absent; `None`:
+    /// not cached.
     #[inline]
-    pub fn get(&mut self, key: &[u8]) -> Option<Option<Bytes>> {
-        match self.map.get(key) {
-            Some(v) => {
-                self.hits += 1;
-                Some(v.clone())
-            }
-            None => {
-                self.misses += 1;
-                None
-            }
-        }
+    pub fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        let v = self.map.get(key);
+        let counter = if v.is_some() { &self.hits } else { &self.misses };
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        v
     }
 
+    /// A peer's lookup: not counted.
     #[inline]
-    pub fn insert(&mut self, key: Box<[u8]>, value: Option<Bytes>) {
+    pub fn peek(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        self.map.get(key)
+    }
+
+    /// Only the owner inserts (see the module's notes).
+    #[inline]
+    pub fn insert(&self, key: Box<[u8]>, value: Option<Bytes>) {
         self.map.insert(key, value);
     }
 
-    pub fn clear(&mut self) {
+    pub fn clear(&self) {
         self.map.clear();
     }
 
     pub fn stats(&self) -> CacheStats {
         CacheStats {
-            hits: self.hits,
-            misses: self.misses,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
             bytes: self.map.weight(),
             entries: self.map.len() as u64,
         }
@@ -137,21 +151,22 @@ mod tests {
 
     #[test]
     fn hits_misses_and_absent_keys() {
-        let mut c = MetaCache::new(1 << 20);
+        let c = MetaCache::new(1 << 20);
         assert_eq!(c.get(b"\0Mk"), None);
         c.insert(b"\0Mk".to_vec().into(), None);
         assert_eq!(c.get(b"\0Mk"), Some(None));
         c.insert(b"\0Mk".to_vec().into(), Some(Bytes::from_static(b"v")));
         assert_eq!(c.get(b"\0Mk"), Some(Some(Bytes::from_static(b"v"))));
+        assert_eq!(c.peek(b"\0Mk"), Some(Some(Bytes::from_static(b"v"))), "a peer sees it");
         let s = c.stats();
-        assert_eq!((s.hits, s.misses, s.entries), (2, 1, 1));
+        assert_eq!((s.hits, s.misses, s.entries), (2, 1, 1), "peers are not counted");
         c.clear();
         assert_eq!(c.get(b"\0Mk"), None);
     }
 
     #[test]
     fn weight_stays_within_the_budget() {
-        let mut c = MetaCache::new(64 * 1024);
+        let c = MetaCache::new(64 * 1024);
         for i in 0..10_000u32 {
             c.insert(format!("\0Mkey{i}").into_bytes().into(), Some(Bytes::from(vec![7u8; 100])));
         }

@@ -19,9 +19,9 @@ pub mod intent;
 pub mod keys;
 pub mod meta;
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions, WriteBatch, DB};
@@ -91,6 +91,8 @@ pub struct StoreOptions {
     /// write as fatal (no automatic resume), so this is off when the disk
     /// guard is (`min-free-disk 0`).
     pub manual_wal_flush: bool,
+    /// The meta caches' budget for the server, split evenly (0: none).
+    pub meta_cache_bytes: u64,
 }
 
 /// The open database, shared by every shard.
@@ -113,6 +115,9 @@ pub struct Engine {
     pub disk: disk::DiskGuard,
     /// The next cross-shard intent id; see `intent`.
     intent_ids: AtomicU64,
+    /// Each shard's meta cache (see `cache`), shared by its store and its
+    /// peers' read-only views.
+    meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
 }
 
 fn cf_name(i: usize) -> String {
@@ -214,9 +219,13 @@ impl Engine {
         db.put(SHARDS_RECORD, opts.shards.to_string())?;
         db.flush_wal(true)?;
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(&db));
+        let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
         Ok(Engine {
             db,
             intent_ids,
+            meta_caches: (0..opts.shards)
+                .map(|_| (per_shard > 0).then(|| Arc::new(cache::MetaCache::new(per_shard))))
+                .collect(),
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             dir: opts.dir.clone(),
             written: AtomicU64::new(0),
@@ -302,12 +311,12 @@ impl Engine {
             engine: self,
             db: &self.db,
             cf,
-            cache: None,
+            cache: self.meta_caches.get(i).cloned().flatten(),
         })
     }
 
-    /// A read-only view of shard `i` for another shard's thread: it reads
-    /// RocksDB, never the owner's meta cache (see `cache`).
+    /// A read-only view of shard `i` for another shard's thread: it looks
+    /// in the owner's meta cache, then RocksDB, and never fills the cache.
     pub fn peer(&'static self, i: usize) -> Result<PeerStore, StorageError> {
         self.shard(i).map(PeerStore)
     }
@@ -488,7 +497,7 @@ pub struct ShardStore {
     engine: &'static Engine,
     db: &'static DB,
     cf: &'static ColumnFamily,
-    cache: Option<RefCell<cache::MetaCache>>,
+    cache: Option<Arc<cache::MetaCache>>,
 }
 
 /// Another shard's column family, read from this shard's thread.
@@ -497,22 +506,19 @@ pub struct PeerStore(ShardStore);
 impl PeerStore {
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
-        self.0.get_with(key, f)
+        let s = &self.0;
+        if let Some(Some(v)) = s.cache.as_ref().filter(|_| cache::is_meta(key)).map(|c| c.peek(key)) {
+            return Ok(f(v.as_deref()));
+        }
+        let v = s.db.get_pinned_cf(s.cf, key)?;
+        Ok(f(v.as_deref()))
     }
 }
 
 impl ShardStore {
-    /// This store with a meta cache of `bytes` (0: none). Only the one store
-    /// through which a shard writes its column family may have one: a write
-    /// through any other would leave the cache stale.
-    pub fn with_meta_cache(mut self, bytes: u64) -> ShardStore {
-        self.cache = (bytes > 0).then(|| RefCell::new(cache::MetaCache::new(bytes)));
-        self
-    }
-
     /// The meta cache's counters, if this store has one.
     pub fn meta_cache_stats(&self) -> Option<cache::CacheStats> {
-        self.cache.as_ref().map(|c| c.borrow().stats())
+        self.cache.as_ref().map(|c| c.stats())
     }
 
     /// Reads a record; `f` sees the stored bytes without a copy (a meta
@@ -520,8 +526,8 @@ impl ShardStore {
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
         if let Some(c) = self.cache.as_ref().filter(|_| cache::is_meta(key)) {
-            // The cache is not borrowed while `f` runs: `f` may read or write.
-            let cached = c.borrow_mut().get(key);
+            // No lock is held while `f` runs: `f` may read or write.
+            let cached = c.get(key);
             let v = match cached {
                 Some(v) => v,
                 None => {
@@ -530,7 +536,7 @@ impl ShardStore {
                     // keys (INCR of fresh counters) would only churn the
                     // cache (SET -P16 96k with, 116k without, one run each).
                     if v.is_some() {
-                        c.borrow_mut().insert(key.into(), v.clone());
+                        c.insert(key.into(), v.clone());
                     }
                     v
                 }
@@ -584,14 +590,13 @@ impl ShardStore {
         if let Err(e) = self.db.write(b.wb) {
             // RocksDB may hold the batch or not: forget what the cache knew.
             if let Some(c) = &self.cache {
-                c.borrow_mut().clear();
+                c.clear();
             }
             let e = StorageError::from(e);
             self.engine.disk.note_write_error(&e.0);
             return Err(e);
         }
         if let Some(c) = &self.cache {
-            let mut c = c.borrow_mut();
             if b.clears_meta {
                 c.clear();
             }
@@ -713,6 +718,7 @@ mod tests {
             block_cache_bytes: 1 << 20,
             write_buffer_bytes: 1 << 20,
             manual_wal_flush: true,
+            meta_cache_bytes: 1 << 20,
         };
         Engine::open(&opts).unwrap()
     }

@@ -428,6 +428,7 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
         block_cache_bytes: 1 << 20,
         write_buffer_bytes: 1 << 20,
         manual_wal_flush: false,
+        meta_cache_bytes: 1 << 20,
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
