@@ -481,18 +481,19 @@ pub fn first_slot_of(i: usize, shards: usize) -> u16 {
 /// shards (rust-rocksdb marks it `Send + Sync`); dropping it releases it.
 pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>);
 
-/// An atomic group of writes to one shard.
+/// Writes staged for one atomic [`ShardStore::write`] to one shard, with the
+/// meta records they change (applied to the shard's meta cache once RocksDB
+/// has them).
 #[derive(Default)]
-/// Writes staged for one atomic [`ShardStore::write`], with the meta records
-/// they change (applied to the owner's cache once RocksDB has them).
 pub struct Batch {
     wb: WriteBatch,
     meta: Vec<(Box<[u8]>, Option<Bytes>)>,
     clears_meta: bool,
 }
 
-/// One shard's view of the database: its column family, and for the
-/// shard that owns it, the cache of its meta records.
+/// One shard's view of the database: its column family and its meta cache.
+/// Only the shard's own thread writes through it (and, before the shards
+/// start, intent replay): the cache is exact only under that rule.
 pub struct ShardStore {
     engine: &'static Engine,
     db: &'static DB,
