@@ -152,4 +152,10 @@ fn cross_shard_get_reads_like_the_owner() {
     let field = |name: &str| stats.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string());
     assert_eq!(field("keyspace_hits:").as_deref(), Some("156"), "{stats}");
     assert_eq!(field("keyspace_misses:").as_deref(), Some("9"), "{stats}");
+    // A key the owner deleted reads as missing here too: the owner's meta
+    // cache remembers it absent, and this shard reads that cache.
+    assert_eq!(c.cmd(&["SET", "{a}gone", "v"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "{a}gone"]), b"$1\r\nv\r\n");
+    assert_eq!(c.cmd(&["DEL", "{a}gone"]), b":1\r\n");
+    assert_eq!(c.cmd(&["GET", "{a}gone"]), b"$-1\r\n");
 }

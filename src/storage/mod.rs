@@ -508,7 +508,8 @@ impl PeerStore {
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
         let s = &self.0;
-        if let Some(Some(v)) = s.cache.as_ref().filter(|_| cache::is_meta(key)).map(|c| c.peek(key)) {
+        // A cached absence (a deleted key) is as exact as a cached record.
+        if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(f(v.as_deref()));
         }
         let v = s.db.get_pinned_cf(s.cf, key)?;
