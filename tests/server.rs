@@ -238,6 +238,27 @@ fn data_and_ttls_survive_restart_and_resharding() {
     }
 }
 
+/// A server that closed its clients' connections leaves them in TIME_WAIT
+/// on its own port; a restart on that port must still bind (Redis sets
+/// SO_REUSEADDR; binding with SO_REUSEPORT alone failed for a minute).
+#[test]
+fn restarts_on_the_same_port_right_after_shutdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = {
+        let mut b = Basalt::start_in(tmp.path(), 2, &[]);
+        let mut c = b.client();
+        let _: () = c.set("k", "before").unwrap();
+        // SHUTDOWN closes this connection from the server's side first.
+        let _: () = redis::cmd("SHUTDOWN").query(&mut c).unwrap_or(());
+        assert!(b.wait_exit().success());
+        b.port
+    };
+    let b = Basalt::start_at(tmp.path(), port, 2, &[]).expect("restart on the same port");
+    let mut c = b.client();
+    let v: String = c.get("k").unwrap();
+    assert_eq!(v, "before");
+}
+
 #[test]
 fn acknowledged_writes_survive_kill_9_with_appendfsync_always() {
     let tmp = tempfile::tempdir().unwrap();

@@ -354,6 +354,16 @@ fn save(g: &Global) -> CmdResult {
 
 /// Flushes everything and exits the process: used by SHUTDOWN and signals.
 pub fn shutdown_now(g: &Global) -> ! {
+    // Stop listening first, as Redis: a listener's queued accept keeps its
+    // socket listening until the ring is torn down after exit, and a
+    // restart on the port would find it taken. shutdown(2) takes a
+    // listening socket out of LISTEN at once; the fds stay open until exit.
+    if let Ok(mut l) = g.listeners.lock() {
+        for fd in std::mem::take(&mut *l) {
+            // SAFETY: a plain syscall on an fd this process owns.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
     tracing::info!("shutting down: syncing the WAL and flushing memtables");
     if let Err(e) = g.engine.shutdown() {
         tracing::error!(error = %e, "flush at shutdown failed");

@@ -63,6 +63,8 @@ pub struct Global {
     /// Slow-log entry ids, process-wide so SLOWLOG GET can merge shards.
     pub slowlog_next_id: AtomicU64,
     pub latency: crate::monitor::LatencyMonitor,
+    /// The shards' listening sockets, stopped first at shutdown.
+    pub listeners: Mutex<Vec<i32>>,
 }
 
 impl Global {

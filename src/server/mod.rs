@@ -171,6 +171,7 @@ pub fn run(config: Config) -> Result<(), String> {
         bgsave_running: AtomicBool::new(false),
         slowlog_next_id: AtomicU64::new(0),
         latency: Default::default(),
+        listeners: Mutex::new(Vec::new()),
     });
     install_signal_thread(g.clone(), signals);
     start_fsync_thread(g.clone());
@@ -227,6 +228,10 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
             std::process::exit(1);
         }
     };
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&listener);
+    if let Ok(mut l) = shard.state().global.listeners.lock() {
+        l.push(fd);
+    }
     if shard.id() == 0 || listen.first() == Some(&shard.id()) {
         tracing::info!(%addr, "Ready to accept connections tcp");
     }
@@ -234,6 +239,10 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
         match listener.accept().await {
             Ok(stream) => shards::rt::spawn(conn::serve(shard.clone(), stream)),
             Err(e) => {
+                // Shutting down: the listener was stopped (`shutdown_now`).
+                if shard.state().global.listeners.lock().is_ok_and(|l| !l.contains(&fd)) {
+                    std::future::pending::<()>().await;
+                }
                 tracing::warn!(error = %e, "accept failed");
                 shards::rt::sleep(Duration::from_millis(10)).await;
             }

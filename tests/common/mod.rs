@@ -93,7 +93,35 @@ impl Basalt {
 
     /// Starts on an existing data dir (restart tests keep the TempDir themselves).
     pub fn start_in(dir: &Path, shards: usize, extra: &[&str]) -> Basalt {
-        let (port, child) = spawn_on_free_port("basalt", |port| {
+        let (port, child) = spawn_on_free_port("basalt", |port| Self::spawn(dir, port, shards, extra));
+        Basalt {
+            port,
+            dir: dir.to_path_buf(),
+            _tmp: None,
+            child: Some(child),
+            shards,
+        }
+    }
+
+    /// Starts on `port` exactly (a restart on the port a stopped server
+    /// used); None when the server exits instead of answering.
+    pub fn start_at(dir: &Path, port: u16, shards: usize, extra: &[&str]) -> Option<Basalt> {
+        let mut child = Self::spawn(dir, port, shards, extra);
+        if !wait_ready(port, &mut child, "basalt") {
+            let _ = child.wait();
+            return None;
+        }
+        Some(Basalt {
+            port,
+            dir: dir.to_path_buf(),
+            _tmp: None,
+            child: Some(child),
+            shards,
+        })
+    }
+
+    fn spawn(dir: &Path, port: u16, shards: usize, extra: &[&str]) -> Child {
+        {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
             cmd.args([
                 "--port",
@@ -112,13 +140,6 @@ impl Basalt {
                 Stdio::null()
             });
             cmd.spawn().expect("spawn basalt")
-        });
-        Basalt {
-            port,
-            dir: dir.to_path_buf(),
-            _tmp: None,
-            child: Some(child),
-            shards,
         }
     }
 

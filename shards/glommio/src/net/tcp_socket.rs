@@ -77,6 +77,14 @@ pub struct TcpListener {
     listener: net::TcpListener,
 }
 
+// Basalt: lets a shutdown stop the listener (`shutdown(2)`) while its
+// accept is still queued in the ring.
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
+}
+
 impl FromRawFd for TcpListener {
     /// Convert an already bound and listening RawFd into a TcpListener
     unsafe fn from_raw_fd(fd: RawFd) -> Self {
@@ -125,6 +133,9 @@ impl TcpListener {
         let sk = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
         let addr = socket2::SockAddr::from(addr);
         sk.set_reuse_port(true)?;
+        // Basalt: as Redis and std's TcpListener, so that a restart can bind
+        // while the last run's connections sit in TIME_WAIT on this port.
+        sk.set_reuse_address(true)?;
         sk.bind(&addr)?;
         sk.listen(1024)?;
         let listener = sk.into();
