@@ -172,6 +172,7 @@ pub(crate) fn sendmsg_syscall(
 }
 
 mod dma_buffer;
+#[allow(dead_code)] // Basalt: unused since the sleep path fences instead (README.basalt.md).
 mod membarrier;
 pub(crate) mod source;
 pub(crate) mod sysfs;
@@ -306,6 +307,13 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // Basalt: the sleeper stores `should_notify` and then fences before
+        // it looks at its queues one last time; this fence, after the
+        // caller's push and before the flag is read, makes the pair a
+        // Dekker handshake: either the sleeper sees the push or this side
+        // sees the flag. (Upstream used a membarrier IPI on the sleeper's
+        // side instead; see README.basalt.md.)
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)
