@@ -58,6 +58,38 @@ fn fill(c: &mut Raw) -> (usize, Vec<u8>) {
     panic!("the disk never filled");
 }
 
+/// Fills the disk with pipelines of 8 SETs, each pipeline one write group
+/// on a shard (`server::group`), until one is refused. Every SET that was
+/// acknowledged must be readable: a group that failed to write turns all of
+/// its commands' replies into the error, not only the last one's.
+fn fill_pipelined(b: &Basalt) -> usize {
+    let value = "p".repeat(64 * 1024);
+    let mut c = b.raw();
+    for round in 0..100_000 {
+        // One hash tag: all 8 keys on one shard, so they run as one group.
+        let keys: Vec<String> = (0..8).map(|j| format!("{{pipe}}:{round}:{j}")).collect();
+        let mut req = Vec::new();
+        for k in &keys {
+            req.extend(Raw::encode(&["SET", k.as_str(), value.as_str()]));
+        }
+        c.send_bytes(&req);
+        let replies: Vec<Vec<u8>> = keys.iter().map(|_| c.reply()).collect();
+        if replies.iter().all(|r| r == b"+OK\r\n") {
+            continue;
+        }
+        let mut check = b.raw();
+        for (k, r) in keys.iter().zip(&replies) {
+            if r == b"+OK\r\n" {
+                assert_eq!(check.cmd(&["EXISTS", k.as_str()]), b":1\r\n", "{k} was acknowledged");
+            } else {
+                assert_eq!(show(r), "-MISCONF Errors writing to the AOF file: No space left on device\\r\\n");
+            }
+        }
+        return round;
+    }
+    panic!("the disk never filled");
+}
+
 /// Polls SET until it succeeds again (space is back).
 fn wait_writable(c: &mut Raw, within: Duration) -> bool {
     let started = Instant::now();
@@ -77,7 +109,8 @@ fn ballast(dir: &Path, mb: usize) -> PathBuf {
 }
 
 /// `restart`: also kill the server on the refilled disk and start it again.
-fn full_disk_case(min_free: &str, restart: bool) {
+/// `pipelined`: fill with pipelines first (see `fill_pipelined`).
+fn full_disk_case(min_free: &str, restart: bool, pipelined: bool) {
     let Some(fs) = Tmpfs::mount(96) else {
         eprintln!("SKIPPED full_disk: cannot mount a tmpfs here (needs root); nothing was checked");
         return;
@@ -87,15 +120,20 @@ fn full_disk_case(min_free: &str, restart: bool) {
     let mut basalt = Basalt::start_in(&data, 2, &["--min-free-disk", min_free, "--appendfsync", "always"]);
     let mut c = basalt.raw();
     assert_eq!(c.cmd(&["SET", "kept", "yes"]), b"+OK\r\n");
+    if pipelined {
+        let rounds = fill_pipelined(&basalt);
+        assert!(rounds > 2, "refused after {rounds} pipelines");
+    }
     let (written, refusal) = fill(&mut c);
-    assert!(written > 10, "refused after {written} writes");
+    assert!(pipelined || written > 10, "refused after {written} writes");
     assert_eq!(
         show(&refusal),
         "-MISCONF Errors writing to the AOF file: No space left on device\\r\\n"
     );
     // Reads go on; writes and PING are refused, as Redis after a failed AOF write.
     assert_eq!(c.cmd(&["GET", "kept"]), b"$3\r\nyes\r\n");
-    assert_eq!(c.cmd(&["EXISTS", "fill:0"]), b":1\r\n");
+    let first = if written > 0 { "fill:0" } else { "{pipe}:0:0" };
+    assert_eq!(c.cmd(&["EXISTS", first]), b":1\r\n");
     assert_eq!(show(&c.cmd(&["DEL", "kept"])), show(&refusal));
     assert_eq!(show(&c.cmd(&["PING"])), show(&refusal));
     assert_eq!(info_field(&mut c, "aof_last_write_status"), "err");
@@ -128,7 +166,7 @@ fn full_disk_case(min_free: &str, restart: bool) {
 /// The guard stops writes before RocksDB sees ENOSPC.
 #[test]
 fn full_disk_with_the_guard() {
-    full_disk_case("16mb", true);
+    full_disk_case("16mb", true, false);
 }
 
 /// No guard: RocksDB itself hits ENOSPC; its background error clears by
@@ -137,5 +175,5 @@ fn full_disk_with_the_guard() {
 /// default column family's 64 MB buffer used to keep it refusing forever).
 #[test]
 fn full_disk_without_the_guard() {
-    full_disk_case("0", false);
+    full_disk_case("0", false, true);
 }

@@ -7,6 +7,7 @@
 
 pub mod conn;
 pub mod global;
+pub mod group;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

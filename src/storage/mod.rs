@@ -15,6 +15,7 @@
 pub mod cache;
 pub mod disk;
 pub mod gc;
+pub mod group;
 pub mod intent;
 pub mod keys;
 pub mod meta;
@@ -312,6 +313,7 @@ impl Engine {
             db: &self.db,
             cf,
             cache: self.meta_caches.get(i).cloned().flatten(),
+            group: Default::default(),
         })
     }
 
@@ -489,6 +491,10 @@ pub struct Batch {
     wb: WriteBatch,
     meta: Vec<(Box<[u8]>, Option<Bytes>)>,
     clears_meta: bool,
+    /// Has a range delete (written on its own, never grouped).
+    has_range: bool,
+    /// Hashes of the keys written, while a group is open (`group`).
+    hashes: Vec<u64>,
 }
 
 /// One shard's view of the database: its column family and its meta cache.
@@ -499,6 +505,7 @@ pub struct ShardStore {
     db: &'static DB,
     cf: &'static ColumnFamily,
     cache: Option<Arc<cache::MetaCache>>,
+    group: group::GroupState,
 }
 
 /// Another shard's column family, read from this shard's thread.
@@ -527,6 +534,11 @@ impl ShardStore {
     /// record through the cache: a hit reads no RocksDB at all).
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
+        if self.group.active() {
+            if let Some(v) = self.group_read(key)? {
+                return Ok(f(v.as_deref()));
+            }
+        }
         if let Some(c) = self.cache.as_ref().filter(|_| cache::is_meta(key)) {
             // No lock is held while `f` runs: `f` may read or write.
             let cached = c.get(key);
@@ -550,40 +562,53 @@ impl ShardStore {
     }
 
     pub fn batch(&self) -> Batch {
-        Batch {
-            wb: WriteBatch::default(),
-            meta: Vec::new(),
-            clears_meta: false,
-        }
+        Batch::default()
     }
 
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.wb.put_cf(self.cf, key, value);
-        if self.cache.is_some() && cache::is_meta(key) {
-            b.meta.push((key.into(), Some(Bytes::copy_from_slice(value))));
-        }
+        self.note(b, key, || Some(Bytes::copy_from_slice(value)));
     }
 
     #[inline]
     pub fn delete(&self, b: &mut Batch, key: &[u8]) {
         b.wb.delete_cf(self.cf, key);
-        if self.cache.is_some() && cache::is_meta(key) {
-            b.meta.push((key.into(), None));
+        self.note(b, key, || None);
+    }
+
+    /// Records what the cache and an open group need to know of a write.
+    #[inline]
+    fn note(&self, b: &mut Batch, key: &[u8], value: impl FnOnce() -> Option<Bytes>) {
+        let grouping = self.group.active();
+        if grouping {
+            b.hashes.push(self.group.hash(key));
+        }
+        if (grouping || self.cache.is_some()) && cache::is_meta(key) {
+            b.meta.push((key.into(), value()));
         }
     }
 
     pub fn delete_range(&self, b: &mut Batch, from: &[u8], to: &[u8]) {
         b.wb.delete_range_cf(self.cf, from, to);
+        b.has_range = true;
         if !cache::range_spares_meta(from, to) {
             b.clears_meta = true;
         }
     }
 
     /// Applies a batch atomically, synced according to `appendfsync`.
+    /// With a group open (`group`), the batch joins the group instead.
     pub fn write(&self, b: Batch) -> Result<(), StorageError> {
         if b.wb.is_empty() {
             return Ok(());
+        }
+        if self.group.active() {
+            if self.stage(&b) {
+                return Ok(());
+            }
+            // Written on its own, after what the group holds.
+            self.flush_group()?;
         }
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
@@ -621,6 +646,9 @@ impl ShardStore {
     /// A consistent point-in-time view of the whole database, for reads cut
     /// into slices (a big HGETALL) that must not see writes made in between.
     pub fn snapshot(&self) -> Snap {
+        // A failure is recorded for `end_group`; the snapshot then shows
+        // the data without the lost group, as every later read will.
+        let _ = self.flush_group();
         Snap(self.db.snapshot())
     }
 
@@ -634,6 +662,7 @@ impl ShardStore {
         to: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
+        self.flush_group()?;
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(to.to_vec());
         if let Some(s) = snap {
@@ -661,6 +690,7 @@ impl ShardStore {
 
     /// The last key in `[from, to)`, if any.
     pub fn last_key(&self, from: &[u8], to: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        self.flush_group()?;
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(from.to_vec());
         ro.set_iterate_upper_bound(to.to_vec());
@@ -673,11 +703,13 @@ impl ShardStore {
 
     /// Compacts the whole column family now (tests; compaction filters run).
     pub fn compact_all(&self) {
+        let _ = self.flush_group();
         self.db.compact_range_cf(self.cf, None::<&[u8]>, None::<&[u8]>);
     }
 
     /// Counts records in `[from, to)` without decoding values.
     pub fn count(&self, from: &[u8], to: &[u8]) -> Result<u64, StorageError> {
+        self.flush_group()?;
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(to.to_vec());
         ro.fill_cache(false);

@@ -17,6 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use crate::error::{CmdError, CmdResult, CORRUPT};
+use crate::storage::group::Lost;
 use crate::storage::keys::{self, meta_key, ttl_key};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::storage::{Batch, ShardStore};
@@ -79,16 +80,29 @@ impl Keyspace {
     /// Opens a shard's keyspace and counts its keys and the keys with an
     /// expiry (one scan of each db's meta records).
     pub fn open(store: ShardStore, databases: usize) -> CmdResult<Keyspace> {
-        let mut counts = Vec::with_capacity(databases);
-        let mut expires = Vec::with_capacity(databases);
+        let ks = Keyspace {
+            store,
+            counts: (0..databases).map(|_| Cell::new(0)).collect(),
+            expires: (0..databases).map(|_| Cell::new(0)).collect(),
+            last_version: Cell::new(0),
+            sample_bounds: RefCell::new(HashMap::new()),
+            stats: KeyspaceStats::default(),
+        };
+        ks.recount()?;
+        Ok(ks)
+    }
+
+    /// Counts each db's keys and keys with an expiry from the meta records
+    /// (one scan), and raises the version floor to the newest on disk.
+    fn recount(&self) -> CmdResult<()> {
         // The newest collection version on disk: versions come from the wall
         // clock, which may have gone back since they were written, and a
         // new incarnation must never reuse an old one's version.
-        let mut newest_version = 0u64;
-        for db in 0..databases {
+        let mut newest_version = self.last_version.get();
+        for db in 0..self.counts.len() {
             let (lo, hi) = keys::meta_db_range(db as u8);
             let (mut n, mut with_ttl) = (0i64, 0i64);
-            store.scan(&lo, &hi, |_, v| {
+            self.store.scan(&lo, &hi, |_, v| {
                 n += 1;
                 if let Some(m) = Meta::decode(v) {
                     with_ttl += (m.expire_ms != 0) as i64;
@@ -96,17 +110,32 @@ impl Keyspace {
                 }
                 true
             })?;
-            counts.push(Cell::new(n));
-            expires.push(Cell::new(with_ttl));
+            self.counts[db].set(n);
+            self.expires[db].set(with_ttl);
         }
-        Ok(Keyspace {
-            store,
-            counts,
-            expires,
-            last_version: Cell::new(newest_version),
-            sample_bounds: RefCell::new(HashMap::new()),
-            stats: KeyspaceStats::default(),
-        })
+        self.last_version.set(newest_version);
+        Ok(())
+    }
+
+    /// Opens a write group on this shard's store (`storage::group`): the
+    /// writes of the commands run until [`Keyspace::end_group`] go to
+    /// RocksDB as one batch.
+    pub fn begin_group(&self) {
+        self.store.begin_group();
+    }
+
+    /// Writes and closes the group; returns the staged writes that were
+    /// lost. The key counts were moved as each command staged its writes,
+    /// so after a loss they are counted again from the records.
+    #[must_use]
+    pub fn end_group(&self) -> Vec<Lost> {
+        let lost = self.store.end_group();
+        if !lost.is_empty() {
+            if let Err(e) = self.recount() {
+                tracing::error!(error = %e.0, "recounting keys after a failed write");
+            }
+        }
+        lost
     }
 
     pub fn databases(&self) -> usize {

@@ -1,0 +1,363 @@
+//! Group commit inside a shard: the writes of a run of pipelined commands
+//! reach RocksDB as one batch.
+//!
+//! A RocksDB write has a fixed cost beyond its records: the write queue
+//! (shared by every shard, since they share one database), the WAL record
+//! and its checksum, the sequence number. Under a pipeline, paying it once
+//! per command was a third of a shard's time with two shards (each waiting
+//! in the queue for the other's writes: `WriteThread::AwaitState`).
+//!
+//! While a group is open ([`ShardStore::begin_group`]), [`ShardStore::write`]
+//! appends a batch's records to the group instead of writing it, and the
+//! group is written when it closes ([`ShardStore::end_group`]), when it grows
+//! past [`MAX_RECORDS`] or [`MAX_BYTES`], before a batch with a range delete,
+//! and before a read that could see its records:
+//! - a meta record read answers from the group's own copy of the meta
+//!   records it changed (the overlay);
+//! - any other point read of a key the group wrote (by hash), and every
+//!   range read, snapshot or count, writes the group first.
+//!
+//! So a command always reads what the commands before it wrote. Nothing
+//! else can observe the group: it is opened and closed inside one
+//! synchronous run of commands on the shard's thread, other shards read
+//! only what RocksDB (or the meta cache, updated after the write) has, and
+//! the connection replies only after the group is written (and the WAL
+//! flushed). A group that fails to write is lost as a whole, like a failed
+//! batch; the staged writes it held are returned by `end_group` so that the
+//! connection turns those commands' replies into the error.
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering;
+
+use ahash::{AHashMap, AHashSet};
+use bytes::Bytes;
+use rocksdb::WriteBatch;
+
+use super::{cache, Batch, ShardStore, StorageError};
+
+/// A group is written once it holds this many records...
+pub const MAX_RECORDS: u32 = 4096;
+/// ...or this many bytes.
+pub const MAX_BYTES: usize = 4 << 20;
+
+/// A WriteBatch's header: an 8-byte sequence number and a 4-byte count.
+const HEADER: usize = 12;
+
+/// Staged writes lost with a group that failed to write: the writes
+/// numbered `from..to` (see [`ShardStore::staged`]) and why.
+#[derive(Debug, Clone)]
+pub struct Lost {
+    pub from: u64,
+    pub to: u64,
+    pub error: StorageError,
+}
+
+impl Lost {
+    /// Whether the staged writes numbered `from..to` were lost here.
+    pub fn covers(&self, from: u64, to: u64) -> bool {
+        from < to && from < self.to && self.from < to
+    }
+}
+
+/// The records a group holds, not yet in RocksDB (empty: `count == 0`).
+/// Kept between groups, so a group allocates nothing once warm.
+struct Pending {
+    /// WriteBatch representation: header, then the staged batches' records.
+    rep: Vec<u8>,
+    count: u32,
+    /// Hashes of every key a record was written under.
+    keys: AHashSet<u64>,
+    /// The latest staged value of each meta record (None: deleted).
+    meta: AHashMap<Box<[u8]>, Option<Bytes>>,
+    /// The staged number of the first write in it.
+    first: u64,
+}
+
+/// A shard store's grouping state (only the owner's thread uses it).
+pub(super) struct GroupState {
+    active: Cell<bool>,
+    pending: RefCell<Pending>,
+    /// Writes staged so far (a running number, never reset).
+    staged: Cell<u64>,
+    lost: RefCell<Vec<Lost>>,
+    hasher: ahash::RandomState,
+}
+
+impl Default for GroupState {
+    fn default() -> Self {
+        GroupState {
+            active: Cell::new(false),
+            pending: RefCell::new(Pending {
+                rep: vec![0; HEADER],
+                count: 0,
+                keys: AHashSet::new(),
+                meta: AHashMap::new(),
+                first: 0,
+            }),
+            staged: Cell::new(0),
+            lost: RefCell::new(Vec::new()),
+            hasher: ahash::RandomState::with_seeds(0x6261_7361, 0x6c74_6772, 0x6f75_7073, 0x2121_2121),
+        }
+    }
+}
+
+impl GroupState {
+    #[inline]
+    pub(super) fn active(&self) -> bool {
+        self.active.get()
+    }
+
+    #[inline]
+    pub(super) fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+}
+
+/// An emptied overlay map to keep for the next group.
+fn recycled(mut m: AHashMap<Box<[u8]>, Option<Bytes>>) -> AHashMap<Box<[u8]>, Option<Bytes>> {
+    m.clear();
+    m
+}
+
+impl ShardStore {
+    /// Opens a group: writes from now on are staged (see the module doc).
+    pub fn begin_group(&self) {
+        self.group.active.set(true);
+    }
+
+    /// Writes the group and closes it; returns the staged writes lost with
+    /// any part of it that failed to write since it opened.
+    #[must_use]
+    pub fn end_group(&self) -> Vec<Lost> {
+        let _ = self.flush_group();
+        self.group.active.set(false);
+        self.group.lost.take()
+    }
+
+    /// The number of writes staged in groups so far: a command that moved
+    /// it staged writes (compare with [`Lost`]).
+    #[inline]
+    pub fn staged(&self) -> u64 {
+        self.group.staged.get()
+    }
+
+    /// Stages `b` in the open group. False when it must be written on its
+    /// own (a range delete: reads could not tell what it covers).
+    pub(super) fn stage(&self, b: &Batch) -> bool {
+        if b.clears_meta || b.has_range {
+            return false;
+        }
+        let full = {
+            let mut p = self.group.pending.borrow_mut();
+            if p.count == 0 {
+                p.first = self.group.staged.get();
+            }
+            let data = b.wb.data();
+            p.rep.extend_from_slice(data.get(HEADER..).unwrap_or_default());
+            p.count += b.wb.len() as u32;
+            p.keys.extend(b.hashes.iter().copied());
+            for (k, v) in &b.meta {
+                p.meta.insert(k.clone(), v.clone());
+            }
+            p.count >= MAX_RECORDS || p.rep.len() >= MAX_BYTES
+        };
+        self.group.staged.set(self.group.staged.get() + 1);
+        if full {
+            // A failure is recorded in `lost` and reported by `end_group`.
+            let _ = self.flush_group();
+        }
+        true
+    }
+
+    /// What the group says about `key`: Some(value) for a meta record it
+    /// changed; None when RocksDB (or the cache) has the answer, after
+    /// writing the group first if it wrote `key`.
+    #[inline]
+    pub(super) fn group_read(&self, key: &[u8]) -> Result<Option<Option<Bytes>>, StorageError> {
+        let hit = {
+            let p = self.group.pending.borrow();
+            if p.count == 0 {
+                return Ok(None);
+            }
+            if let Some(v) = p.meta.get(key) {
+                return Ok(Some(v.clone()));
+            }
+            p.keys.contains(&self.group.hash(key))
+        };
+        if hit {
+            self.flush_group()?;
+        }
+        Ok(None)
+    }
+
+    /// Writes what the group holds, if anything; the group stays open.
+    pub(super) fn flush_group(&self) -> Result<(), StorageError> {
+        let mut p = self.group.pending.borrow_mut();
+        if p.count == 0 {
+            return Ok(());
+        }
+        let count = p.count;
+        p.rep[8..HEADER].copy_from_slice(&count.to_le_bytes());
+        let bytes = p.rep.len();
+        let wb = WriteBatch::from_data(&p.rep);
+        let first = p.first;
+        let meta = std::mem::take(&mut p.meta);
+        p.rep.truncate(HEADER);
+        if p.rep.capacity() > MAX_BYTES {
+            p.rep.shrink_to(64 * 1024);
+        }
+        p.count = 0;
+        p.keys.clear();
+        drop(p);
+        if let Err(e) = self.db.write(wb) {
+            if let Some(c) = &self.cache {
+                c.clear();
+            }
+            let e = StorageError::from(e);
+            self.engine.disk.note_write_error(&e.0);
+            self.group.lost.borrow_mut().push(Lost {
+                from: first,
+                to: self.group.staged.get(),
+                error: e.clone(),
+            });
+            self.group.pending.borrow_mut().meta = recycled(meta);
+            return Err(e);
+        }
+        let mut meta = meta;
+        if let Some(c) = &self.cache {
+            for (k, v) in meta.drain() {
+                if cache::is_meta(&k) {
+                    c.insert(k, v);
+                }
+            }
+        }
+        self.group.pending.borrow_mut().meta = recycled(meta);
+        if self.engine.disk.spend(bytes) {
+            self.engine.check_disk();
+        }
+        self.engine.written.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{keys, Engine, PeerStore, StoreOptions};
+    use super::*;
+
+    fn stores(meta_cache_bytes: u64) -> (tempfile::TempDir, ShardStore, PeerStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StoreOptions {
+            dir: dir.path().to_path_buf(),
+            shards: 1,
+            block_cache_bytes: 1 << 20,
+            write_buffer_bytes: 1 << 20,
+            manual_wal_flush: true,
+            meta_cache_bytes,
+        };
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
+    }
+
+    fn get(s: &ShardStore, k: &[u8]) -> Option<Vec<u8>> {
+        s.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+    }
+
+    /// What another shard reads: RocksDB and the owner's cache only.
+    fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
+        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+    }
+
+    fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
+        let mut b = s.batch();
+        s.put(&mut b, k, v);
+        s.write(b).unwrap();
+    }
+
+    fn scan_keys(s: &ShardStore, from: &[u8], to: &[u8]) -> Vec<Vec<u8>> {
+        let mut ks = Vec::new();
+        s.scan(from, to, |k, _| {
+            ks.push(k.to_vec());
+            true
+        })
+        .unwrap();
+        ks
+    }
+
+    #[test]
+    fn the_owner_reads_staged_writes_others_see_them_once_written() {
+        for cache in [1 << 20, 0] {
+            let (_d, s, p) = stores(cache);
+            let m = keys::meta_key(0, b"k");
+            let sub = keys::sub_key(0, b"h", 7, b"f");
+            s.begin_group();
+            let mut b = s.batch();
+            s.put(&mut b, &m, b"v1");
+            s.put(&mut b, &sub, b"x");
+            s.write(b).unwrap();
+            assert_eq!(s.staged(), 1);
+            // Not in RocksDB yet: another shard reads nothing.
+            assert_eq!(peer(&p, &m), None);
+            // The owner reads its meta record from the group, which stays unwritten.
+            assert_eq!(get(&s, &m), Some(b"v1".to_vec()));
+            assert_eq!(peer(&p, &m), None);
+            put(&s, &m, b"v2");
+            assert_eq!(get(&s, &m), Some(b"v2".to_vec()));
+            let mut b = s.batch();
+            s.delete(&mut b, &m);
+            s.write(b).unwrap();
+            assert_eq!(get(&s, &m), None, "cache {cache}");
+            assert_eq!(s.staged(), 3);
+            // Reading a member record the group wrote writes the group first.
+            assert_eq!(peer(&p, &sub), None);
+            assert_eq!(get(&s, &sub), Some(b"x".to_vec()));
+            assert_eq!(peer(&p, &sub), Some(b"x".to_vec()));
+            assert_eq!(peer(&p, &m), None);
+            put(&s, &m, b"v3");
+            assert_eq!(peer(&p, &m), None);
+            assert!(s.end_group().is_empty());
+            assert_eq!(peer(&p, &m), Some(b"v3".to_vec()), "cache {cache}");
+            assert_eq!(get(&s, &m), Some(b"v3".to_vec()));
+            // Closed: writes go straight to RocksDB again.
+            put(&s, &m, b"v4");
+            assert_eq!(peer(&p, &m), Some(b"v4".to_vec()));
+            assert_eq!(s.staged(), 4);
+        }
+    }
+
+    #[test]
+    fn scans_and_range_deletes_come_after_the_staged_writes() {
+        let (_d, s, p) = stores(1 << 20);
+        let (lo, hi) = keys::sub_range(0, b"h", 1);
+        let k = |f: &str| keys::sub_key(0, b"h", 1, f.as_bytes());
+        s.begin_group();
+        put(&s, &k("a"), b"1");
+        put(&s, &k("b"), b"2");
+        assert_eq!(scan_keys(&s, &lo, &hi), vec![k("a"), k("b")]);
+        put(&s, &k("c"), b"3");
+        // A range delete is written on its own, after what the group held.
+        let mut b = s.batch();
+        s.delete_range(&mut b, &lo, &hi);
+        s.write(b).unwrap();
+        put(&s, &k("d"), b"4");
+        assert_eq!(peer(&p, &k("d")), None);
+        assert_eq!(scan_keys(&s, &lo, &hi), vec![k("d")]);
+        assert!(s.end_group().is_empty());
+        assert_eq!(peer(&p, &k("c")), None);
+        assert_eq!(peer(&p, &k("d")), Some(b"4".to_vec()));
+    }
+
+    #[test]
+    fn a_group_that_grows_large_is_written_without_waiting_for_the_end() {
+        let (_d, s, p) = stores(1 << 20);
+        s.begin_group();
+        for i in 0..MAX_RECORDS {
+            put(&s, &keys::sub_key(0, b"h", 1, &i.to_be_bytes()), b"v");
+        }
+        assert_eq!(peer(&p, &keys::sub_key(0, b"h", 1, &0u32.to_be_bytes())), Some(b"v".to_vec()));
+        put(&s, &keys::sub_key(0, b"h", 1, b"last"), b"v");
+        assert_eq!(peer(&p, &keys::sub_key(0, b"h", 1, b"last")), None);
+        assert!(s.end_group().is_empty());
+        assert_eq!(peer(&p, &keys::sub_key(0, b"h", 1, b"last")), Some(b"v".to_vec()));
+    }
+}
