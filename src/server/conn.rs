@@ -23,7 +23,7 @@ use crate::cmd::{self, CommandSpec, ConnCmd, Ctx, Exec};
 use crate::error::{CmdError, STREAM};
 use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::global::{now_ms, ClientInfo, Global};
-use crate::server::group::{run_grouped, Grouped};
+use crate::server::group::Grouped;
 use crate::shard::ShardState;
 use crate::storage::owner;
 
@@ -513,6 +513,31 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
     }
     if let Some(g) = group.take() {
         g.end(out, &mut []);
+    }
+}
+
+/// Runs shard commands, in one group when there are several; `marks` gets
+/// each command's reply end and deferred-reply count, as `run_share`
+/// reports them.
+fn run_grouped(
+    st: &ShardState,
+    cmds: &[(usize, cmd::ShardFn, Vec<Bytes>)],
+    db: u8,
+    info: &ClientInfo,
+    r: &mut Reply,
+    marks: &mut Vec<(usize, usize)>,
+) {
+    // A lone command gains nothing from a group and would pay its copies.
+    let mut g = (cmds.len() > 1).then(|| Grouped::begin(st));
+    for (idx, f, argv) in cmds {
+        if let Some(g) = g.as_mut() {
+            g.before(r);
+        }
+        run_shard_cmd(st, *idx, *f, argv, db, info, r);
+        marks.push((r.buf.len(), r.deferred.len()));
+    }
+    if let Some(g) = g {
+        g.end(r, marks);
     }
 }
 

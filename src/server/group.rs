@@ -109,31 +109,6 @@ impl Drop for Grouped<'_> {
     }
 }
 
-/// Runs shard commands, in one group when there are several; `marks` gets
-/// each command's reply end and deferred-reply count, as `run_share`
-/// reports them.
-pub fn run_grouped(
-    st: &ShardState,
-    cmds: &[(usize, crate::cmd::ShardFn, Vec<bytes::Bytes>)],
-    db: u8,
-    info: &crate::server::global::ClientInfo,
-    r: &mut Reply,
-    marks: &mut Vec<(usize, usize)>,
-) {
-    // A lone command gains nothing from a group and would pay its copies.
-    let mut g = (cmds.len() > 1).then(|| Grouped::begin(st));
-    for (idx, f, argv) in cmds {
-        if let Some(g) = g.as_mut() {
-            g.before(r);
-        }
-        super::conn::run_shard_cmd(st, *idx, *f, argv, db, info, r);
-        marks.push((r.buf.len(), r.deferred.len()));
-    }
-    if let Some(g) = g {
-        g.end(r, marks);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
