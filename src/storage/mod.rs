@@ -20,6 +20,7 @@ pub mod intent;
 pub mod keys;
 pub mod meta;
 mod stats;
+pub mod tier;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
