@@ -409,8 +409,12 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
     let mut i = 0;
     while i < cmds.len() && !client.closing {
         let checked = precheck(client, &cmds[i], gate);
-        let local = matches!(&checked, Ok((_, spec)) if matches!(spec.exec, Exec::Shard(_)) && target_of(spec, &cmds[i], here, n) == here);
-        if !local {
+        // Where a shard command runs (computed once: it hashes the key).
+        let target = match &checked {
+            Ok((_, spec)) if matches!(spec.exec, Exec::Shard(_)) => Some(target_of(spec, &cmds[i], here, n)),
+            _ => None,
+        };
+        if target != Some(here) {
             if let Some(g) = group.take() {
                 g.end(out, &mut []);
             }
@@ -431,7 +435,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
         client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
         match spec.exec {
             Exec::Shard(f) => {
-                let target = target_of(spec, &cmds[i], here, n);
+                let target = target.unwrap_or(here);
                 if target == here {
                     if cmds.len() > 1 {
                         group.get_or_insert_with(|| Grouped::begin(st)).before(out);

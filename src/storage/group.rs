@@ -242,19 +242,12 @@ impl ShardStore {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{keys, Engine, PeerStore, StoreOptions};
+    use super::super::{keys, test_opts, Engine, PeerStore};
     use super::*;
 
     fn stores(meta_cache_bytes: u64) -> (tempfile::TempDir, ShardStore, PeerStore) {
         let dir = tempfile::tempdir().unwrap();
-        let opts = StoreOptions {
-            dir: dir.path().to_path_buf(),
-            shards: 1,
-            block_cache_bytes: 1 << 20,
-            write_buffer_bytes: 1 << 20,
-            manual_wal_flush: true,
-            meta_cache_bytes,
-        };
+        let opts = test_opts(dir.path(), 1, meta_cache_bytes);
         let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
         (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
     }

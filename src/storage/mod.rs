@@ -684,6 +684,20 @@ impl ShardStore {
     }
 }
 
+/// Small options for the storage unit tests (8 MB block cache, 1 MB
+/// write buffers, buffered WAL).
+#[cfg(test)]
+fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
+    StoreOptions {
+        dir: dir.to_path_buf(),
+        shards,
+        block_cache_bytes: 8 << 20,
+        write_buffer_bytes: 1 << 20,
+        manual_wal_flush: true,
+        meta_cache_bytes,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -705,15 +719,7 @@ mod tests {
     }
 
     fn open(dir: &Path, shards: usize) -> Engine {
-        let opts = StoreOptions {
-            dir: dir.to_path_buf(),
-            shards,
-            block_cache_bytes: 1 << 20,
-            write_buffer_bytes: 1 << 20,
-            manual_wal_flush: true,
-            meta_cache_bytes: 1 << 20,
-        };
-        Engine::open(&opts).unwrap()
+        Engine::open(&test_opts(dir, shards, 1 << 20)).unwrap()
     }
 
     fn where_is(e: &Engine, shards: usize, key: &[u8]) -> Vec<usize> {

@@ -49,21 +49,12 @@ fn sum_row_w_amp(cfstats: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::StoreOptions;
     use super::*;
 
     #[test]
     fn write_amp_comes_from_the_compaction_stats() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = StoreOptions {
-            dir: dir.path().to_path_buf(),
-            shards: 1,
-            block_cache_bytes: 1 << 20,
-            write_buffer_bytes: 1 << 20,
-            manual_wal_flush: true,
-            meta_cache_bytes: 1 << 20,
-        };
-        let e = Engine::open(&opts).unwrap();
+        let e = Engine::open(&super::super::test_opts(dir.path(), 1, 1 << 20)).unwrap();
         assert_eq!(e.write_amp(1), 0.0);
         let cf = e.db.cf_handle(&cf_name(0)).unwrap();
         for round in 0..6u32 {

@@ -43,21 +43,13 @@ impl ShardStore {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{cf_name, keys, Engine, StoreOptions};
+    use super::super::{cf_name, keys, test_opts, Engine};
     use super::*;
 
     #[test]
     fn a_record_only_on_disk_needs_io_until_a_read_brings_its_block_in() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = StoreOptions {
-            dir: dir.path().to_path_buf(),
-            shards: 1,
-            block_cache_bytes: 8 << 20,
-            write_buffer_bytes: 1 << 20,
-            manual_wal_flush: true,
-            meta_cache_bytes: 0,
-        };
-        let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&test_opts(dir.path(), 1, 0)).unwrap()));
         let s = e.shard(0).unwrap();
         let k = |i: u32| keys::sub_key(0, b"h", 1, &i.to_be_bytes());
         let mut b = s.batch();
