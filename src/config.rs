@@ -158,6 +158,12 @@ const PARAMS: &[Param] = &[
         mutable: false,
     },
     Param {
+        name: "disk-read-threads",
+        default: "16",
+        kind: Kind::Int(0, 1024),
+        mutable: false,
+    },
+    Param {
         name: "shard-spin-us",
         default: "0",
         kind: Kind::Int(0, 100_000),

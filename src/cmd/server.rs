@@ -10,7 +10,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use shards::Shard;
 
-use super::args::{float, is, text};
+use super::args::{float, int, is, text};
 use super::keys::help_reply;
 use super::{ConnCmd, TABLE};
 use crate::error::{CmdError, CmdResult, SYNTAX};
@@ -179,7 +179,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ntotal_error_replies:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ntotal_error_replies:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -194,6 +194,8 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
             reports.iter().map(|r| r.misses).sum::<u64>(),
             reports.iter().map(|r| r.meta_cache.hits).sum::<u64>(),
             reports.iter().map(|r| r.meta_cache.misses).sum::<u64>(),
+            g.engine.read_pool_stats().0,
+            g.engine.read_pool_stats().1,
             reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
         );
     }
@@ -445,6 +447,12 @@ pub async fn run(
                 let secs = float(&argv[2])?;
                 shards::rt::sleep(Duration::from_secs_f64(secs.max(0.0))).await;
                 r.ok();
+            } else if is(&argv[1], "set-disk-read-delay") && argv.len() == 3 {
+                // Basalt's own: each read of the I/O pool first sleeps this
+                // long (milliseconds), so tests can keep a miss in flight.
+                let ms = int(&argv[2])?;
+                g.engine.set_read_delay(Duration::from_millis(ms.max(0) as u64));
+                r.ok();
             } else if is(&argv[1], "help") {
                 help_reply(
                     r,
@@ -452,6 +460,8 @@ pub async fn run(
                         "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                         "SLEEP <seconds>",
                         "    Stop the connection for <seconds> (decimals allowed).",
+                        "SET-DISK-READ-DELAY <milliseconds>",
+                        "    Delay each read of the I/O pool (Basalt; for tests).",
                         "HELP",
                         "    Print this help.",
                     ],

@@ -24,6 +24,7 @@ use crate::error::{CmdError, STREAM};
 use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::global::{now_ms, ClientInfo, Global};
 use crate::server::group::Grouped;
+use crate::server::misses;
 use crate::shard::ShardState;
 use crate::storage::owner;
 
@@ -56,14 +57,40 @@ fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> 
 /// Runs one shard command against `st` and records its stats.
 #[inline]
 pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes], db: u8, client: &ClientInfo, r: &mut Reply) {
+    run_shard_cmd_probed(st, idx, f, argv, db, client, r, false);
+}
+
+/// [`run_shard_cmd`], in probe mode when `probe` (`server::misses`): false
+/// when a read found its record on disk only, and then the command left
+/// no reply and no stats (it must run again).
+#[allow(clippy::too_many_arguments)]
+pub fn run_shard_cmd_probed(
+    st: &ShardState,
+    idx: usize,
+    f: cmd::ShardFn,
+    argv: &[Bytes],
+    db: u8,
+    client: &ClientInfo,
+    r: &mut Reply,
+    probe: bool,
+) -> bool {
     let start = Instant::now();
     let ctx = Ctx {
         shard: st,
         db,
         now_ms: now_ms(),
     };
+    let at = r.buf.len();
+    st.ks.store.set_probe(probe);
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
+    if probe {
+        st.ks.store.set_probe(false);
+        if st.ks.store.missed() {
+            r.buf.truncate(at);
+            return false;
+        }
+    }
     match &res {
         // The connection streams this reply; it records the command then.
         Err(e) if *e == STREAM => {
@@ -72,12 +99,13 @@ pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes
                 idx,
                 argv: argv.to_vec(),
             });
-            return;
+            return true;
         }
         Err(e) => r.error(&e.0),
         Ok(()) => {}
     }
     finish_cmd(st, idx, argv, start, res.err().as_ref(), client);
+    true
 }
 
 /// Produces one reply a shard handler left to the connection.
@@ -440,7 +468,36 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     if cmds.len() > 1 {
                         group.get_or_insert_with(|| Grouped::begin(st)).before(out);
                     }
-                    run_shard_cmd(st, idx, f, &cmds[i], client.db, &client.info, out);
+                    let probe = misses::probes(st, spec);
+                    if !probe && st.ks.store.any_held() {
+                        // A read in flight holds a key: writes wait for it.
+                        if let Some(g) = group.take() {
+                            g.end(out, &mut []);
+                        }
+                        misses::after_reads(st, spec, &cmds[i], client.db).await;
+                        if cmds.len() > 1 {
+                            group.get_or_insert_with(|| Grouped::begin(st)).before(out);
+                        }
+                    }
+                    let mut round = 0;
+                    let mut hold = None;
+                    while !run_shard_cmd_probed(st, idx, f, &cmds[i], client.db, &client.info, out, probe && round < misses::ROUNDS) {
+                        // A record is on disk only: the pool reads it (and
+                        // the next commands' records) while this shard
+                        // serves other clients; then the command runs again.
+                        round += 1;
+                        if let Some(g) = group.take() {
+                            g.end(out, &mut []);
+                        }
+                        hold.get_or_insert_with(|| misses::Hold::new(st, spec, &cmds[i], client.db));
+                        let mut keys = st.ks.store.take_wanted();
+                        misses::ahead(st, &cmds[i + 1..], client.db, here, n, &mut keys);
+                        st.ks.store.fetch(keys).await;
+                        if cmds.len() > 1 {
+                            group.get_or_insert_with(|| Grouped::begin(st)).before(out);
+                        }
+                    }
+                    drop(hold);
                     // A deferred reply belongs right here, at the end of `out`;
                     // it is produced after an await, so the group closes first.
                     if !out.deferred.is_empty() {

@@ -8,6 +8,7 @@
 pub mod conn;
 pub mod global;
 pub mod group;
+pub mod misses;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -139,6 +140,7 @@ pub fn run(config: Config) -> Result<(), String> {
             write_buffer_bytes: config.get_int("write-buffer-size") as usize,
             manual_wal_flush: config.get_int("min-free-disk") > 0,
             meta_cache_bytes: config.get_int("meta-cache-size").max(0) as u64,
+            io_threads: config.get_int("disk-read-threads").max(0) as usize,
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));

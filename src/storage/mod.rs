@@ -96,6 +96,9 @@ pub struct StoreOptions {
     pub manual_wal_flush: bool,
     /// The meta caches' budget for the server, split evenly (0: none).
     pub meta_cache_bytes: u64,
+    /// Threads reading what the shards must not wait for (`tier`; 0: the
+    /// shards read the disk themselves).
+    pub io_threads: usize,
 }
 
 /// The open database, shared by every shard.
@@ -121,6 +124,8 @@ pub struct Engine {
     /// Each shard's meta cache (see `cache`), shared by its store and its
     /// peers' read-only views.
     meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
+    /// Threads for the reads the shards must not wait for (`tier`).
+    tier: tier::Tier,
 }
 
 fn cf_name(i: usize) -> String {
@@ -238,6 +243,7 @@ impl Engine {
             group_syncs: AtomicU64::new(0),
             gc_slots,
             disk: disk::DiskGuard::default(),
+            tier: tier::Tier::new(opts.io_threads),
         })
     }
 
@@ -316,6 +322,7 @@ impl Engine {
             cf,
             cache: self.meta_caches.get(i).cloned().flatten(),
             group: Default::default(),
+            probe: Default::default(),
         })
     }
 
@@ -402,6 +409,13 @@ impl Engine {
     /// Flushes memtables and syncs the WAL: used at shutdown.
     pub fn shutdown(&self) -> Result<(), StorageError> {
         self.db.flush_wal(true)?;
+        // Every column family: `DB::flush` alone flushes only the default
+        // one, and the shards' memtables came back from the WAL on restart.
+        for i in 0..self.meta_caches.len() {
+            if let Some(cf) = self.db.cf_handle(&cf_name(i)) {
+                self.db.flush_cf(cf)?;
+            }
+        }
         self.db.flush()?;
         Ok(())
     }
@@ -465,6 +479,7 @@ pub struct ShardStore {
     cf: &'static ColumnFamily,
     cache: Option<Arc<cache::MetaCache>>,
     group: group::GroupState,
+    probe: tier::Probe,
 }
 
 /// Another shard's column family, read from this shard's thread.
@@ -504,7 +519,7 @@ impl ShardStore {
             let v = match cached {
                 Some(v) => v,
                 None => {
-                    let v = self.db.get_pinned_cf(self.cf, key)?.map(|v| Bytes::copy_from_slice(&v));
+                    let v = self.read_db(key)?.map(|v| Bytes::copy_from_slice(&v));
                     // Absent keys are not cached on a read: a stream of new
                     // keys (INCR of fresh counters) would only churn the
                     // cache (SET -P16 96k with, 116k without, one run each).
@@ -516,7 +531,7 @@ impl ShardStore {
             };
             return Ok(f(v.as_deref()));
         }
-        let v = self.db.get_pinned_cf(self.cf, key)?;
+        let v = self.read_db(key)?;
         Ok(f(v.as_deref()))
     }
 
@@ -619,11 +634,31 @@ impl ShardStore {
         from: &[u8],
         after: Option<&[u8]>,
         to: &[u8],
+        f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StorageError> {
+        self.scan_with(snap, from, after, to, true, f)
+    }
+
+    /// [`ShardStore::scan`] that leaves the block cache as it was: for a
+    /// pass over everything (the key count at startup), which would
+    /// otherwise fill it with whatever it read last.
+    pub fn scan_uncached(&self, from: &[u8], to: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
+        self.scan_with(None, from, None, to, false, f)
+    }
+
+    fn scan_with(
+        &self,
+        snap: Option<&Snap>,
+        from: &[u8],
+        after: Option<&[u8]>,
+        to: &[u8],
+        fill_cache: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
         self.flush_group()?;
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(to.to_vec());
+        ro.fill_cache(fill_cache);
         if let Some(s) = snap {
             ro.set_snapshot(&s.0);
         }
@@ -695,6 +730,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         write_buffer_bytes: 1 << 20,
         manual_wal_flush: true,
         meta_cache_bytes,
+        io_threads: 2,
     }
 }
 

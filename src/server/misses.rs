@@ -1,0 +1,105 @@
+//! Commands whose records are on disk only wait for the I/O pool, not the
+//! shard (`storage::tier` has the mechanism; docs/larger-than-memory.md the
+//! design and its measurements).
+//!
+//! A read-only command runs in probe mode: every point read answers from
+//! memory or fails with the key it wants. Then its reply is dropped, the
+//! wanted records (and the key records of the pipelined commands after it,
+//! which would likely miss too) are read by the pool in one `MultiGet`,
+//! and the command runs again once they are in memory. The connection
+//! waits; the shard serves its other clients meanwhile. Replies leave in
+//! each connection's order, because the connection runs its commands one
+//! after another as before.
+
+use bytes::Bytes;
+
+use crate::cmd::{self, Exec};
+use crate::shard::ShardState;
+use crate::storage::keys::meta_key;
+use crate::storage::owner;
+
+/// Probe-and-fetch rounds before a command reads the disk itself: a chain
+/// of reads (a hash's meta, then its field) takes two; more means blocks
+/// were evicted between the fetch and the run again.
+pub const ROUNDS: usize = 4;
+
+/// How many pipelined commands after a miss have their key records
+/// fetched with it.
+const AHEAD: usize = 64;
+
+/// Whether a command runs in probe mode on this shard.
+#[inline]
+pub fn probes(st: &ShardState, spec: &cmd::CommandSpec) -> bool {
+    spec.flags.contains(&"readonly") && st.ks.store.tiered()
+}
+
+/// Adds to `keys` the key records not in the meta cache of the commands in
+/// `next` whose keys live here, up to the first command with a key that
+/// lives elsewhere or a connection command without keys.
+pub fn ahead(st: &ShardState, next: &[Vec<Bytes>], db: u8, here: usize, shards: usize, keys: &mut Vec<Vec<u8>>) {
+    for argv in next.iter().take(AHEAD) {
+        let Some((_, spec)) = argv.first().and_then(|name| cmd::lookup(name)) else {
+            return;
+        };
+        // A connection command without keys may change what the next
+        // ones mean (SELECT); one with keys reads them here or elsewhere.
+        if !matches!(spec.exec, Exec::Shard(_)) && spec.first_key <= 0 {
+            return;
+        }
+        for p in spec.key_positions(argv.len()) {
+            let Some(key) = argv.get(p) else { continue };
+            if owner(key, shards) != here {
+                return;
+            }
+            // Only the meta cache is asked: a full probe costs as much as
+            // the read it would save when the record is in memory.
+            let k = meta_key(db, key);
+            if !st.ks.store.meta_cached(&k) {
+                keys.push(k);
+            }
+        }
+    }
+}
+
+/// The key records of a command that waits for the pool, held until it
+/// has run (released on drop, also when its connection goes away): a
+/// write to one of them from another client waits, so a write that
+/// arrives while a read is in flight is ordered after the read, as its
+/// arrival order says.
+pub struct Hold<'a> {
+    st: &'a ShardState,
+    keys: Vec<Vec<u8>>,
+}
+
+impl<'a> Hold<'a> {
+    pub fn new(st: &'a ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) -> Hold<'a> {
+        let keys: Vec<Vec<u8>> = spec
+            .key_positions(argv.len())
+            .into_iter()
+            .filter_map(|p| argv.get(p))
+            .map(|k| meta_key(db, k))
+            .collect();
+        for k in &keys {
+            st.ks.store.hold(k);
+        }
+        Hold { st, keys }
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        for k in &self.keys {
+            self.st.ks.store.release(k);
+        }
+    }
+}
+
+/// Waits until no read in flight holds a key this (writing) command names.
+pub async fn after_reads(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) {
+    for p in spec.key_positions(argv.len()) {
+        if let Some(key) = argv.get(p) {
+            let k = meta_key(db, key);
+            st.ks.store.unheld(&k).await;
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Reads that miss memory leave the shard free (issue 12,
+//! docs/larger-than-memory.md). The I/O pool's reads are slowed with
+//! `DEBUG SET-DISK-READ-DELAY`, so a miss stays in flight long enough to
+//! see what the shard does meanwhile.
+
+mod common;
+
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{show, Basalt, Raw};
+
+const DEBUG: &[&str] = &["--enable-debug-command", "yes"];
+
+/// A 1-shard server on `dir` whose keys `cold:0..50` (values [`val`]) are
+/// on disk only: written, then SHUTDOWN (which flushes the memtables) and
+/// a new process, whose caches are empty.
+fn cold_server(dir: &Path) -> Basalt {
+    let mut b = Basalt::start_in(dir, 1, DEBUG);
+    let mut c = b.raw();
+    for i in 0..50 {
+        assert_eq!(c.cmd(&["SET", &format!("cold:{i}"), &val(i)]), b"+OK\r\n");
+    }
+    c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
+    assert!(b.wait_exit().success());
+    Basalt::start_in(dir, 1, DEBUG)
+}
+
+/// Cold key `i`'s value: larger than a 4 KiB block, so every key has its
+/// own data blocks and reading one key (or looking up another) does not
+/// bring in the next.
+fn val(i: usize) -> String {
+    format!("v{i}-{}", "x".repeat(6000))
+}
+
+fn bulk(s: &str) -> Vec<u8> {
+    format!("${}\r\n{s}\r\n", s.len()).into_bytes()
+}
+
+/// `disk_read_jobs` and `disk_read_keys` from INFO stats.
+fn pool_stats(c: &mut Raw) -> (u64, u64) {
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "stats"])).into_owned();
+    let field = |name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in INFO stats: {info}"))
+    };
+    (field("disk_read_jobs"), field("disk_read_keys"))
+}
+
+#[test]
+fn a_hit_is_answered_while_a_miss_is_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = cold_server(tmp.path());
+    let mut hot = b.raw();
+    assert_eq!(hot.cmd(&["SET", "hot", "h"]), b"+OK\r\n");
+    assert_eq!(hot.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "1500"]), b"+OK\r\n");
+    let before = pool_stats(&mut hot);
+    let mut cold = b.raw();
+    let t0 = Instant::now();
+    cold.send_bytes(&Raw::encode(&["GET", "cold:1"]));
+    thread::sleep(Duration::from_millis(100));
+    // The shard answers the hit at once, with the miss still in the pool.
+    for _ in 0..20 {
+        assert_eq!(hot.cmd(&["GET", "hot"]), bulk("h"));
+    }
+    let hit_at = t0.elapsed();
+    assert_eq!(cold.reply(), bulk(&val(1)));
+    let miss_at = t0.elapsed();
+    assert!(hit_at < Duration::from_millis(1000), "hits waited for the miss: {hit_at:?}");
+    assert!(
+        miss_at >= Duration::from_millis(1500),
+        "the miss did not go through the pool: {miss_at:?}"
+    );
+    let after = pool_stats(&mut hot);
+    assert_eq!(after.0, before.0 + 1, "one pool job");
+    assert!(after.1 > before.1);
+}
+
+#[test]
+fn a_write_that_arrives_while_a_read_is_in_flight_is_ordered_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = cold_server(tmp.path());
+    let mut admin = b.raw();
+    assert_eq!(admin.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "800"]), b"+OK\r\n");
+    let mut reader = b.raw();
+    reader.send_bytes(&Raw::encode(&["GET", "cold:2"]));
+    thread::sleep(Duration::from_millis(150));
+    // SET arrives after the GET: the GET sees the old value and the SET is
+    // acknowledged after it, as Redis would order them.
+    let port = b.port;
+    let writer = thread::spawn(move || {
+        let mut w = Raw::connect(port);
+        let ok = w.cmd(&["SET", "cold:2", "new"]);
+        (ok, Instant::now())
+    });
+    assert_eq!(reader.reply(), bulk(&val(2)));
+    let read_done = Instant::now();
+    let (ok, write_done) = writer.join().unwrap();
+    assert_eq!(ok, b"+OK\r\n");
+    assert!(write_done >= read_done, "the write was acknowledged before the read in flight");
+    assert_eq!(admin.cmd(&["GET", "cold:2"]), bulk("new"));
+    // A write to another key does not wait.
+    reader.send_bytes(&Raw::encode(&["GET", "cold:3"]));
+    thread::sleep(Duration::from_millis(150));
+    let t = Instant::now();
+    assert_eq!(admin.cmd(&["SET", "cold:4", "x"]), b"+OK\r\n");
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "an unrelated write waited: {:?}",
+        t.elapsed()
+    );
+    assert_eq!(reader.reply(), bulk(&val(3)));
+}
+
+#[test]
+fn a_pipeline_of_misses_keeps_its_order_and_reads_ahead_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = cold_server(tmp.path());
+    let mut c = b.raw();
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "300"]), b"+OK\r\n");
+    let before = pool_stats(&mut c);
+    // Reads and writes of cold keys, in one pipeline.
+    let mut pipe = Vec::new();
+    let mut want = Vec::new();
+    for i in 10..30 {
+        pipe.extend(Raw::encode(&["GET", &format!("cold:{i}")]));
+        want.push(bulk(&val(i)));
+        if i % 5 == 0 {
+            pipe.extend(Raw::encode(&["SET", &format!("cold:{i}"), "w"]));
+            want.push(b"+OK\r\n".to_vec());
+            pipe.extend(Raw::encode(&["GET", &format!("cold:{i}")]));
+            want.push(bulk("w"));
+        }
+        pipe.extend(Raw::encode(&["EXISTS", &format!("cold:{}", i + 100)]));
+        want.push(b":0\r\n".to_vec());
+    }
+    let t = Instant::now();
+    c.send_bytes(&pipe);
+    for (k, w) in want.iter().enumerate() {
+        let got = c.reply();
+        assert_eq!(show(&got), show(w), "reply {k}");
+    }
+    // 20 misses one pool round each would take 6 s; read ahead, they go
+    // out together (a few rounds: each write ends a run).
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "misses went out one by one: {:?}",
+        t.elapsed()
+    );
+    let after = pool_stats(&mut c);
+    let jobs = after.0 - before.0;
+    assert!((1..10).contains(&jobs), "{jobs} pool jobs for 20 misses");
+}
+
+#[test]
+fn every_read_command_answers_the_same_from_disk_as_from_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut b = Basalt::start_in(dir, 1, DEBUG);
+    let mut c = b.raw();
+    let setup: &[&[&str]] = &[
+        &["SET", "s", "hello"],
+        &["HSET", "h", "a", "1", "b", "2"],
+        &["SADD", "z", "x", "y"],
+        &["SET", "n", "12"],
+        &["PEXPIRE", "n", "100000000"],
+    ];
+    for cmd in setup {
+        c.cmd(cmd);
+    }
+    let reads: &[&[&str]] = &[
+        &["GET", "s"],
+        &["STRLEN", "s"],
+        &["GETRANGE", "s", "1", "3"],
+        &["HGET", "h", "a"],
+        &["HMGET", "h", "a", "zz", "b"],
+        &["HLEN", "h"],
+        &["HEXISTS", "h", "b"],
+        &["SISMEMBER", "z", "y"],
+        &["SCARD", "z"],
+        &["TYPE", "h"],
+        &["TTL", "n"],
+        &["GET", "missing"],
+        &["HGET", "s", "a"],
+    ];
+    let warm: Vec<Vec<u8>> = reads.iter().map(|r| c.cmd(r)).collect();
+    c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
+    assert!(b.wait_exit().success());
+    let b = Basalt::start_in(dir, 1, DEBUG);
+    let mut c = b.raw();
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "20"]), b"+OK\r\n");
+    let before = pool_stats(&mut c);
+    for (r, w) in reads.iter().zip(&warm) {
+        let got = c.cmd(r);
+        // TTL counts down; the rest is exact.
+        if r[0] == "TTL" {
+            assert_eq!(got[0], b':');
+        } else {
+            assert_eq!(show(&got), show(w), "{r:?}");
+        }
+    }
+    assert!(pool_stats(&mut c).0 > before.0, "nothing was read by the pool");
+}
