@@ -102,17 +102,53 @@ fn a_write_that_arrives_while_a_read_is_in_flight_is_ordered_after_it() {
     assert_eq!(ok, b"+OK\r\n");
     assert!(write_done >= read_done, "the write was acknowledged before the read in flight");
     assert_eq!(admin.cmd(&["GET", "cold:2"]), bulk("new"));
-    // A write to another key does not wait.
+    // A write to another key (in memory) does not wait.
     reader.send_bytes(&Raw::encode(&["GET", "cold:3"]));
     thread::sleep(Duration::from_millis(150));
     let t = Instant::now();
-    assert_eq!(admin.cmd(&["SET", "cold:4", "x"]), b"+OK\r\n");
+    assert_eq!(admin.cmd(&["SET", "cold:2", "x"]), b"+OK\r\n");
     assert!(
         t.elapsed() < Duration::from_millis(500),
         "an unrelated write waited: {:?}",
         t.elapsed()
     );
     assert_eq!(reader.reply(), bulk(&val(3)));
+}
+
+#[test]
+fn a_write_of_a_key_on_disk_waits_for_the_pool_and_later_writes_wait_for_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = cold_server(tmp.path());
+    let mut admin = b.raw();
+    // One miss first: after it, every write checks its key before it runs
+    // (before one, only a sample of writes does).
+    assert_eq!(admin.cmd(&["GET", "cold:0"]), bulk(&val(0)));
+    assert_eq!(admin.cmd(&["SET", "hot", "h"]), b"+OK\r\n");
+    assert_eq!(admin.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "800"]), b"+OK\r\n");
+    let before = pool_stats(&mut admin);
+    let t0 = Instant::now();
+    let mut first = b.raw();
+    first.send_bytes(&Raw::encode(&["SET", "cold:5", "first", "GET"]));
+    thread::sleep(Duration::from_millis(150));
+    // The second write's own fetch would be quick: it still waits for the
+    // first, which holds the key.
+    assert_eq!(admin.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "0"]), b"+OK\r\n");
+    let mut second = b.raw();
+    second.send_bytes(&Raw::encode(&["SET", "cold:5", "second", "GET"]));
+    thread::sleep(Duration::from_millis(100));
+    // Hits meanwhile are answered at once.
+    assert_eq!(admin.cmd(&["GET", "hot"]), bulk("h"));
+    assert!(
+        t0.elapsed() < Duration::from_millis(600),
+        "a hit waited for a write's fetch: {:?}",
+        t0.elapsed()
+    );
+    // The writes apply in arrival order.
+    assert_eq!(show(&first.reply()), show(&bulk(&val(5))));
+    assert_eq!(show(&second.reply()), show(&bulk("first")));
+    assert!(t0.elapsed() >= Duration::from_millis(800));
+    assert_eq!(admin.cmd(&["GET", "cold:5"]), bulk("second"));
+    assert!(pool_stats(&mut admin).0 > before.0);
 }
 
 #[test]

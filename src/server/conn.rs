@@ -469,18 +469,36 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                         group.get_or_insert_with(|| Grouped::begin(st)).before(out);
                     }
                     let probe = misses::probes(st, spec);
-                    if !probe && st.ks.store.any_held() {
-                        // A read in flight holds a key: writes wait for it.
-                        if let Some(g) = group.take() {
-                            g.end(out, &mut []);
-                        }
-                        misses::after_reads(st, spec, &cmds[i], client.db).await;
-                        if cmds.len() > 1 {
-                            group.get_or_insert_with(|| Grouped::begin(st)).before(out);
+                    let mut hold = None;
+                    if !probe && st.ks.store.tiered() {
+                        // A write waits for the commands in flight on its
+                        // keys, then fetches its key records if they are on
+                        // disk only, holding them so later writes wait.
+                        let held = st.ks.store.any_held();
+                        let cold = if st.ks.store.check_writes() {
+                            misses::cold_keys(st, spec, &cmds[i], client.db)
+                        } else {
+                            Vec::new()
+                        };
+                        if held || !cold.is_empty() {
+                            if let Some(g) = group.take() {
+                                g.end(out, &mut []);
+                            }
+                            if held {
+                                misses::after_reads(st, spec, &cmds[i], client.db).await;
+                            }
+                            if !cold.is_empty() {
+                                hold = Some(misses::Hold::new(st, spec, &cmds[i], client.db));
+                                let mut keys = cold;
+                                misses::ahead(st, &cmds[i + 1..], client.db, here, n, &mut keys);
+                                st.ks.store.fetch(keys).await;
+                            }
+                            if cmds.len() > 1 {
+                                group.get_or_insert_with(|| Grouped::begin(st)).before(out);
+                            }
                         }
                     }
                     let mut round = 0;
-                    let mut hold = None;
                     while !run_shard_cmd_probed(st, idx, f, &cmds[i], client.db, &client.info, out, probe && round < misses::ROUNDS) {
                         // A record is on disk only: the pool reads it (and
                         // the next commands' records) while this shard

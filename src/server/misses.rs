@@ -61,6 +61,23 @@ pub fn ahead(st: &ShardState, next: &[Vec<Bytes>], db: u8, here: usize, shards: 
     }
 }
 
+/// The key records of a (writing) command that are on disk only: it
+/// fetches them before it runs, so its own reads of them do not stop the
+/// shard. The meta cache answers for most keys at the cost of a hash
+/// lookup; the others are probed (a RocksDB read from memory, whose answer
+/// the meta cache then keeps for the command's own read).
+pub fn cold_keys(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) -> Vec<Vec<u8>> {
+    let mut cold = Vec::new();
+    for p in spec.key_positions(argv.len()) {
+        let Some(key) = argv.get(p) else { continue };
+        let k = meta_key(db, key);
+        if let Ok(true) = st.ks.store.needs_io_before_write(&k) {
+            cold.push(k);
+        }
+    }
+    cold
+}
+
 /// The key records of a command that waits for the pool, held until it
 /// has run (released on drop, also when its connection goes away): a
 /// write to one of them from another client waits, so a write that

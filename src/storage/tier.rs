@@ -87,7 +87,19 @@ pub(super) struct Probe {
     /// commands), and the tasks waiting for one of them to be released.
     held: RefCell<ahash::AHashMap<Vec<u8>, u32>>,
     waiters: RefCell<Vec<Waker>>,
+    /// Writes still to check before they run since a record was last
+    /// found on disk only, and a counter for sampling once that is 0.
+    credit: Cell<u32>,
+    sample: Cell<u32>,
 }
+
+/// After a record is found on disk only, this many writes check theirs
+/// before they run (`ShardStore::check_writes`).
+const WRITE_CREDIT: u32 = 100_000;
+/// Without a recent miss, one write in this many checks (a dataset in
+/// memory does not pay a second lookup per write; a cold one is found at
+/// its first sampled write).
+const WRITE_SAMPLE: u32 = 64;
 
 impl Default for Probe {
     fn default() -> Probe {
@@ -99,6 +111,8 @@ impl Default for Probe {
             ro,
             held: RefCell::new(ahash::AHashMap::new()),
             waiters: RefCell::new(Vec::new()),
+            credit: Cell::new(0),
+            sample: Cell::new(0),
         }
     }
 }
@@ -116,7 +130,52 @@ impl ShardStore {
         }
         match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
             Ok(v) => Ok(InMemory::Done(f(v.as_deref()))),
-            Err(e) if e.kind() == ErrorKind::Incomplete => Ok(InMemory::NeedsIo),
+            Err(e) if e.kind() == ErrorKind::Incomplete => {
+                self.probe.credit.set(WRITE_CREDIT);
+                Ok(InMemory::NeedsIo)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether a write should check for records on disk only before it
+    /// runs: always for a while after a miss, else one write in
+    /// `WRITE_SAMPLE`.
+    #[inline]
+    pub fn check_writes(&self) -> bool {
+        let p = &self.probe;
+        if p.credit.get() > 0 {
+            p.credit.set(p.credit.get() - 1);
+            return true;
+        }
+        let n = p.sample.get().wrapping_add(1);
+        p.sample.set(n);
+        n % WRITE_SAMPLE == 0
+    }
+
+    /// For a command about to write `key` (a meta record): true when its
+    /// record is on disk only. Found in memory, the record (or its absence)
+    /// goes into the meta cache, so the command's own read of it costs a
+    /// hash lookup; the write that follows replaces it there anyway.
+    pub fn needs_io_before_write(&self, key: &[u8]) -> Result<bool, StorageError> {
+        let Some(c) = self.cache.as_ref().filter(|_| cache::is_meta(key)) else {
+            return Ok(matches!(self.get_in_memory(key, |_| ())?, InMemory::NeedsIo));
+        };
+        if c.peek(key).is_some() {
+            return Ok(false);
+        }
+        if self.group.active() && self.group_read(key)?.is_some() {
+            return Ok(false);
+        }
+        match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
+            Ok(v) => {
+                c.insert(key.into(), v.map(|v| bytes::Bytes::copy_from_slice(&v)));
+                Ok(false)
+            }
+            Err(e) if e.kind() == ErrorKind::Incomplete => {
+                self.probe.credit.set(WRITE_CREDIT);
+                Ok(true)
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -131,6 +190,7 @@ impl ShardStore {
         match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
             Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::Incomplete => {
+                self.probe.credit.set(WRITE_CREDIT);
                 self.probe.wanted.borrow_mut().push(key.to_vec());
                 Err(StorageError(NEEDS_IO.into()))
             }
