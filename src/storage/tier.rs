@@ -150,7 +150,7 @@ impl ShardStore {
         }
         let n = p.sample.get().wrapping_add(1);
         p.sample.set(n);
-        n % WRITE_SAMPLE == 0
+        n.is_multiple_of(WRITE_SAMPLE)
     }
 
     /// For a command about to write `key` (a meta record): true when its
