@@ -140,6 +140,12 @@ const PARAMS: &[Param] = &[
         mutable: true,
     },
     Param {
+        name: "maxmemory",
+        default: "0",
+        kind: Kind::Bytes(0, i64::MAX),
+        mutable: false,
+    },
+    Param {
         name: "block-cache-size",
         default: "268435456",
         kind: Kind::Bytes(1 << 20, i64::MAX),
@@ -430,6 +436,21 @@ impl Config {
             .store(int("latency-monitor-threshold").max(0) as u64, Ordering::Relaxed);
         self.latency_tracking
             .store(m.get("latency-tracking").is_none_or(|v| v == "yes"), Ordering::Relaxed);
+    }
+
+    /// Whether a parameter still has its built-in default (the memory
+    /// budget sizes such parts itself).
+    pub fn is_default(&self, name: &str) -> bool {
+        find(name).is_some_and(|p| self.lock().get(p.name).is_none_or(|v| v == p.default))
+    }
+
+    /// Records the value a startup decision gave a parameter (CONFIG GET
+    /// then shows what runs).
+    pub fn set_effective(&self, name: &str, value: String) {
+        if let Some(p) = find(name) {
+            self.lock().insert(p.name, value);
+            self.mirror();
+        }
     }
 
     /// A parameter's current value ("" if unknown).

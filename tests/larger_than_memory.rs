@@ -14,8 +14,8 @@ use common::{show, Basalt, Raw};
 const DEBUG: &[&str] = &["--enable-debug-command", "yes"];
 
 /// A 1-shard server on `dir` whose keys `cold:0..50` (values [`val`]) are
-/// on disk only: written, then SHUTDOWN (which flushes the memtables) and
-/// a new process, whose caches are empty.
+/// on disk only: written, then SHUTDOWN (which flushes the memtables), a
+/// new process, and DEBUG DROP-CACHES (the startup key count read them).
 fn cold_server(dir: &Path) -> Basalt {
     let mut b = Basalt::start_in(dir, 1, DEBUG);
     let mut c = b.raw();
@@ -24,7 +24,9 @@ fn cold_server(dir: &Path) -> Basalt {
     }
     c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
     assert!(b.wait_exit().success());
-    Basalt::start_in(dir, 1, DEBUG)
+    let b = Basalt::start_in(dir, 1, DEBUG);
+    assert_eq!(b.raw().cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
+    b
 }
 
 /// Cold key `i`'s value: larger than a 4 KiB block, so every key has its
@@ -227,6 +229,7 @@ fn every_read_command_answers_the_same_from_disk_as_from_memory() {
     assert!(b.wait_exit().success());
     let b = Basalt::start_in(dir, 1, DEBUG);
     let mut c = b.raw();
+    assert_eq!(c.cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
     assert_eq!(c.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "20"]), b"+OK\r\n");
     let before = pool_stats(&mut c);
     for (r, w) in reads.iter().zip(&warm) {
@@ -239,4 +242,46 @@ fn every_read_command_answers_the_same_from_disk_as_from_memory() {
         }
     }
     assert!(pool_stats(&mut c).0 > before.0, "nothing was read by the pool");
+}
+
+/// One `name:value` line of an INFO section.
+fn info_field(c: &mut Raw, section: &str, name: &str) -> String {
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", section])).into_owned();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}: {info}"))
+}
+
+#[test]
+fn maxmemory_sizes_the_caches_and_info_memory_reports_each_part() {
+    // The test servers get `--block-cache-size 16mb` (tests/common).
+    let b = Basalt::start_with(2, &["--maxmemory", "256mb"]);
+    let mut c = b.raw();
+    let num = |c: &mut Raw, name: &str| -> u64 { info_field(c, "memory", name).parse().unwrap() };
+    assert_eq!(num(&mut c, "maxmemory"), 256 << 20);
+    assert_eq!(info_field(&mut c, "memory", "maxmemory_source"), "maxmemory");
+    assert_eq!(info_field(&mut c, "memory", "maxmemory_human"), "256.00M");
+    // The meta caches and the memtables come from the budget; the block
+    // cache size given on the command line stands.
+    let meta = num(&mut c, "meta_cache_capacity");
+    let memtables = num(&mut c, "rocksdb_memtables_cap");
+    assert!(meta > 32 << 20 && meta < 128 << 20, "meta caches {meta}");
+    assert!(memtables > 8 << 20 && memtables < 64 << 20, "memtables {memtables}");
+    assert_eq!(num(&mut c, "rocksdb_block_cache_capacity"), 16 << 20);
+    let cfg = c.cmd(&["CONFIG", "GET", "meta-cache-size"]);
+    assert!(String::from_utf8_lossy(&cfg).contains(&meta.to_string()), "{}", show(&cfg));
+    // Parts fill as data comes in; used_memory counts them.
+    for i in 0..2000 {
+        c.cmd(&["SET", &format!("k{i}"), &"v".repeat(1000)]);
+    }
+    assert!(num(&mut c, "rocksdb_memtables") > 1 << 20);
+    assert!(num(&mut c, "meta_cache_bytes") > 0);
+    assert!(num(&mut c, "used_memory") > num(&mut c, "rocksdb_memtables"));
+    assert!(num(&mut c, "used_memory_rss") > 0);
+    // Without a budget (and outside a memory cgroup), nothing says 0 twice.
+    let b = Basalt::start(1);
+    let mut c = b.raw();
+    let source = info_field(&mut c, "memory", "maxmemory_source");
+    assert!(source == "none" || source == "cgroup", "{source}");
 }

@@ -97,6 +97,32 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
+/// Bytes the allocator has handed out (glibc's mallinfo2: arenas and
+/// mmapped chunks): Redis's `used_memory`. RocksDB's caches and memtables
+/// are in it; the page cache and thread stacks are not.
+fn heap_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let mi = unsafe { libc::mallinfo2() };
+        Some((mi.uordblks + mi.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}
+
+/// Redis's human-readable byte counts: "0B", "512.00K", "1.50M", "2.00G".
+fn human(n: u64) -> String {
+    let f = n as f64;
+    match n {
+        n if n < 1 << 10 => format!("{n}B"),
+        n if n < 1 << 20 => format!("{:.2}K", f / 1024.0),
+        n if n < 1 << 30 => format!("{:.2}M", f / 1048576.0),
+        n if n < 1 << 40 => format!("{:.2}G", f / 1073741824.0),
+        _ => format!("{:.2}T", f / 1099511627776.0),
+    }
+}
+
 fn cpu_times() -> (f64, f64) {
     // SAFETY: getrusage writes into the struct we pass and nothing else.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -144,13 +170,26 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
     }
     if want("memory") {
         let rss = rss_bytes();
+        let m = g.engine.memory(g.shards);
+        let used = heap_bytes().unwrap_or(rss);
+        let meta: u64 = reports.iter().map(|r| r.meta_cache.bytes).sum();
+        let budget = &g.memory;
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_memtables:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_bytes:{}\r\nmeta_cache_entries:{}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n",
-            g.engine.property_sum(g.shards, "rocksdb.block-cache-usage") / g.shards.max(1) as u64,
-            g.engine.property_sum(g.shards, "rocksdb.cur-size-all-mem-tables"),
-            g.engine.property_sum(g.shards, "rocksdb.estimate-table-readers-mem"),
-            reports.iter().map(|r| r.meta_cache.bytes).sum::<u64>(),
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\n\r\n",
+            human(used),
+            human(rss),
+            budget.total,
+            human(budget.total),
+            budget.source.name(),
+            m.block_cache_capacity,
+            m.block_cache_usage,
+            m.block_cache_pinned,
+            m.index_filter_in_cache,
+            m.memtables,
+            m.memtables_cap,
+            m.table_readers,
+            budget.meta_cache,
             reports.iter().map(|r| r.meta_cache.entries).sum::<u64>(),
         );
     }
@@ -453,6 +492,11 @@ pub async fn run(
                 let ms = int(&argv[2])?;
                 g.engine.set_read_delay(Duration::from_millis(ms.max(0) as u64));
                 r.ok();
+            } else if is(&argv[1], "drop-caches") && argv.len() == 2 {
+                // Basalt's own: flush the memtables and empty the caches, so
+                // every record is on disk only (tests of the read pool).
+                g.engine.drop_caches().map_err(CmdError::from)?;
+                r.ok();
             } else if is(&argv[1], "help") {
                 help_reply(
                     r,
@@ -460,6 +504,8 @@ pub async fn run(
                         "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                         "SLEEP <seconds>",
                         "    Stop the connection for <seconds> (decimals allowed).",
+                        "DROP-CACHES",
+                        "    Flush the memtables and empty the block and meta caches (Basalt).",
                         "SET-DISK-READ-DELAY <milliseconds>",
                         "    Delay each read of the I/O pool (Basalt; for tests).",
                         "HELP",

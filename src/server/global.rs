@@ -65,6 +65,8 @@ pub struct Global {
     pub latency: crate::monitor::LatencyMonitor,
     /// The shards' listening sockets, stopped first at shutdown.
     pub listeners: Mutex<Vec<i32>>,
+    /// The memory budget the caches were sized by (`storage::budget`).
+    pub memory: crate::storage::budget::Plan,
 }
 
 impl Global {

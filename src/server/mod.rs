@@ -20,7 +20,7 @@ use shards::{Config as RtConfig, Runtime, Shard};
 
 use crate::config::Config;
 use crate::shard::ShardState;
-use crate::storage::{Engine, Fsync, StoreOptions};
+use crate::storage::{budget, Engine, Fsync, StoreOptions};
 use crate::types::keyspace::Keyspace;
 use global::Global;
 
@@ -132,15 +132,42 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let databases = config.get_int("databases").max(1) as usize;
     check_port_free(&format!("{}:{}", config.get("bind"), config.get_int("port")))?;
+    // The memory budget sizes what the operator left at its default
+    // (docs/larger-than-memory.md "Memory").
+    let explicit = |name: &str| (!config.is_default(name)).then(|| config.get_int(name).max(0) as u64);
+    let mem = budget::plan(
+        budget::Asked {
+            maxmemory: config.get_int("maxmemory").max(0) as u64,
+            block_cache: explicit("block-cache-size"),
+            meta_cache: explicit("meta-cache-size"),
+            write_buffer: config.get_int("write-buffer-size").max(0) as u64,
+            shards: shards as u64,
+        },
+        budget::cgroup_limit(),
+    );
+    if mem.total > 0 {
+        config.set_effective("block-cache-size", mem.block_cache.to_string());
+        config.set_effective("meta-cache-size", mem.meta_cache.to_string());
+        config.set_effective("write-buffer-size", mem.write_buffer.to_string());
+        tracing::info!(
+            "memory budget {} MB ({}): block cache {} MB, memtables {} MB, meta caches {} MB",
+            mem.total >> 20,
+            mem.source.name(),
+            mem.block_cache >> 20,
+            mem.memtables >> 20,
+            mem.meta_cache >> 20
+        );
+    }
     let engine: &'static Engine = Box::leak(Box::new(
         Engine::open(&StoreOptions {
             dir: config.get("dir").into(),
             shards,
-            block_cache_bytes: config.get_int("block-cache-size") as usize,
-            write_buffer_bytes: config.get_int("write-buffer-size") as usize,
+            block_cache_bytes: mem.block_cache as usize,
+            write_buffer_bytes: mem.write_buffer as usize,
             manual_wal_flush: config.get_int("min-free-disk") > 0,
-            meta_cache_bytes: config.get_int("meta-cache-size").max(0) as u64,
+            meta_cache_bytes: mem.meta_cache,
             io_threads: config.get_int("disk-read-threads").max(0) as usize,
+            memtables_bytes: mem.memtables as usize,
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
@@ -175,6 +202,7 @@ pub fn run(config: Config) -> Result<(), String> {
         slowlog_next_id: AtomicU64::new(0),
         latency: Default::default(),
         listeners: Mutex::new(Vec::new()),
+        memory: mem,
     });
     install_signal_thread(g.clone(), signals);
     start_fsync_thread(g.clone());

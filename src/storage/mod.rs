@@ -12,6 +12,7 @@
 //! column family with no reference counting on the hot path. Shutdown
 //! flushes the WAL explicitly instead of relying on `Drop`.
 
+pub mod budget;
 pub mod cache;
 pub mod disk;
 pub mod gc;
@@ -19,7 +20,9 @@ pub mod group;
 pub mod intent;
 pub mod keys;
 pub mod meta;
+mod options;
 mod stats;
+pub use stats::RocksMemory;
 pub mod tier;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +30,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, ReadOptions, WriteBatch, DB};
+use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, ReadOptions, WriteBatch, DB};
 
 /// Where the shard count the data was written with is kept (default CF).
 const SHARDS_RECORD: &[u8] = b"basalt:shards";
@@ -99,6 +102,8 @@ pub struct StoreOptions {
     /// Threads reading what the shards must not wait for (`tier`; 0: the
     /// shards read the disk themselves).
     pub io_threads: usize,
+    /// The cap on all memtables together (`budget`; 0: none).
+    pub memtables_bytes: usize,
 }
 
 /// The open database, shared by every shard.
@@ -126,50 +131,14 @@ pub struct Engine {
     meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
     /// Threads for the reads the shards must not wait for (`tier`).
     tier: tier::Tier,
+    /// The block cache every column family shares, and the memtables' cap.
+    block_cache: Cache,
+    block_cache_bytes: u64,
+    memtables: Option<rocksdb::WriteBufferManager>,
 }
 
 fn cf_name(i: usize) -> String {
     format!("shard-{i}")
-}
-
-fn cf_options(cache: &Cache, opts: &StoreOptions, gc: gc::Slot) -> Options {
-    let mut o = Options::default();
-    // Garbage (members of deleted collections, expired hash fields) goes in
-    // compaction; see `gc`.
-    o.set_compaction_filter_factory(gc::GcFactory::new(gc));
-    let mut table = BlockBasedOptions::default();
-    table.set_block_cache(cache);
-    // Point lookups dominate (GET, meta reads before writes): a bloom filter
-    // turns most misses into no disk read at all.
-    table.set_bloom_filter(10.0, false);
-    table.set_cache_index_and_filter_blocks(true);
-    table.set_cache_index_and_filter_blocks_with_high_priority(true);
-    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-    // Partitioned filters and a two-level index: once the data outgrows the
-    // block cache, a whole-file filter (hundreds of KiB) was evicted and
-    // re-read and re-checksummed on every lookup (perf/bigdata loaded at
-    // ~4k SET/s, 84% of the CPU in ReadFilterBlock). Partitions are 4 KiB;
-    // the small top levels stay pinned.
-    table.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
-    table.set_partition_filters(true);
-    table.set_metadata_block_size(4096);
-    table.set_pin_top_level_index_and_filter(true);
-    // 4 KiB blocks: a point lookup decompresses and checksums a quarter of
-    // what 16 KiB blocks cost; perf/bigdata's larger-than-cache GET went from
-    // 17.9k to 27.4k ops/s (tuning.md).
-    table.set_block_size(4 * 1024);
-    o.set_block_based_table_factory(&table);
-    // Most writes read the key's meta first (to keep key counts exact) and
-    // most of those keys are not in the memtable: a whole-key bloom filter
-    // in the memtable skips the skiplist search that dominated SET's profile.
-    o.set_memtable_prefix_bloom_ratio(0.1);
-    o.set_memtable_whole_key_filtering(true);
-    o.set_write_buffer_size(opts.write_buffer_bytes);
-    o.set_max_write_buffer_number(4);
-    o.set_level_compaction_dynamic_level_bytes(true);
-    o.set_compression_type(DBCompressionType::Lz4);
-    o.set_bottommost_compression_type(DBCompressionType::Zstd);
-    o
 }
 
 impl Engine {
@@ -197,6 +166,13 @@ impl Engine {
         let mut db_opts = db_opts.get_options_from_string("avoid_flush_during_recovery=true")?;
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
+        // The memory budget's cap on memtables (no stall: a write never
+        // waits for it, it only makes RocksDB flush sooner).
+        let memtables =
+            (opts.memtables_bytes > 0).then(|| rocksdb::WriteBufferManager::new_write_buffer_manager(opts.memtables_bytes, false));
+        if let Some(m) = &memtables {
+            db_opts.set_write_buffer_manager(m);
+        }
         let path = opts.dir.join("db");
         let existing = DB::list_cf(&db_opts, &path).unwrap_or_default();
         let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default").collect();
@@ -208,7 +184,7 @@ impl Engine {
         let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
         let mut descriptors: Vec<ColumnFamilyDescriptor> = gc_slots
             .iter()
-            .map(|(n, slot)| ColumnFamilyDescriptor::new(n, cf_options(&cache, opts, slot.clone())))
+            .map(|(n, slot)| ColumnFamilyDescriptor::new(n, options::cf_options(&cache, opts, slot.clone())))
             .collect();
         // The default column family (shard count, intents, the disk probe)
         // gets the shards' write buffer size. RocksDB resumes writes after a
@@ -244,6 +220,9 @@ impl Engine {
             gc_slots,
             disk: disk::DiskGuard::default(),
             tier: tier::Tier::new(opts.io_threads),
+            block_cache: cache,
+            block_cache_bytes: opts.block_cache_bytes as u64,
+            memtables,
         })
     }
 
@@ -634,31 +613,11 @@ impl ShardStore {
         from: &[u8],
         after: Option<&[u8]>,
         to: &[u8],
-        f: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), StorageError> {
-        self.scan_with(snap, from, after, to, true, f)
-    }
-
-    /// [`ShardStore::scan`] that leaves the block cache as it was: for a
-    /// pass over everything (the key count at startup), which would
-    /// otherwise fill it with whatever it read last.
-    pub fn scan_uncached(&self, from: &[u8], to: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
-        self.scan_with(None, from, None, to, false, f)
-    }
-
-    fn scan_with(
-        &self,
-        snap: Option<&Snap>,
-        from: &[u8],
-        after: Option<&[u8]>,
-        to: &[u8],
-        fill_cache: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
         self.flush_group()?;
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(to.to_vec());
-        ro.fill_cache(fill_cache);
         if let Some(s) = snap {
             ro.set_snapshot(&s.0);
         }
@@ -731,6 +690,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         manual_wal_flush: true,
         meta_cache_bytes,
         io_threads: 2,
+        memtables_bytes: 0,
     }
 }
 

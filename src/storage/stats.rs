@@ -47,6 +47,69 @@ fn sum_row_w_amp(cfstats: &str) -> Option<f64> {
     None
 }
 
+/// The memory RocksDB holds, as INFO memory reports it (bytes).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RocksMemory {
+    pub block_cache_capacity: u64,
+    pub block_cache_usage: u64,
+    /// In use right now (pinned top-level index and filter partitions,
+    /// blocks being read): not evictable.
+    pub block_cache_pinned: u64,
+    /// The cache's index and filter blocks (partitions included).
+    pub index_filter_in_cache: u64,
+    pub memtables: u64,
+    /// The memory budget's cap on memtables (0: none).
+    pub memtables_cap: u64,
+    /// Table readers outside the cache (the top-level index and filter
+    /// when pinned, properties).
+    pub table_readers: u64,
+}
+
+impl Engine {
+    pub fn memory(&self, shards: usize) -> RocksMemory {
+        let stats = (0..shards)
+            .filter_map(|i| self.db.cf_handle(&cf_name(i)))
+            .find_map(|cf| self.db.property_value_cf(cf, "rocksdb.block-cache-entry-stats").ok().flatten())
+            .unwrap_or_default();
+        RocksMemory {
+            block_cache_capacity: self.block_cache_bytes,
+            block_cache_usage: self.block_cache.get_usage() as u64,
+            block_cache_pinned: self.block_cache.get_pinned_usage() as u64,
+            index_filter_in_cache: ["FilterBlock", "FilterMetaBlock", "IndexBlock"]
+                .iter()
+                .map(|r| role_bytes(&stats, r))
+                .sum(),
+            memtables: self.property_sum(shards, "rocksdb.cur-size-all-mem-tables"),
+            memtables_cap: self.memtables.as_ref().map_or(0, |m| m.get_buffer_size() as u64),
+            table_readers: self.property_sum(shards, "rocksdb.estimate-table-readers-mem"),
+        }
+    }
+}
+
+/// The bytes of one block role in RocksDB's block-cache-entry-stats text:
+/// "... IndexBlock(12,1.50 MB,2.3%) ..." (0 when absent).
+fn role_bytes(stats: &str, role: &str) -> u64 {
+    let Some(at) = stats.find(&format!(" {role}(")) else {
+        return 0;
+    };
+    let rest = &stats[at + role.len() + 2..];
+    let Some(size) = rest.split(',').nth(1) else {
+        return 0;
+    };
+    let mut words = size.split_whitespace();
+    let (Some(n), unit) = (words.next().and_then(|n| n.parse::<f64>().ok()), words.next().unwrap_or("")) else {
+        return 0;
+    };
+    let scale = match unit {
+        "KB" => 1u64 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        _ => 1,
+    };
+    (n * scale as f64) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +133,14 @@ mod tests {
         assert!(amp >= 1.0, "{amp}\n{text}");
         let wa = e.write_amp(1);
         assert!((wa - amp).abs() < 0.01, "{wa} vs {amp}");
+    }
+
+    #[test]
+    fn reads_block_cache_entry_stats() {
+        let s = "Block cache entry stats(count,size,portion): DataBlock(907,3.59 MB,44.9%) FilterBlock(13,40.25 KB,0.49%) IndexBlock(20,1.50 MB,18.7%) Misc(1,0.00 KB,0%)\n";
+        assert_eq!(role_bytes(s, "DataBlock"), (3.59 * 1048576.0) as u64);
+        assert_eq!(role_bytes(s, "FilterBlock"), (40.25 * 1024.0) as u64);
+        assert_eq!(role_bytes(s, "IndexBlock"), 1572864);
+        assert_eq!(role_bytes(s, "FilterMetaBlock"), 0);
     }
 }

@@ -72,6 +72,24 @@ impl super::Engine {
         self.tier.delay_us.store(d.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// Puts everything on disk only (tests; `DEBUG DROP-CACHES`): flushes
+    /// the shards' memtables, empties the block cache (but what tables pin)
+    /// and the meta caches.
+    pub fn drop_caches(&self) -> Result<(), StorageError> {
+        for i in 0..self.meta_caches.len() {
+            if let Some(cf) = self.db.cf_handle(&super::cf_name(i)) {
+                self.db.flush_cf(cf)?;
+            }
+        }
+        let mut cache = self.block_cache.clone();
+        cache.set_capacity(0);
+        cache.set_capacity(self.block_cache_bytes as usize);
+        for c in self.meta_caches.iter().flatten() {
+            c.clear();
+        }
+        Ok(())
+    }
+
     /// Jobs the I/O pool was given and the keys they read.
     pub fn read_pool_stats(&self) -> (u64, u64) {
         (self.tier.jobs.load(Ordering::Relaxed), self.tier.keys.load(Ordering::Relaxed))

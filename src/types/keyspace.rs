@@ -102,7 +102,7 @@ impl Keyspace {
         for db in 0..self.counts.len() {
             let (lo, hi) = keys::meta_db_range(db as u8);
             let (mut n, mut with_ttl) = (0i64, 0i64);
-            self.store.scan_uncached(&lo, &hi, |_, v| {
+            self.store.scan(&lo, &hi, |_, v| {
                 n += 1;
                 if let Some(m) = Meta::decode(v) {
                     with_ttl += (m.expire_ms != 0) as i64;
@@ -459,6 +459,7 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
         manual_wal_flush: false,
         meta_cache_bytes: 1 << 20,
         io_threads: 0,
+        memtables_bytes: 0,
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
