@@ -285,3 +285,47 @@ fn maxmemory_sizes_the_caches_and_info_memory_reports_each_part() {
     let source = info_field(&mut c, "memory", "maxmemory_source");
     assert!(source == "none" || source == "cgroup", "{source}");
 }
+
+/// Redis Cluster's key slot (CRC16/XMODEM of the key, no hash tags here).
+fn slot(key: &str) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in key.as_bytes() {
+        crc ^= (b as u16) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc & 16383
+}
+
+#[test]
+fn a_cold_key_of_another_shard_is_fetched_while_this_shard_serves_hits() {
+    // Only shard 0 accepts connections; slots 8192.. belong to shard 1, and
+    // shard 0 reads them from shard 1's column family (the cross-shard GET).
+    let args = ["--enable-debug-command", "yes", "--listen-shards", "0"];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = Basalt::start_in(tmp.path(), 2, &args);
+    let mut c = b.raw();
+    let far: Vec<usize> = (0..50).filter(|i| slot(&format!("cold:{i}")) >= 8192).collect();
+    assert!(far.len() >= 2);
+    for &i in &far {
+        c.cmd(&["SET", &format!("cold:{i}"), &val(i)]);
+    }
+    c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
+    assert!(b.wait_exit().success());
+    let b = Basalt::start_in(tmp.path(), 2, &args);
+    let mut hot = b.raw();
+    assert_eq!(hot.cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
+    assert_eq!(hot.cmd(&["SET", "hot", "h"]), b"+OK\r\n");
+    assert_eq!(hot.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "1000"]), b"+OK\r\n");
+    let before = pool_stats(&mut hot);
+    let mut cold = b.raw();
+    let t0 = Instant::now();
+    cold.send_bytes(&Raw::encode(&["GET", &format!("cold:{}", far[0])]));
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(hot.cmd(&["GET", "hot"]), bulk("h"));
+    assert!(t0.elapsed() < Duration::from_millis(700), "a hit waited: {:?}", t0.elapsed());
+    assert_eq!(show(&cold.reply()), show(&bulk(&val(far[0]))));
+    assert!(t0.elapsed() >= Duration::from_millis(1000));
+    assert_eq!(pool_stats(&mut hot).0, before.0 + 1);
+}

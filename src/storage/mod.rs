@@ -472,8 +472,14 @@ impl PeerStore {
         if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(f(v.as_deref()));
         }
-        let v = s.db.get_pinned_cf(s.cf, key)?;
+        let v = s.read_db(key)?;
         Ok(f(v.as_deref()))
+    }
+
+    /// The probe and the read pool, as [`ShardStore`]'s, for this view's
+    /// reads (`tier`): a miss is fetched into the shared block cache.
+    pub fn store(&self) -> &ShardStore {
+        &self.0
     }
 }
 
