@@ -368,10 +368,10 @@ impl Future for Fetch {
 /// The pool threads' nice value. They share the shards' cores (the reads
 /// cost CPU: ~26 us of system time per synchronous 4 KiB read in our VM,
 /// fio psync QD1), and a shard serving hits must come first. Measured with
-/// 1 shard on core 0, 10M keys, capped at 512 MB (perf/bigdata's rows):
-/// nice 0: hot range under cold readers 38k/s p99 3.9 ms, GET -P1 13.0k;
-/// nice 10: 85k p99 1.5 ms, 13.8k; nice 19: 101k p99 1.1 ms, but GET -P1
-/// falls to 7.4k (the shard wakes for every completion and runs dry).
+/// 1 shard on core 0, 10M keys, capped at 512 MB (tuning.md has the runs):
+/// the hot range under cold readers 38k/s at nice 0 against 66k at 10;
+/// 85k at 10 against 101k at 19, where cold GET -P1 halves (13.8k, 7.4k:
+/// the shard then preempts the pool and wakes for every completion).
 const IO_NICE: i32 = 10;
 
 /// Threads that read for the shards: blocking reads, so that up to
