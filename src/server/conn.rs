@@ -534,23 +534,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 if spec.name == "get" {
                     if let Some(store) = st.peers.get(target) {
                         let start = Instant::now();
-                        // Probed as local reads are: a record on disk only
-                        // is fetched by the pool while this shard goes on.
-                        let probe = store.store().tiered();
-                        let mut round = 0;
-                        let found = loop {
-                            let at = out.buf.len();
-                            store.store().set_probe(probe && round < misses::ROUNDS);
-                            let found = cmd::strings::get_from(store, client.db, &cmds[i][1], now_ms(), out);
-                            store.store().set_probe(false);
-                            if !store.store().missed() {
-                                break found;
-                            }
-                            out.buf.truncate(at);
-                            round += 1;
-                            let keys = store.store().take_wanted();
-                            store.store().fetch(keys).await;
-                        };
+                        let found = misses::peer_get(store, client.db, &cmds[i][1], out).await;
                         if let Some(res) = found {
                             match &res {
                                 Ok(hit) => st.ks.note_lookup(*hit),

@@ -14,9 +14,12 @@
 use bytes::Bytes;
 
 use crate::cmd::{self, Exec};
+use crate::error::CmdResult;
+use crate::resp::Reply;
+use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::keys::meta_key;
-use crate::storage::owner;
+use crate::storage::{owner, PeerStore};
 
 /// Probe-and-fetch rounds before a command reads the disk itself: a chain
 /// of reads (a hash's meta, then its field) takes two; more means blocks
@@ -26,6 +29,28 @@ pub const ROUNDS: usize = 4;
 /// How many pipelined commands after a miss have their key records
 /// fetched with it.
 const AHEAD: usize = 64;
+
+/// A GET of another shard's key, read from that shard's column family here
+/// (`strings::get_from`), probed as local reads are: a record on disk only
+/// is fetched by the pool while this shard goes on. None when only the
+/// owner can answer.
+pub async fn peer_get(store: &PeerStore, db: u8, key: &[u8], out: &mut Reply) -> Option<CmdResult<bool>> {
+    let s = store.store();
+    let probe = s.tiered();
+    let mut round = 0;
+    loop {
+        let at = out.buf.len();
+        s.set_probe(probe && round < ROUNDS);
+        let found = cmd::strings::get_from(store, db, key, now_ms(), out);
+        s.set_probe(false);
+        if !s.missed() {
+            return found;
+        }
+        out.buf.truncate(at);
+        round += 1;
+        s.fetch(s.take_wanted()).await;
+    }
+}
 
 /// Whether a command runs in probe mode on this shard.
 #[inline]
