@@ -474,7 +474,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                         // A write waits for the commands in flight on its
                         // keys, then fetches its key records if they are on
                         // disk only, holding them so later writes wait.
-                        let held = st.ks.store.any_held();
+                        let held = misses::held(st, spec, &cmds[i], client.db);
                         let cold = if st.ks.store.check_writes() {
                             misses::cold_keys(st, spec, &cmds[i], client.db)
                         } else {

@@ -136,6 +136,16 @@ impl Drop for Hold<'_> {
     }
 }
 
+/// Whether a command waiting for the pool holds a key this command names.
+pub fn held(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) -> bool {
+    st.ks.store.any_held()
+        && spec
+            .key_positions(argv.len())
+            .into_iter()
+            .filter_map(|p| argv.get(p))
+            .any(|k| st.ks.store.is_held(&meta_key(db, k)))
+}
+
 /// Waits until no read in flight holds a key this (writing) command names.
 pub async fn after_reads(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) {
     for p in spec.key_positions(argv.len()) {

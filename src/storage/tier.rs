@@ -260,6 +260,11 @@ impl ShardStore {
         !self.probe.held.borrow().is_empty()
     }
 
+    /// Whether a command waiting for the pool holds `key`.
+    pub fn is_held(&self, key: &[u8]) -> bool {
+        self.probe.held.borrow().contains_key(key)
+    }
+
     /// Resolves once no command waiting for the pool holds `key`.
     pub fn unheld<'a>(&'a self, key: &'a [u8]) -> Unheld<'a> {
         Unheld { store: self, key }
