@@ -491,7 +491,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                                 hold = Some(misses::Hold::new(st, spec, &cmds[i], client.db));
                                 let mut keys = cold;
                                 misses::ahead(st, &cmds[i + 1..], client.db, here, n, &mut keys);
-                                st.ks.store.fetch(keys).await;
+                                st.ks.store.fetch_into_cache(keys).await;
                             }
                             if cmds.len() > 1 {
                                 group.get_or_insert_with(|| Grouped::begin(st)).before(out);
@@ -510,7 +510,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                         hold.get_or_insert_with(|| misses::Hold::new(st, spec, &cmds[i], client.db));
                         let mut keys = st.ks.store.take_wanted();
                         misses::ahead(st, &cmds[i + 1..], client.db, here, n, &mut keys);
-                        st.ks.store.fetch(keys).await;
+                        st.ks.store.fetch_into_cache(keys).await;
                         if cmds.len() > 1 {
                             group.get_or_insert_with(|| Grouped::begin(st)).before(out);
                         }

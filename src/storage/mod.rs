@@ -562,6 +562,7 @@ impl ShardStore {
         if b.wb.is_empty() {
             return Ok(());
         }
+        self.note_write();
         if self.group.active() {
             if self.stage(&b) {
                 return Ok(());

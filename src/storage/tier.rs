@@ -13,9 +13,12 @@
 //!   and wakes the shard's task when done; the shard serves other clients
 //!   meanwhile. The command then runs again and finds its blocks in memory.
 //!
-//! The pool's reads are thrown away: the command reads again on its shard,
-//! in its connection's order, so it sees every write accepted meanwhile
-//! and nothing here has to know what a command reads or how to order it.
+//! The command then reads again on its shard, in its connection's order, so
+//! it sees every write accepted meanwhile and nothing here has to know what
+//! a command reads or how to order it. The meta records the pool read go
+//! into the owner's meta cache when no write reached the store between the
+//! fetch's start and its end ([`ShardStore::fetch_into_cache`]): then the
+//! second run costs a hash lookup instead of a RocksDB read.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -109,6 +112,9 @@ pub(super) struct Probe {
     /// found on disk only, and a counter for sampling once that is 0.
     credit: Cell<u32>,
     sample: Cell<u32>,
+    /// Counts this store's writes: a fetch's values go into the meta
+    /// cache only if no write came between its start and its end.
+    writes: Cell<u64>,
 }
 
 /// After a record is found on disk only, this many writes check theirs
@@ -131,6 +137,7 @@ impl Default for Probe {
             waiters: RefCell::new(Vec::new()),
             credit: Cell::new(0),
             sample: Cell::new(0),
+            writes: Cell::new(0),
         }
     }
 }
@@ -283,6 +290,31 @@ impl ShardStore {
     /// Reads `keys` on the I/O pool (their blocks land in the block cache)
     /// and resolves when done; the shard runs other tasks meanwhile.
     pub fn fetch(&self, keys: Vec<Vec<u8>>) -> Fetch {
+        self.send(keys, false)
+    }
+
+    /// [`ShardStore::fetch`] for the owner's own store: the meta records
+    /// read go into its meta cache too, if no write came in between (then
+    /// the command's second run costs a hash lookup, not a RocksDB read).
+    pub async fn fetch_into_cache(&self, keys: Vec<Vec<u8>>) {
+        let writes = self.probe.writes.get();
+        let done = self.send(keys, self.cache.is_some()).0;
+        Fetch(done.clone()).await;
+        let values = done.values.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+        if let Some(c) = self.cache.as_ref().filter(|_| self.probe.writes.get() == writes) {
+            for (k, v) in values {
+                c.insert(k.into(), v);
+            }
+        }
+    }
+
+    /// Counts a write (see `Probe::writes`).
+    #[inline]
+    pub(super) fn note_write(&self) {
+        self.probe.writes.set(self.probe.writes.get().wrapping_add(1));
+    }
+
+    fn send(&self, keys: Vec<Vec<u8>>, keep: bool) -> Fetch {
         let done = Arc::new(Done::default());
         let t = &self.engine.tier;
         let db: &'static rocksdb::DB = self.db;
@@ -294,6 +326,7 @@ impl ShardStore {
             keys,
             done: done.clone(),
             delay: Duration::from_micros(t.delay_us.load(Ordering::Relaxed)),
+            keep,
         };
         let sent = pool
             .tx
@@ -330,12 +363,16 @@ struct Job {
     keys: Vec<Vec<u8>>,
     done: Arc<Done>,
     delay: Duration,
+    /// Hand the meta records read back (`ShardStore::fetch_into_cache`).
+    keep: bool,
 }
 
 #[derive(Default)]
 struct Done {
     ready: AtomicBool,
     waker: Mutex<Option<Waker>>,
+    /// The meta records read, when the job was asked to keep them.
+    values: Mutex<Vec<(Vec<u8>, Option<bytes::Bytes>)>>,
 }
 
 impl Done {
@@ -408,7 +445,19 @@ impl IoPool {
                         std::thread::sleep(job.delay);
                     }
                     // Errors are left for the command's own read to report.
-                    let _ = db.batched_multi_get_cf(job.cf, &job.keys, false);
+                    let got = db.batched_multi_get_cf(job.cf, &job.keys, false);
+                    if job.keep {
+                        let kept: Vec<_> = job
+                            .keys
+                            .iter()
+                            .zip(got)
+                            .filter(|(k, _)| cache::is_meta(k))
+                            .filter_map(|(k, v)| v.ok().map(|v| (k.clone(), v.map(|v| bytes::Bytes::copy_from_slice(&v)))))
+                            .collect();
+                        if let Ok(mut values) = job.done.values.lock() {
+                            *values = kept;
+                        }
+                    }
                     job.done.finish();
                 }
             });
@@ -457,5 +506,39 @@ mod tests {
         s.write(b).unwrap();
         assert_eq!(s.get_in_memory(&k(1999), copy).unwrap(), InMemory::Done(Some(3)));
         assert!(s.end_group().is_empty());
+    }
+
+    #[test]
+    fn fetched_meta_records_reach_the_cache_only_if_no_write_came_between() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = test_opts(dir.path(), 1, 1 << 20);
+        o.io_threads = 2;
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&o).unwrap()));
+        let s = e.shard(0).unwrap();
+        let (a, b) = (keys::meta_key(0, b"a"), keys::meta_key(0, b"b"));
+        let mut batch = s.batch();
+        s.put(&mut batch, &a, b"old-a");
+        s.put(&mut batch, &b, b"old-b");
+        s.write(batch).unwrap();
+        e.drop_caches().unwrap();
+        let cached = |k: &[u8]| s.cache.as_ref().unwrap().peek(k);
+        assert_eq!(cached(&a), None);
+        // Nothing written meanwhile: the pool's reads go into the cache.
+        futures_lite::future::block_on(s.fetch_into_cache(vec![a.clone()]));
+        assert_eq!(cached(&a), Some(Some(bytes::Bytes::from_static(b"old-a"))));
+        // A write after the pool read and before the fetch ends: what the
+        // pool read is older than the write, so none of it goes in; the
+        // cache keeps the write's record.
+        e.set_read_delay(Duration::from_millis(100));
+        let mut fut = Box::pin(s.fetch_into_cache(vec![b.clone()]));
+        let waker = futures_lite::future::block_on(futures_lite::future::poll_fn(|cx| Poll::Ready(cx.waker().clone())));
+        assert!(fut.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+        std::thread::sleep(Duration::from_millis(400));
+        let mut batch = s.batch();
+        s.put(&mut batch, &b, b"new-b");
+        s.write(batch).unwrap();
+        futures_lite::future::block_on(fut);
+        assert_eq!(cached(&b), Some(Some(bytes::Bytes::from_static(b"new-b"))));
+        assert_eq!(s.get_with(&b, |v| v.map(|v| v.to_vec())).unwrap(), Some(b"new-b".to_vec()));
     }
 }
