@@ -194,6 +194,36 @@ fn a_pipeline_of_misses_keeps_its_order_and_reads_ahead_together() {
 }
 
 #[test]
+fn a_multi_field_read_fetches_all_its_missing_fields_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut b = Basalt::start_in(dir, 1, DEBUG);
+    let mut c = b.raw();
+    let mut hmget = vec!["HMGET".to_string(), "h".to_string()];
+    let mut want = b"*20\r\n".to_vec();
+    for i in 0..20 {
+        // Each field's value fills its own blocks.
+        assert_eq!(c.cmd(&["HSET", "h", &format!("f{i}"), &val(i)]), b":1\r\n");
+        hmget.push(format!("f{i}"));
+        want.extend(bulk(&val(i)));
+    }
+    c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
+    assert!(b.wait_exit().success());
+    let b = Basalt::start_in(dir, 1, DEBUG);
+    let mut c = b.raw();
+    assert_eq!(c.cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
+    let before = pool_stats(&mut c);
+    assert_eq!(show(&c.cmd(&hmget)), show(&want));
+    // The hash's meta record, then the 20 fields together. Failing each
+    // probe at its first miss took a round per field, and after 4 rounds
+    // the shard read the other 16 itself.
+    let jobs = pool_stats(&mut c).0 - before.0;
+    assert!((1..=2).contains(&jobs), "{jobs} pool jobs for 20 fields");
+    // The probe passes that missed were not counted as keyspace misses.
+    assert_eq!(info_field(&mut c, "stats", "keyspace_misses"), "0");
+}
+
+#[test]
 fn every_read_command_answers_the_same_from_disk_as_from_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

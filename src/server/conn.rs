@@ -81,6 +81,8 @@ pub fn run_shard_cmd_probed(
         now_ms: now_ms(),
     };
     let at = r.buf.len();
+    // A probe pass that misses is undone, its hit and miss counts too.
+    let lookups = (st.ks.stats.hits.get(), st.ks.stats.misses.get());
     st.ks.store.set_probe(probe);
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
@@ -88,6 +90,8 @@ pub fn run_shard_cmd_probed(
         st.ks.store.set_probe(false);
         if st.ks.store.missed() {
             r.buf.truncate(at);
+            st.ks.stats.hits.set(lookups.0);
+            st.ks.stats.misses.set(lookups.1);
             return false;
         }
     }

@@ -6,7 +6,8 @@
 //!   ([`ShardStore::set_probe`]), a point read answers from memory only:
 //!   the write group, the meta cache, the memtables and RocksDB's block
 //!   cache (`ReadTier::BlockCache`). A read that would need I/O (RocksDB's
-//!   `Incomplete`) records its key ([`ShardStore::take_wanted`]) and fails;
+//!   `Incomplete`) records its key ([`ShardStore::take_wanted`]) and reads
+//!   as absent, so the command goes on and names every record it needs;
 //!   the caller drops what the command did and runs it again later.
 //! - **The I/O pool.** [`ShardStore::fetch`] hands keys to a few threads
 //!   that read them with one `MultiGet` each (which fills the block cache)
@@ -40,9 +41,6 @@ pub enum InMemory<R> {
     /// The answer is on disk only.
     NeedsIo,
 }
-
-/// The error a probed read fails with when its record is on disk only.
-pub const NEEDS_IO: &str = "record not in memory";
 
 /// The engine's I/O pool, started on first use.
 pub(super) struct Tier {
@@ -214,10 +212,14 @@ impl ShardStore {
         }
         match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
             Ok(v) => Ok(v),
+            // Answered as absent, so the command goes on and names every
+            // record it would read (all of HMGET's fields, not one per
+            // round); its reply is dropped (`missed`). Only read-only
+            // commands probe, and none writes because a record is absent.
             Err(e) if e.kind() == ErrorKind::Incomplete => {
                 self.probe.credit.set(WRITE_CREDIT);
                 self.probe.wanted.borrow_mut().push(key.to_vec());
-                Err(StorageError(NEEDS_IO.into()))
+                Ok(None)
             }
             Err(e) => Err(e.into()),
         }
