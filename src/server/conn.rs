@@ -83,7 +83,9 @@ pub fn run_shard_cmd_probed(
     let at = r.buf.len();
     // A probe pass that misses is undone, its hit and miss counts too.
     let lookups = (st.ks.stats.hits.get(), st.ks.stats.misses.get());
-    st.ks.store.set_probe(probe);
+    if probe {
+        st.ks.store.set_probe(true);
+    }
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
     if probe {
@@ -447,9 +449,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
             _ => None,
         };
         if target != Some(here) {
-            if let Some(g) = group.take() {
-                g.end(out, &mut []);
-            }
+            close_group(&mut group, out);
         }
         let (idx, spec) = match checked {
             Ok(found) => found,
@@ -469,9 +469,8 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
             Exec::Shard(f) => {
                 let target = target.unwrap_or(here);
                 if target == here {
-                    if cmds.len() > 1 {
-                        group.get_or_insert_with(|| Grouped::begin(st)).before(out);
-                    }
+                    let several = cmds.len() > 1;
+                    join_group(&mut group, st, out, several);
                     let probe = misses::probes(st, spec);
                     let mut hold = None;
                     if !probe && st.ks.store.tiered() {
@@ -485,21 +484,15 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                             Vec::new()
                         };
                         if held || !cold.is_empty() {
-                            if let Some(g) = group.take() {
-                                g.end(out, &mut []);
-                            }
+                            close_group(&mut group, out);
                             if held {
                                 misses::after_reads(st, spec, &cmds[i], client.db).await;
                             }
                             if !cold.is_empty() {
                                 hold = Some(misses::Hold::new(st, spec, &cmds[i], client.db));
-                                let mut keys = cold;
-                                misses::ahead(st, &cmds[i + 1..], client.db, here, n, &mut keys);
-                                st.ks.store.fetch_into_cache(keys).await;
+                                misses::fetch(st, cold, &cmds[i + 1..], client.db, here, n).await;
                             }
-                            if cmds.len() > 1 {
-                                group.get_or_insert_with(|| Grouped::begin(st)).before(out);
-                            }
+                            join_group(&mut group, st, out, several);
                         }
                     }
                     let mut round = 0;
@@ -508,24 +501,16 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                         // the next commands' records) while this shard
                         // serves other clients; then the command runs again.
                         round += 1;
-                        if let Some(g) = group.take() {
-                            g.end(out, &mut []);
-                        }
+                        close_group(&mut group, out);
                         hold.get_or_insert_with(|| misses::Hold::new(st, spec, &cmds[i], client.db));
-                        let mut keys = st.ks.store.take_wanted();
-                        misses::ahead(st, &cmds[i + 1..], client.db, here, n, &mut keys);
-                        st.ks.store.fetch_into_cache(keys).await;
-                        if cmds.len() > 1 {
-                            group.get_or_insert_with(|| Grouped::begin(st)).before(out);
-                        }
+                        misses::fetch(st, st.ks.store.take_wanted(), &cmds[i + 1..], client.db, here, n).await;
+                        join_group(&mut group, st, out, several);
                     }
                     drop(hold);
                     // A deferred reply belongs right here, at the end of `out`;
                     // it is produced after an await, so the group closes first.
                     if !out.deferred.is_empty() {
-                        if let Some(g) = group.take() {
-                            g.end(out, &mut []);
-                        }
+                        close_group(&mut group, out);
                     }
                     for d in std::mem::take(&mut out.deferred) {
                         run_deferred(shard, st, client, d, out).await;
@@ -595,8 +580,22 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
             }
         }
     }
+    close_group(&mut group, out);
+}
+
+/// Writes and closes the open group, if any: before an await, or before a
+/// reply that is produced out of order.
+fn close_group(group: &mut Option<Grouped>, out: &mut Reply) {
     if let Some(g) = group.take() {
         g.end(out, &mut []);
+    }
+}
+
+/// Notes the next command in the open group (opening one), when the batch
+/// has several commands: a lone command gains nothing from a group.
+fn join_group<'a>(group: &mut Option<Grouped<'a>>, st: &'a ShardState, out: &Reply, several: bool) {
+    if several {
+        group.get_or_insert_with(|| Grouped::begin(st)).before(out);
     }
 }
 

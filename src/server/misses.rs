@@ -52,6 +52,13 @@ pub async fn peer_get(store: &PeerStore, db: u8, key: &[u8], out: &mut Reply) ->
     }
 }
 
+/// Reads `keys` on the pool together with the key records of the commands
+/// in `next` ([`ahead`]), and lets the meta cache keep what it read.
+pub async fn fetch(st: &ShardState, mut keys: Vec<Vec<u8>>, next: &[Vec<Bytes>], db: u8, here: usize, shards: usize) {
+    ahead(st, next, db, here, shards, &mut keys);
+    st.ks.store.fetch_into_cache(keys).await;
+}
+
 /// Whether a command runs in probe mode on this shard.
 #[inline]
 pub fn probes(st: &ShardState, spec: &cmd::CommandSpec) -> bool {
