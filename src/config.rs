@@ -165,7 +165,9 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "disk-read-threads",
-        default: "16",
+        // Per shard: left at its default, the pool gets 4 threads per
+        // shard (`server::run`); CONFIG GET shows the total.
+        default: "4",
         kind: Kind::Int(0, 1024),
         mutable: false,
     },

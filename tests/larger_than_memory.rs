@@ -362,3 +362,84 @@ fn a_cold_key_of_another_shard_is_fetched_while_this_shard_serves_hits() {
     assert!(t0.elapsed() >= Duration::from_millis(1000));
     assert_eq!(pool_stats(&mut hot).0, before.0 + 1);
 }
+
+#[test]
+fn another_shards_misses_in_mget_and_pipelines_go_to_the_pool_together() {
+    // Only shard 0 accepts connections; slots 8192.. belong to shard 1. An
+    // MGET's share and a pipeline's share for shard 1 run there: their
+    // misses must leave shard 1 free, all of a share's keys in one job.
+    let args = ["--enable-debug-command", "yes", "--listen-shards", "0"];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = Basalt::start_in(tmp.path(), 2, &args);
+    let mut c = b.raw();
+    let far: Vec<usize> = (0..80).filter(|i| slot(&format!("cold:{i}")) >= 8192).take(20).collect();
+    assert!(far.len() >= 10);
+    for &i in &far {
+        c.cmd(&["SET", &format!("cold:{i}"), &val(i)]);
+    }
+    c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
+    assert!(b.wait_exit().success());
+    let b = Basalt::start_in(tmp.path(), 2, &args);
+    let mut hot = b.raw();
+    assert_eq!(hot.cmd(&["DBSIZE"]), format!(":{}\r\n", far.len()).into_bytes());
+    assert_eq!(hot.cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
+    let hot_key = (0..).map(|i| format!("hot:{i}")).find(|k| slot(k) >= 8192).unwrap();
+    assert_eq!(hot.cmd(&["SET", &hot_key, "hh"]), b"+OK\r\n");
+    assert_eq!(hot.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "1000"]), b"+OK\r\n");
+
+    // MGET of the first half: one job for all of shard 1's keys; shard 1
+    // answers a hit meanwhile.
+    let (half, rest) = far.split_at(far.len() / 2);
+    let before = pool_stats(&mut hot);
+    let mut mget = vec!["MGET".to_string()];
+    let mut want = format!("*{}\r\n", half.len()).into_bytes();
+    for &i in half {
+        mget.push(format!("cold:{i}"));
+        want.extend(bulk(&val(i)));
+    }
+    let mut cold = b.raw();
+    let t0 = Instant::now();
+    cold.send_bytes(&Raw::encode(&mget));
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(hot.cmd(&["STRLEN", &hot_key]), b":2\r\n");
+    assert!(t0.elapsed() < Duration::from_millis(700), "shard 1 was busy: {:?}", t0.elapsed());
+    assert_eq!(show(&cold.reply()), show(&want));
+    assert!(t0.elapsed() >= Duration::from_millis(1000), "the MGET did not use the pool");
+    assert_eq!(pool_stats(&mut hot).0, before.0 + 1, "one pool job for the MGET");
+
+    // A pipeline's share for shard 1 (STRLEN: a GET would be read from
+    // here), with a write of one of its keys in the middle: in order, the
+    // misses read ahead together.
+    let before = pool_stats(&mut hot);
+    let mut pipe = Vec::new();
+    let mut want = Vec::new();
+    for (n, &i) in rest.iter().enumerate() {
+        pipe.extend(Raw::encode(&["STRLEN", &format!("cold:{i}")]));
+        want.push(format!(":{}\r\n", val(i).len()).into_bytes());
+        if n == 2 {
+            pipe.extend(Raw::encode(&["APPEND", &format!("cold:{i}"), "++"]));
+            want.push(format!(":{}\r\n", val(i).len() + 2).into_bytes());
+        }
+    }
+    let t0 = Instant::now();
+    cold.send_bytes(&pipe);
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(hot.cmd(&["STRLEN", &hot_key]), b":2\r\n");
+    assert!(t0.elapsed() < Duration::from_millis(700), "shard 1 was busy: {:?}", t0.elapsed());
+    for (k, w) in want.iter().enumerate() {
+        assert_eq!(show(&cold.reply()), show(w), "reply {k}");
+    }
+    let jobs = pool_stats(&mut hot).0 - before.0;
+    assert!((1..=2).contains(&jobs), "{jobs} pool jobs for {} misses", rest.len());
+    assert!(t0.elapsed() < Duration::from_millis(3500), "misses went out one by one");
+
+    // A DEL of a key an MGET is reading waits for the MGET.
+    let victim = format!("cold:{}", half[0]);
+    assert_eq!(hot.cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
+    cold.send_bytes(&Raw::encode(&["MGET", &victim]));
+    thread::sleep(Duration::from_millis(150));
+    let mut deleter = b.raw();
+    assert_eq!(deleter.cmd(&["DEL", &victim, "nokey:1", "nokey:2"]), b":1\r\n");
+    assert_eq!(show(&cold.reply()), show(&[b"*1\r\n".to_vec(), bulk(&val(half[0]))].concat()));
+    assert_eq!(hot.cmd(&["EXISTS", &victim]), b":0\r\n");
+}

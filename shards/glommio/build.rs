@@ -26,16 +26,29 @@ fn main() {
 
     let src = liburing.join("src");
 
-    // liburing
-    Build::new()
-        .file(src.join("setup.c"))
-        .file(src.join("queue.c"))
-        .file(src.join("syscall.c"))
-        .file(src.join("register.c"))
-        .include(src.join("include"))
-        .include(&configured_include)
-        .extra_warnings(false)
-        .compile("uring");
+    // liburing. Basalt: the system's, when there is one. RocksDB's
+    // io_uring reads (built against the system's headers) link the same
+    // `uring` symbols; with this crate's older copy in the binary, RocksDB's
+    // inline helpers read `ring_mask`/`ring_entries` fields the old
+    // `io_uring_queue_init` never set, and its MultiRead found no room in
+    // the ring. The struct sizes are the same and the newer library still
+    // sets the old fields, so this crate's own code works with either.
+    let system = pkg_config::Config::new()
+        .statik(true)
+        .cargo_metadata(true)
+        .probe("liburing")
+        .is_ok();
+    if !system {
+        Build::new()
+            .file(src.join("setup.c"))
+            .file(src.join("queue.c"))
+            .file(src.join("syscall.c"))
+            .file(src.join("register.c"))
+            .include(src.join("include"))
+            .include(&configured_include)
+            .extra_warnings(false)
+            .compile("uring");
+    }
 
     // (our additional, linkable C bindings)
     Build::new()

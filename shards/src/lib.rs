@@ -85,7 +85,14 @@ pub mod rt {
 }
 
 /// A job shipped to another shard: runs there against that shard's state.
-type Job<S> = Box<dyn FnOnce(&S) + Send + 'static>;
+type Job<S> = Box<dyn FnOnce(&Rc<S>) + Send + 'static>;
+
+/// A job's answer for [`Shard::invoke_on_then`]: now, or when a future
+/// that runs on the target shard ends.
+pub enum Then<R> {
+    Now(R),
+    Later(std::pin::Pin<Box<dyn Future<Output = R>>>),
+}
 
 /// How to start the shards.
 #[derive(Clone, Debug)]
@@ -279,7 +286,7 @@ impl<S: 'static> Shard<S> {
         });
         let reply = slot.clone();
         let home = self.inboxes[self.id].clone();
-        let boxed: Job<S> = Box::new(move |state: &S| {
+        let boxed: Job<S> = Box::new(move |state: &Rc<S>| {
             let v = job(state);
             if let Ok(mut slot) = reply.value.lock() {
                 *slot = Some(v);
@@ -290,6 +297,49 @@ impl<S: 'static> Shard<S> {
         match self.inboxes.get(target) {
             Some(inbox) => inbox.push(boxed),
             None => panic!("invoke_on: shard {target} of {}", self.count),
+        }
+        wait_reply(slot).await
+    }
+
+    /// Runs `job` on shard `target`: it answers at once ([`Then::Now`]) or
+    /// hands back a future ([`Then::Later`]) that runs there as a task of
+    /// its own, while the shard goes on with other work, and whose output
+    /// is the answer. On the local shard it runs inline. Jobs start in the
+    /// order they were sent; one that answers later may finish after jobs
+    /// sent after it.
+    pub async fn invoke_on_then<R, F>(&self, target: usize, job: F) -> R
+    where
+        R: Send + 'static,
+        F: FnOnce(&Rc<S>) -> Then<R> + Send + 'static,
+    {
+        if target == self.id {
+            return match job(&self.state) {
+                Then::Now(v) => v,
+                Then::Later(f) => f.await,
+            };
+        }
+        let slot = Arc::new(ReplySlot {
+            value: Mutex::new(None),
+            ready: AtomicBool::new(false),
+        });
+        let reply = slot.clone();
+        let home = self.inboxes[self.id].clone();
+        let boxed: Job<S> = Box::new(move |state: &Rc<S>| {
+            let answer = move |v: R| {
+                if let Ok(mut slot) = reply.value.lock() {
+                    *slot = Some(v);
+                }
+                reply.ready.store(true, Ordering::Release);
+                home.bell.ring();
+            };
+            match job(state) {
+                Then::Now(v) => answer(v),
+                Then::Later(f) => rt::spawn(async move { answer(f.await) }),
+            }
+        });
+        match self.inboxes.get(target) {
+            Some(inbox) => inbox.push(boxed),
+            None => panic!("invoke_on_then: shard {target} of {}", self.count),
         }
         wait_reply(slot).await
     }
@@ -546,6 +596,63 @@ mod stress {
             Err(e) => panic!("runtime did not start: {e}"),
         }
         assert_eq!(done.load(Ordering::SeqCst), 2);
+    }
+
+    /// A job that answers later runs as a task on its shard: a job sent
+    /// after it answers first, and both answers arrive.
+    #[test]
+    fn a_later_answer_does_not_hold_up_the_next_job() {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let o2 = order.clone();
+        let finished = Arc::new(AtomicBool::new(false));
+        let f2 = finished.clone();
+        let rt = Runtime::start(
+            Config {
+                shards: 2,
+                cores: vec![],
+                spin_before_park: Duration::ZERO,
+            },
+            |id| id,
+            move |shard: Rc<Shard<usize>>| {
+                let order = o2.clone();
+                let finished = f2.clone();
+                async move {
+                    if shard.id() != 0 {
+                        while !finished.load(Ordering::SeqCst) {
+                            rt::sleep(Duration::from_millis(1)).await;
+                        }
+                        return;
+                    }
+                    let (o1, o2) = (order.clone(), order.clone());
+                    let slow = shard.invoke_on_then(1, move |s: &Rc<usize>| {
+                        let s = s.clone();
+                        Then::Later(Box::pin(async move {
+                            rt::sleep(Duration::from_millis(50)).await;
+                            o1.lock().map(|mut o| o.push("later")).ok();
+                            *s + 10
+                        }))
+                    });
+                    let quick = shard.invoke_on_then(1, move |s: &Rc<usize>| {
+                        o2.lock().map(|mut o| o.push("now")).ok();
+                        Then::Now(**s + 20)
+                    });
+                    let got = join_all(vec![
+                        Box::pin(slow) as std::pin::Pin<Box<dyn Future<Output = usize>>>,
+                        Box::pin(quick),
+                    ])
+                    .await;
+                    assert_eq!(got, vec![11, 21]);
+                    let here = shard.invoke_on_then(0, |s: &Rc<usize>| Then::Now(**s)).await;
+                    assert_eq!(here, 0);
+                    finished.store(true, Ordering::SeqCst);
+                }
+            },
+        );
+        match rt {
+            Ok(rt) => join_within(rt, Duration::from_secs(60), "later answers"),
+            Err(e) => panic!("runtime did not start: {e}"),
+        }
+        assert_eq!(*order.lock().unwrap(), vec!["now", "later"]);
     }
 
     /// Timers wake a parked shard: glommio arms them on its latency ring,

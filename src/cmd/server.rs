@@ -218,7 +218,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ntotal_error_replies:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -235,6 +235,7 @@ async fn info(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> Stri
             reports.iter().map(|r| r.meta_cache.misses).sum::<u64>(),
             g.engine.read_pool_stats().0,
             g.engine.read_pool_stats().1,
+            g.engine.read_pool_stats().2,
             reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
         );
     }

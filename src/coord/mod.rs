@@ -29,6 +29,7 @@ use crate::storage::{first_slot_of, shard_of_slot};
 
 pub mod coll;
 pub mod intent;
+pub mod misses;
 
 use intent::Op;
 
@@ -47,11 +48,15 @@ fn group(keys: &[(usize, Bytes)], shards: usize) -> Vec<(usize, Vec<(usize, Byte
     groups
 }
 
-/// Runs `job(keys)` on each owner of `keys` concurrently; results per group.
-async fn fan_out<R, F>(shard: &S, keys: &[(usize, Bytes)], job: F) -> Vec<(Vec<usize>, CmdResult<R>)>
+/// Runs `job(keys)` on each owner of `keys` concurrently; results per
+/// group. A job that reads (`Access::Read`) probes, and one that writes
+/// waits for the reads in flight on its keys: records on disk only are
+/// read by the pool, off the owner's thread (`misses::read_job`,
+/// `misses::write_job`).
+async fn fan_out<R, F>(shard: &S, db: u8, keys: &[(usize, Bytes)], access: Access, job: F) -> Vec<(Vec<usize>, CmdResult<R>)>
 where
     R: Send + 'static,
-    F: Fn(&ShardState, Vec<Bytes>) -> CmdResult<R> + Send + Sync + Clone + 'static,
+    F: Fn(&ShardState, &[Bytes]) -> CmdResult<R> + Send + Sync + Clone + 'static,
 {
     let groups = group(keys, shard.count());
     let mut futs = Vec::with_capacity(groups.len());
@@ -60,9 +65,19 @@ where
         let (pos, ks): (Vec<usize>, Vec<Bytes>) = items.into_iter().unzip();
         positions.push(pos);
         let job = job.clone();
-        futs.push(shard.invoke_on(target, move |st: &ShardState| job(st, ks)));
+        futs.push(shard.invoke_on_then(target, move |st: &Rc<ShardState>| match access {
+            Access::Read => misses::read_job(st, db, ks, job),
+            Access::Write => misses::write_job(st, db, ks, job),
+        }));
     }
     positions.into_iter().zip(shards::join_all(futs).await).collect()
+}
+
+/// What a fanned-out job does with its keys.
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    Write,
 }
 
 fn keys_from(argv: &[Bytes], from: usize, step: usize) -> Vec<(usize, Bytes)> {
@@ -71,11 +86,12 @@ fn keys_from(argv: &[Bytes], from: usize, step: usize) -> Vec<(usize, Bytes)> {
 
 /// Sums an integer-per-shard command (DEL, EXISTS, TOUCH).
 async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool) -> CmdResult<i64> {
-    let parts = fan_out(shard, &keys_from(argv, 1, 1), move |st, ks| {
+    let access = if del { Access::Write } else { Access::Read };
+    let parts = fan_out(shard, db, &keys_from(argv, 1, 1), access, move |st, ks| {
         if del {
-            k::del_keys(&st.ks, db, &ks, now_ms())
+            k::del_keys(&st.ks, db, ks, now_ms())
         } else {
-            k::exists_keys(&st.ks, db, &ks, now_ms())
+            k::exists_keys(&st.ks, db, ks, now_ms())
         }
     })
     .await;
@@ -91,7 +107,10 @@ pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -
         ConnCmd::Del => r.int(sum(shard, db, argv, true).await?),
         ConnCmd::Exists | ConnCmd::Touch => r.int(sum(shard, db, argv, false).await?),
         ConnCmd::Mget => {
-            let parts = fan_out(shard, &keys_from(argv, 1, 1), move |st, ks| k::mget_keys(&st.ks, db, &ks, now_ms())).await;
+            let parts = fan_out(shard, db, &keys_from(argv, 1, 1), Access::Read, move |st, ks| {
+                k::mget_keys(&st.ks, db, ks, now_ms())
+            })
+            .await;
             let mut values: Vec<Option<Bytes>> = vec![None; argv.len()];
             for (pos, res) in parts {
                 for (p, v) in pos.into_iter().zip(res?) {
@@ -221,7 +240,10 @@ async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
     }
     if nx {
         // Phase one: does any key exist anywhere? Nothing is written if so.
-        let parts = fan_out(shard, &keys, move |st, ks| k::exists_keys(&st.ks, db, &ks, now_ms())).await;
+        let parts = fan_out(shard, db, &keys, Access::Read, move |st, ks| {
+            k::exists_keys(&st.ks, db, ks, now_ms())
+        })
+        .await;
         for (_, n) in parts {
             if n? > 0 {
                 return Ok(false);

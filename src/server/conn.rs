@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use shards::rt::TcpStream;
-use shards::Shard;
+use shards::{Shard, Then};
 
-use crate::cmd::{self, CommandSpec, ConnCmd, Ctx, Exec};
-use crate::error::{CmdError, STREAM};
+use crate::cmd::{self, CommandSpec, ConnCmd, Exec};
+use crate::error::CmdError;
 use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::global::{now_ms, ClientInfo, Global};
 use crate::server::group::Grouped;
-use crate::server::misses;
+use crate::server::run::{self, close_group, finish_cmd, internal_error, run_here, share_job, Share, ShareOut};
 use crate::shard::ShardState;
 use crate::storage::owner;
 
@@ -52,66 +52,6 @@ fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> 
     } else {
         here
     }
-}
-
-/// Runs one shard command against `st` and records its stats.
-#[inline]
-pub fn run_shard_cmd(st: &ShardState, idx: usize, f: cmd::ShardFn, argv: &[Bytes], db: u8, client: &ClientInfo, r: &mut Reply) {
-    run_shard_cmd_probed(st, idx, f, argv, db, client, r, false);
-}
-
-/// [`run_shard_cmd`], in probe mode when `probe` (`server::misses`): false
-/// when a read found its record on disk only, and then the command left
-/// no reply and no stats (it must run again).
-#[allow(clippy::too_many_arguments)]
-pub fn run_shard_cmd_probed(
-    st: &ShardState,
-    idx: usize,
-    f: cmd::ShardFn,
-    argv: &[Bytes],
-    db: u8,
-    client: &ClientInfo,
-    r: &mut Reply,
-    probe: bool,
-) -> bool {
-    let start = Instant::now();
-    let ctx = Ctx {
-        shard: st,
-        db,
-        now_ms: now_ms(),
-    };
-    let at = r.buf.len();
-    // A probe pass that misses is undone, its hit and miss counts too.
-    let lookups = (st.ks.stats.hits.get(), st.ks.stats.misses.get());
-    if probe {
-        st.ks.store.set_probe(true);
-    }
-    // A bug in one handler must not take the shard down with it.
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
-    if probe {
-        st.ks.store.set_probe(false);
-        if st.ks.store.missed() {
-            r.buf.truncate(at);
-            st.ks.stats.hits.set(lookups.0);
-            st.ks.stats.misses.set(lookups.1);
-            return false;
-        }
-    }
-    match &res {
-        // The connection streams this reply; it records the command then.
-        Err(e) if *e == STREAM => {
-            r.deferred.push(Deferred {
-                at: r.buf.len(),
-                idx,
-                argv: argv.to_vec(),
-            });
-            return true;
-        }
-        Err(e) => r.error(&e.0),
-        Ok(()) => {}
-    }
-    finish_cmd(st, idx, argv, start, res.err().as_ref(), client);
-    true
 }
 
 /// Produces one reply a shard handler left to the connection.
@@ -145,48 +85,6 @@ async fn splice_deferred(
         run_deferred(shard, st, client, d, out).await;
     }
     out.buf.extend_from_slice(&bytes[at..]);
-}
-
-/// Records a finished command: commandstats, latency histogram, errorstats,
-/// slow log and latency monitor.
-#[inline]
-pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: Instant, err: Option<&CmdError>, client: &ClientInfo) {
-    let ns = start.elapsed().as_nanos() as u64;
-    st.record(idx, ns, err.is_some());
-    if let Some(e) = err {
-        st.record_error(&e.0);
-    }
-    let cfg = &st.global.config;
-    let us = ns / 1000;
-    let slower_than = cfg.slowlog_slower_than.load(Ordering::Relaxed);
-    if slower_than >= 0 && us >= slower_than as u64 {
-        slow(st, argv, us, client);
-    }
-    let threshold = cfg.latency_monitor_threshold.load(Ordering::Relaxed);
-    if threshold > 0 && us / 1000 >= threshold {
-        st.global.latency.add("command", now_ms() / 1000, us / 1000);
-    }
-}
-
-#[cold]
-fn slow(st: &ShardState, argv: &[Bytes], us: u64, client: &ClientInfo) {
-    let g = &st.global;
-    let entry = crate::monitor::SlowEntry {
-        id: g.slowlog_next_id.fetch_add(1, Ordering::Relaxed),
-        unix_secs: now_ms() / 1000,
-        micros: us,
-        args: crate::monitor::slowlog_args(argv),
-        addr: client.addr.clone(),
-        name: ClientInfo::text(&client.name),
-    };
-    let max = g.config.slowlog_max_len.load(Ordering::Relaxed) as usize;
-    crate::monitor::slowlog_push(&mut st.slowlog.borrow_mut(), entry, max);
-}
-
-/// The reply for a command whose handler panicked (logged; a bug to fix).
-fn internal_error(argv: &[Bytes]) -> CmdError {
-    tracing::error!(command = %String::from_utf8_lossy(&argv[0]), "command handler panicked");
-    CmdError::new("ERR internal error while executing the command")
 }
 
 /// Redis's refusal of writes after a failed AOF write; Basalt's WAL is its AOF.
@@ -449,7 +347,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
             _ => None,
         };
         if target != Some(here) {
-            close_group(&mut group, out);
+            close_group(&mut group, out, &mut []);
         }
         let (idx, spec) = match checked {
             Ok(found) => found,
@@ -470,47 +368,26 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 let target = target.unwrap_or(here);
                 if target == here {
                     let several = cmds.len() > 1;
-                    join_group(&mut group, st, out, several);
-                    let probe = misses::probes(st, spec);
-                    let mut hold = None;
-                    if !probe && st.ks.store.tiered() {
-                        // A write waits for the commands in flight on its
-                        // keys, then fetches its key records if they are on
-                        // disk only, holding them so later writes wait.
-                        let held = misses::held(st, spec, &cmds[i], client.db);
-                        let cold = if st.ks.store.check_writes() {
-                            misses::cold_keys(st, spec, &cmds[i], client.db)
-                        } else {
-                            Vec::new()
-                        };
-                        if held || !cold.is_empty() {
-                            close_group(&mut group, out);
-                            if held {
-                                misses::after_reads(st, spec, &cmds[i], client.db).await;
-                            }
-                            if !cold.is_empty() {
-                                hold = Some(misses::Hold::new(st, spec, &cmds[i], client.db));
-                                misses::fetch(st, cold, &cmds[i + 1..], client.db, here, n).await;
-                            }
-                            join_group(&mut group, st, out, several);
-                        }
-                    }
-                    let mut round = 0;
-                    while !run_shard_cmd_probed(st, idx, f, &cmds[i], client.db, &client.info, out, probe && round < misses::ROUNDS) {
-                        // A record is on disk only: the pool reads it (and
-                        // the next commands' records) while this shard
-                        // serves other clients; then the command runs again.
-                        round += 1;
-                        close_group(&mut group, out);
-                        hold.get_or_insert_with(|| misses::Hold::new(st, spec, &cmds[i], client.db));
-                        misses::fetch(st, st.ks.store.take_wanted(), &cmds[i + 1..], client.db, here, n).await;
-                        join_group(&mut group, st, out, several);
-                    }
-                    drop(hold);
+                    let (cur, next) = cmds[i..].split_at(1);
+                    let next = run::Next::Cmds(next);
+                    run_here(
+                        st,
+                        idx,
+                        f,
+                        &cur[0],
+                        next,
+                        client.db,
+                        &client.info,
+                        out,
+                        &mut group,
+                        several,
+                        &mut [],
+                    )
+                    .await;
                     // A deferred reply belongs right here, at the end of `out`;
                     // it is produced after an await, so the group closes first.
                     if !out.deferred.is_empty() {
-                        close_group(&mut group, out);
+                        close_group(&mut group, out, &mut []);
                     }
                     for d in std::mem::take(&mut out.deferred) {
                         run_deferred(shard, st, client, d, out).await;
@@ -523,7 +400,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 if spec.name == "get" {
                     if let Some(store) = st.peers.get(target) {
                         let start = Instant::now();
-                        let found = misses::peer_get(store, client.db, &cmds[i][1], out).await;
+                        let found = crate::coord::misses::peer_get(store, client.db, &cmds[i][1], out).await;
                         if let Some(res) = found {
                             match &res {
                                 Ok(hit) => st.ks.note_lookup(*hit),
@@ -551,17 +428,13 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     .map(|((idx, f, _), argv)| (idx, f, std::mem::take(argv)))
                     .collect();
                 let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
-                let (bytes, deferred) = shard
-                    .invoke_on(target, move |remote: &ShardState| {
-                        let mut r = Reply::new(resp3);
-                        run_grouped(remote, &batch, db, &info, &mut r, &mut Vec::with_capacity(batch.len()));
-                        (r.buf, r.deferred)
-                    })
+                let o = shard
+                    .invoke_on_then(target, move |remote: &Rc<ShardState>| share_job(remote, batch, db, resp3, &info))
                     .await;
-                if deferred.is_empty() {
-                    out.buf.extend_from_slice(&bytes);
+                if o.deferred.is_empty() {
+                    out.buf.extend_from_slice(&o.buf);
                 } else {
-                    splice_deferred(shard, st, client, &bytes, deferred, out).await;
+                    splice_deferred(shard, st, client, &o.buf, o.deferred, out).await;
                 }
                 i = end;
             }
@@ -580,48 +453,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
             }
         }
     }
-    close_group(&mut group, out);
-}
-
-/// Writes and closes the open group, if any: before an await, or before a
-/// reply that is produced out of order.
-fn close_group(group: &mut Option<Grouped>, out: &mut Reply) {
-    if let Some(g) = group.take() {
-        g.end(out, &mut []);
-    }
-}
-
-/// Notes the next command in the open group (opening one), when the batch
-/// has several commands: a lone command gains nothing from a group.
-fn join_group<'a>(group: &mut Option<Grouped<'a>>, st: &'a ShardState, out: &Reply, several: bool) {
-    if several {
-        group.get_or_insert_with(|| Grouped::begin(st)).before(out);
-    }
-}
-
-/// Runs shard commands, in one group when there are several; `marks` gets
-/// each command's reply end and deferred-reply count, as `run_share`
-/// reports them.
-fn run_grouped(
-    st: &ShardState,
-    cmds: &[(usize, cmd::ShardFn, Vec<Bytes>)],
-    db: u8,
-    info: &ClientInfo,
-    r: &mut Reply,
-    marks: &mut Vec<(usize, usize)>,
-) {
-    // A lone command gains nothing from a group and would pay its copies.
-    let mut g = (cmds.len() > 1).then(|| Grouped::begin(st));
-    for (idx, f, argv) in cmds {
-        if let Some(g) = g.as_mut() {
-            g.before(r);
-        }
-        run_shard_cmd(st, *idx, *f, argv, db, info, r);
-        marks.push((r.buf.len(), r.deferred.len()));
-    }
-    if let Some(g) = g {
-        g.end(r, marks);
-    }
+    close_group(&mut group, out, &mut []);
 }
 
 /// The run of shard commands starting at `from` (which is one): for each,
@@ -645,29 +477,6 @@ fn shard_segment(
         }
     }
     seg
-}
-
-/// One shard's share of a spread pipeline: (command index, handler, argv).
-type Share = Vec<(usize, cmd::ShardFn, Vec<Bytes>)>;
-
-/// What a shard sends back for its share: the reply bytes, for each
-/// command where its bytes end and how many deferred replies there were by
-/// then, and the deferred replies.
-struct ShareOut {
-    buf: Vec<u8>,
-    marks: Vec<(usize, usize)>,
-    deferred: Vec<Deferred>,
-}
-
-fn run_share(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo) -> ShareOut {
-    let mut r = Reply::new(resp3);
-    let mut marks = Vec::with_capacity(share.len());
-    run_grouped(st, share, db, info, &mut r, &mut marks);
-    ShareOut {
-        buf: r.buf,
-        marks,
-        deferred: r.deferred,
-    }
 }
 
 /// Runs pipelined shard commands that go to several shards (`seg[k]`:
@@ -710,8 +519,8 @@ async fn run_spread(
         if target == here {
             local = Some((s, share, info));
         } else {
-            futs.push(Box::pin(shard.invoke_on(target, move |remote: &ShardState| {
-                run_share(remote, &share, db, resp3, &info)
+            futs.push(Box::pin(shard.invoke_on_then(target, move |remote: &Rc<ShardState>| {
+                share_job(remote, share, db, resp3, &info)
             })));
         }
     }
@@ -720,7 +529,12 @@ async fn run_spread(
     let local_at = local.as_ref().map(|(s, _, _)| *s);
     if let Some((_, share, info)) = local {
         let st = st.clone();
-        futs.push(Box::pin(async move { run_share(&st, &share, db, resp3, &info) }));
+        futs.push(Box::pin(async move {
+            match share_job(&st, share, db, resp3, &info) {
+                Then::Now(o) => o,
+                Then::Later(f) => f.await,
+            }
+        }));
     }
     let mut outs: Vec<Option<ShareOut>> = shards::join_all(futs).await.into_iter().map(Some).collect();
     // `outs` is in send order: remote shares by share index, the local last.

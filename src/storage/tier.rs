@@ -49,6 +49,9 @@ pub(super) struct Tier {
     /// Jobs handed to the pool, and the keys they read (INFO stats).
     jobs: AtomicU64,
     keys: AtomicU64,
+    /// `MultiGet` calls the pool made (jobs are read together, see
+    /// [`BATCH_KEYS`]).
+    batches: Arc<AtomicU64>,
     /// An artificial delay before each pool read (`DEBUG SET-IO-DELAY`, for
     /// tests that need a miss to stay in flight).
     delay_us: AtomicU64,
@@ -61,6 +64,7 @@ impl Tier {
             threads,
             jobs: AtomicU64::new(0),
             keys: AtomicU64::new(0),
+            batches: Arc::new(AtomicU64::new(0)),
             delay_us: AtomicU64::new(0),
         }
     }
@@ -91,9 +95,15 @@ impl super::Engine {
         Ok(())
     }
 
-    /// Jobs the I/O pool was given and the keys they read.
-    pub fn read_pool_stats(&self) -> (u64, u64) {
-        (self.tier.jobs.load(Ordering::Relaxed), self.tier.keys.load(Ordering::Relaxed))
+    /// Jobs the I/O pool was given, the keys they read, and the
+    /// `MultiGet` calls that read them.
+    pub fn read_pool_stats(&self) -> (u64, u64, u64) {
+        let t = &self.tier;
+        (
+            t.jobs.load(Ordering::Relaxed),
+            t.keys.load(Ordering::Relaxed),
+            t.batches.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -320,7 +330,7 @@ impl ShardStore {
         let done = Arc::new(Done::default());
         let t = &self.engine.tier;
         let db: &'static rocksdb::DB = self.db;
-        let pool = t.pool.get_or_init(|| IoPool::start(db, t.threads.max(1)));
+        let pool = t.pool.get_or_init(|| IoPool::start(db, t.threads.max(1), t.batches.clone()));
         t.jobs.fetch_add(1, Ordering::Relaxed);
         t.keys.fetch_add(keys.len() as u64, Ordering::Relaxed);
         let job = Job {
@@ -426,41 +436,21 @@ struct IoPool {
 }
 
 impl IoPool {
-    fn start(db: &'static rocksdb::DB, threads: usize) -> IoPool {
+    fn start(db: &'static rocksdb::DB, threads: usize, batches: Arc<AtomicU64>) -> IoPool {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         let mut started = 0;
         for i in 0..threads {
             let rx = rx.clone();
+            let batches = batches.clone();
             let spawned = std::thread::Builder::new().name(format!("io-{i}")).spawn(move || {
                 // SAFETY: setpriority on this thread's own id (Linux
                 // schedules threads one by one).
                 unsafe {
                     libc::setpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as libc::id_t, IO_NICE);
                 }
-                loop {
-                    let job = match rx.lock().map(|r| r.recv()) {
-                        Ok(Ok(j)) => j,
-                        _ => return,
-                    };
-                    if !job.delay.is_zero() {
-                        std::thread::sleep(job.delay);
-                    }
-                    // Errors are left for the command's own read to report.
-                    let got = db.batched_multi_get_cf(job.cf, &job.keys, false);
-                    if job.keep {
-                        let kept: Vec<_> = job
-                            .keys
-                            .iter()
-                            .zip(got)
-                            .filter(|(k, _)| cache::is_meta(k))
-                            .filter_map(|(k, v)| v.ok().map(|v| (k.clone(), v.map(|v| bytes::Bytes::copy_from_slice(&v)))))
-                            .collect();
-                        if let Ok(mut values) = job.done.values.lock() {
-                            *values = kept;
-                        }
-                    }
-                    job.done.finish();
+                while let Some(jobs) = next_batch(&rx) {
+                    read_batch(db, &batches, jobs);
                 }
             });
             match spawned {
@@ -470,6 +460,80 @@ impl IoPool {
         }
         IoPool {
             tx: (started > 0).then(|| Mutex::new(tx)),
+        }
+    }
+}
+
+/// Keys a pool thread reads in one go at most: it takes the jobs waiting
+/// (from every shard and connection) up to this many keys and reads each
+/// column family's share with one `MultiGet`, so RocksDB submits the blocks
+/// each SST file needs together (io_uring: one submission, many reads in
+/// flight) instead of one read per job.
+const BATCH_KEYS: usize = 256;
+
+/// The next jobs for a pool thread: the first waits, the rest are those
+/// already queued, up to [`BATCH_KEYS`] keys. None when the pool is gone.
+fn next_batch(rx: &Mutex<mpsc::Receiver<Job>>) -> Option<Vec<Job>> {
+    let rx = rx.lock().ok()?;
+    let first = rx.recv().ok()?;
+    let mut n = first.keys.len();
+    let mut jobs = vec![first];
+    while n < BATCH_KEYS {
+        match rx.try_recv() {
+            Ok(j) => {
+                n += j.keys.len();
+                jobs.push(j);
+            }
+            Err(_) => break,
+        }
+    }
+    Some(jobs)
+}
+
+/// Reads `jobs`' keys, one sorted `MultiGet` per column family, hands the
+/// kept meta records back and wakes every job.
+fn read_batch(db: &'static rocksdb::DB, batches: &AtomicU64, jobs: Vec<Job>) {
+    let delay = jobs.iter().map(|j| j.delay).max().unwrap_or_default();
+    if !delay.is_zero() {
+        std::thread::sleep(delay);
+    }
+    let mut done = vec![false; jobs.len()];
+    for i in 0..jobs.len() {
+        if done[i] {
+            continue;
+        }
+        let cf = jobs[i].cf;
+        let same: Vec<usize> = (i..jobs.len()).filter(|&j| !done[j] && std::ptr::eq(jobs[j].cf, cf)).collect();
+        let mut keys: Vec<&[u8]> = same.iter().flat_map(|&j| jobs[j].keys.iter().map(Vec::as_slice)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        batches.fetch_add(1, Ordering::Relaxed);
+        // Errors are left for the command's own read to report.
+        let got = db.batched_multi_get_cf(cf, &keys, true);
+        let keep = same.iter().any(|&j| jobs[j].keep);
+        let found: Vec<(&[u8], Option<bytes::Bytes>)> = keys
+            .iter()
+            .zip(got)
+            .filter(|(k, _)| keep && cache::is_meta(k))
+            .filter_map(|(k, v)| v.ok().map(|v| (*k, v.map(|v| bytes::Bytes::copy_from_slice(&v)))))
+            .collect();
+        for &j in &same {
+            done[j] = true;
+            let job = &jobs[j];
+            if job.keep {
+                let kept: Vec<_> = job
+                    .keys
+                    .iter()
+                    .filter_map(|k| {
+                        let at = found.binary_search_by(|(f, _)| (*f).cmp(k.as_slice())).ok()?;
+                        Some((k.clone(), found[at].1.clone()))
+                    })
+                    .collect();
+                if let Ok(mut values) = job.done.values.lock() {
+                    *values = kept;
+                }
+            }
+            job.done.finish();
         }
     }
 }
@@ -542,5 +606,46 @@ mod tests {
         futures_lite::future::block_on(fut);
         assert_eq!(cached(&b), Some(Some(bytes::Bytes::from_static(b"new-b"))));
         assert_eq!(s.get_with(&b, |v| v.map(|v| v.to_vec())).unwrap(), Some(b"new-b".to_vec()));
+    }
+
+    #[test]
+    fn jobs_read_together_each_get_their_own_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&test_opts(dir.path(), 2, 1 << 20)).unwrap()));
+        let (s0, s1) = (e.shard(0).unwrap(), e.shard(1).unwrap());
+        let (a, b, gone) = (keys::meta_key(0, b"a"), keys::meta_key(0, b"b"), keys::meta_key(0, b"gone"));
+        for s in [&s0, &s1] {
+            let mut batch = s.batch();
+            s.put(&mut batch, &a, b"A");
+            s.put(&mut batch, &b, if std::ptr::eq(s.cf, s0.cf) { b"B0" } else { b"B1" });
+            s.write(batch).unwrap();
+        }
+        let job = |s: &ShardStore, keys: Vec<Vec<u8>>, keep: bool| Job {
+            cf: s.cf,
+            keys,
+            done: Arc::new(Done::default()),
+            delay: Duration::ZERO,
+            keep,
+        };
+        // Two jobs of shard 0 asking for `b` both, one of shard 1.
+        let jobs = vec![
+            job(&s0, vec![b.clone(), a.clone()], true),
+            job(&s1, vec![b.clone()], true),
+            job(&s0, vec![gone.clone(), b.clone()], true),
+            job(&s0, vec![a.clone()], false),
+        ];
+        let dones: Vec<Arc<Done>> = jobs.iter().map(|j| j.done.clone()).collect();
+        let batches = AtomicU64::new(0);
+        read_batch(&e.db, &batches, jobs);
+        // One MultiGet per column family.
+        assert_eq!(batches.load(Ordering::Relaxed), 2);
+        assert!(dones.iter().all(|d| d.ready.load(Ordering::Acquire)));
+        let kept = |d: &Done| d.values.lock().unwrap().clone();
+        let v = |x: &'static [u8]| Some(bytes::Bytes::from_static(x));
+        assert_eq!(kept(&dones[0]), vec![(b.clone(), v(b"B0")), (a.clone(), v(b"A"))]);
+        assert_eq!(kept(&dones[1]), vec![(b.clone(), v(b"B1"))]);
+        // An absent record is kept as absent (the meta cache then knows).
+        assert_eq!(kept(&dones[2]), vec![(gone, None), (b, v(b"B0"))]);
+        assert!(kept(&dones[3]).is_empty());
     }
 }

@@ -11,12 +11,15 @@
 //! each connection's order, because the connection runs its commands one
 //! after another as before.
 
-use bytes::Bytes;
+use std::rc::Rc;
 
+use bytes::Bytes;
+use shards::Then;
+
+use crate::clock::now_ms;
 use crate::cmd::{self, Exec};
 use crate::error::CmdResult;
 use crate::resp::Reply;
-use crate::server::global::now_ms;
 use crate::shard::ShardState;
 use crate::storage::keys::meta_key;
 use crate::storage::{owner, PeerStore};
@@ -54,8 +57,8 @@ pub async fn peer_get(store: &PeerStore, db: u8, key: &[u8], out: &mut Reply) ->
 
 /// Reads `keys` on the pool together with the key records of the commands
 /// in `next` ([`ahead`]), and lets the meta cache keep what it read.
-pub async fn fetch(st: &ShardState, mut keys: Vec<Vec<u8>>, next: &[Vec<Bytes>], db: u8, here: usize, shards: usize) {
-    ahead(st, next, db, here, shards, &mut keys);
+pub async fn fetch<'a>(st: &ShardState, mut keys: Vec<Vec<u8>>, next: impl Iterator<Item = &'a [Bytes]>, db: u8) {
+    ahead(st, next, db, &mut keys);
     st.ks.store.fetch_into_cache(keys).await;
 }
 
@@ -68,8 +71,9 @@ pub fn probes(st: &ShardState, spec: &cmd::CommandSpec) -> bool {
 /// Adds to `keys` the key records not in the meta cache of the commands in
 /// `next` whose keys live here, up to the first command with a key that
 /// lives elsewhere or a connection command without keys.
-pub fn ahead(st: &ShardState, next: &[Vec<Bytes>], db: u8, here: usize, shards: usize, keys: &mut Vec<Vec<u8>>) {
-    for argv in next.iter().take(AHEAD) {
+pub fn ahead<'a>(st: &ShardState, next: impl Iterator<Item = &'a [Bytes]>, db: u8, keys: &mut Vec<Vec<u8>>) {
+    let (here, shards) = (st.id, st.global.shards);
+    for argv in next.take(AHEAD) {
         let Some((_, spec)) = argv.first().and_then(|name| cmd::lookup(name)) else {
             return;
         };
@@ -93,21 +97,28 @@ pub fn ahead(st: &ShardState, next: &[Vec<Bytes>], db: u8, here: usize, shards: 
     }
 }
 
+/// The keys a command names, by its key positions.
+fn named<'k>(spec: &cmd::CommandSpec, argv: &'k [Bytes]) -> impl Iterator<Item = &'k [u8]> + 'k {
+    spec.key_positions(argv.len())
+        .into_iter()
+        .filter_map(move |p| argv.get(p))
+        .map(|k| k.as_ref())
+}
+
 /// The key records of a (writing) command that are on disk only: it
 /// fetches them before it runs, so its own reads of them do not stop the
 /// shard. The meta cache answers for most keys at the cost of a hash
 /// lookup; the others are probed (a RocksDB read from memory, whose answer
 /// the meta cache then keeps for the command's own read).
 pub fn cold_keys(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) -> Vec<Vec<u8>> {
-    let mut cold = Vec::new();
-    for p in spec.key_positions(argv.len()) {
-        let Some(key) = argv.get(p) else { continue };
-        let k = meta_key(db, key);
-        if let Ok(true) = st.ks.store.needs_io_before_write(&k) {
-            cold.push(k);
-        }
-    }
-    cold
+    cold_of(st, db, named(spec, argv))
+}
+
+/// [`cold_keys`] of a list of keys.
+fn cold_of<'k>(st: &ShardState, db: u8, keys: impl Iterator<Item = &'k [u8]>) -> Vec<Vec<u8>> {
+    keys.map(|key| meta_key(db, key))
+        .filter(|k| matches!(st.ks.store.needs_io_before_write(k), Ok(true)))
+        .collect()
 }
 
 /// The key records of a command that waits for the pool, held until it
@@ -122,12 +133,12 @@ pub struct Hold<'a> {
 
 impl<'a> Hold<'a> {
     pub fn new(st: &'a ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) -> Hold<'a> {
-        let keys: Vec<Vec<u8>> = spec
-            .key_positions(argv.len())
-            .into_iter()
-            .filter_map(|p| argv.get(p))
-            .map(|k| meta_key(db, k))
-            .collect();
+        Hold::of(st, db, named(spec, argv))
+    }
+
+    /// Holds the records of `keys`.
+    pub fn of<'k>(st: &'a ShardState, db: u8, keys: impl Iterator<Item = &'k [u8]>) -> Hold<'a> {
+        let keys: Vec<Vec<u8>> = keys.map(|k| meta_key(db, k)).collect();
         for k in &keys {
             st.ks.store.hold(k);
         }
@@ -145,20 +156,97 @@ impl Drop for Hold<'_> {
 
 /// Whether a command waiting for the pool holds a key this command names.
 pub fn held(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) -> bool {
-    st.ks.store.any_held()
-        && spec
-            .key_positions(argv.len())
-            .into_iter()
-            .filter_map(|p| argv.get(p))
-            .any(|k| st.ks.store.is_held(&meta_key(db, k)))
+    // Checked first: naming the keys allocates, and this runs per write.
+    st.ks.store.any_held() && held_of(st, db, named(spec, argv))
+}
+
+fn held_of<'k>(st: &ShardState, db: u8, mut keys: impl Iterator<Item = &'k [u8]>) -> bool {
+    st.ks.store.any_held() && keys.any(|k| st.ks.store.is_held(&meta_key(db, k)))
 }
 
 /// Waits until no read in flight holds a key this (writing) command names.
 pub async fn after_reads(st: &ShardState, spec: &cmd::CommandSpec, argv: &[Bytes], db: u8) {
-    for p in spec.key_positions(argv.len()) {
-        if let Some(key) = argv.get(p) {
-            let k = meta_key(db, key);
-            st.ks.store.unheld(&k).await;
-        }
+    after_reads_of(st, db, named(spec, argv)).await
+}
+
+async fn after_reads_of<'k>(st: &ShardState, db: u8, keys: impl Iterator<Item = &'k [u8]>) {
+    for key in keys {
+        let k = meta_key(db, key);
+        st.ks.store.unheld(&k).await;
     }
+}
+
+/// Runs a read-only job over `keys` (a multi-key command's share on their
+/// owner: MGET, EXISTS) for `Shard::invoke_on_then`. It probes; the
+/// records it finds on disk only, all of them, are read by the pool in one
+/// `MultiGet` while the owner serves its other clients, and it runs again
+/// (after [`ROUNDS`] it reads the disk itself).
+pub fn read_job<R: 'static>(st: &Rc<ShardState>, db: u8, keys: Vec<Bytes>, job: impl Fn(&ShardState, &[Bytes]) -> R + 'static) -> Then<R> {
+    if !st.ks.store.tiered() {
+        return Then::Now(job(st, &keys));
+    }
+    if let Some(r) = probe_once(st, &keys, &job) {
+        return Then::Now(r);
+    }
+    // Taken now: the store's wanted list is the next probe's once this
+    // job lets the shard go on.
+    let mut wanted = st.ks.store.take_wanted();
+    let st = st.clone();
+    Then::Later(Box::pin(async move {
+        let _hold = Hold::of(&st, db, keys.iter().map(|k| k.as_ref()));
+        for _ in 0..ROUNDS {
+            st.ks.store.fetch_into_cache(wanted).await;
+            if let Some(r) = probe_once(&st, &keys, &job) {
+                return r;
+            }
+            wanted = st.ks.store.take_wanted();
+        }
+        job(&st, &keys)
+    }))
+}
+
+/// One probed run of `job`: None (and its hit/miss counts undone) when a
+/// record was on disk only; the wanted keys are left in the store.
+fn probe_once<R>(st: &ShardState, keys: &[Bytes], job: &impl Fn(&ShardState, &[Bytes]) -> R) -> Option<R> {
+    let lookups = (st.ks.stats.hits.get(), st.ks.stats.misses.get());
+    st.ks.store.set_probe(true);
+    let r = job(st, keys);
+    st.ks.store.set_probe(false);
+    if !st.ks.store.missed() {
+        return Some(r);
+    }
+    st.ks.stats.hits.set(lookups.0);
+    st.ks.stats.misses.set(lookups.1);
+    None
+}
+
+/// Runs a writing job over `keys` (DEL's share on their owner) for
+/// `Shard::invoke_on_then`, as a local write runs: after the reads in
+/// flight on its keys, and with its key records fetched first when they
+/// are on disk only.
+pub fn write_job<R: 'static>(st: &Rc<ShardState>, db: u8, keys: Vec<Bytes>, job: impl Fn(&ShardState, &[Bytes]) -> R + 'static) -> Then<R> {
+    let store = &st.ks.store;
+    if !store.tiered() {
+        return Then::Now(job(st, &keys));
+    }
+    let held = held_of(st, db, keys.iter().map(|k| k.as_ref()));
+    let cold = if store.check_writes() {
+        cold_of(st, db, keys.iter().map(|k| k.as_ref()))
+    } else {
+        Vec::new()
+    };
+    if !held && cold.is_empty() {
+        return Then::Now(job(st, &keys));
+    }
+    let st = st.clone();
+    Then::Later(Box::pin(async move {
+        if held {
+            after_reads_of(&st, db, keys.iter().map(|k| k.as_ref())).await;
+        }
+        let _hold = (!cold.is_empty()).then(|| Hold::of(&st, db, keys.iter().map(|k| k.as_ref())));
+        if !cold.is_empty() {
+            st.ks.store.fetch_into_cache(cold).await;
+        }
+        job(&st, &keys)
+    }))
 }
