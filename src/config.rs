@@ -165,9 +165,7 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "disk-read-threads",
-        // Per shard: left at its default, the pool gets 4 threads per
-        // shard (`server::run`); CONFIG GET shows the total.
-        default: "4",
+        default: "16",
         kind: Kind::Int(0, 1024),
         mutable: false,
     },

@@ -158,16 +158,6 @@ pub fn run(config: Config) -> Result<(), String> {
             mem.meta_cache >> 20
         );
     }
-    // The read pool: 4 threads per shard unless set. Each thread reads the
-    // jobs waiting together (io_uring per SST file), so a few threads keep
-    // many reads in flight; more only add context switches (tuning.md).
-    let io_threads = if config.is_default("disk-read-threads") {
-        let n = 4 * shards;
-        config.set_effective("disk-read-threads", n.to_string());
-        n
-    } else {
-        config.get_int("disk-read-threads").max(0) as usize
-    };
     let engine: &'static Engine = Box::leak(Box::new(
         Engine::open(&StoreOptions {
             dir: config.get("dir").into(),
@@ -176,7 +166,7 @@ pub fn run(config: Config) -> Result<(), String> {
             write_buffer_bytes: mem.write_buffer as usize,
             manual_wal_flush: config.get_int("min-free-disk") > 0,
             meta_cache_bytes: mem.meta_cache,
-            io_threads,
+            io_threads: config.get_int("disk-read-threads").max(0) as usize,
             memtables_bytes: mem.memtables as usize,
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
