@@ -164,6 +164,12 @@ const PARAMS: &[Param] = &[
         mutable: false,
     },
     Param {
+        name: "bottommost-compression",
+        default: "zstd",
+        kind: Kind::Enum(&["zstd", "lz4", "none"]),
+        mutable: false,
+    },
+    Param {
         name: "disk-read-threads",
         default: "16",
         kind: Kind::Int(0, 1024),

@@ -443,3 +443,19 @@ fn another_shards_misses_in_mget_and_pipelines_go_to_the_pool_together() {
     assert_eq!(show(&cold.reply()), show(&[b"*1\r\n".to_vec(), bulk(&val(half[0]))].concat()));
     assert_eq!(hot.cmd(&["EXISTS", &victim]), b":0\r\n");
 }
+
+#[test]
+fn bottommost_compression_is_a_startup_choice() {
+    let b = Basalt::start_with(1, &["--bottommost-compression", "lz4"]);
+    let mut c = b.raw();
+    assert_eq!(
+        show(&c.cmd(&["CONFIG", "GET", "bottommost-compression"])),
+        show(b"*2\r\n$22\r\nbottommost-compression\r\n$3\r\nlz4\r\n")
+    );
+    assert_eq!(
+        show(&c.cmd(&["CONFIG", "SET", "bottommost-compression", "zstd"])),
+        show(b"-ERR CONFIG SET failed (possibly related to argument 'bottommost-compression') - can't set immutable config\r\n")
+    );
+    assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+}

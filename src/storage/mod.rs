@@ -104,6 +104,28 @@ pub struct StoreOptions {
     pub io_threads: usize,
     /// The cap on all memtables together (`budget`; 0: none).
     pub memtables_bytes: usize,
+    /// How the last level's blocks are compressed (`bottommost-compression`).
+    pub bottommost: Compression,
+}
+
+/// A compression for SST blocks (`StoreOptions::bottommost`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    #[default]
+    Zstd,
+    Lz4,
+    None,
+}
+
+impl Compression {
+    /// From the config's word (`zstd`, `lz4`, `none`); zstd otherwise.
+    pub fn named(word: &str) -> Compression {
+        match word {
+            "lz4" => Compression::Lz4,
+            "none" => Compression::None,
+            _ => Compression::Zstd,
+        }
+    }
 }
 
 /// The open database, shared by every shard.
@@ -698,6 +720,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         meta_cache_bytes,
         io_threads: 2,
         memtables_bytes: 0,
+        bottommost: Compression::Zstd,
     }
 }
 
