@@ -9,10 +9,12 @@
 //!   `Incomplete`) records its key ([`ShardStore::take_wanted`]) and reads
 //!   as absent, so the command goes on and names every record it needs;
 //!   the caller drops what the command did and runs it again later.
-//! - **The I/O pool.** [`ShardStore::fetch`] hands keys to a few threads
-//!   that read them with one `MultiGet` each (which fills the block cache)
-//!   and wakes the shard's task when done; the shard serves other clients
-//!   meanwhile. The command then runs again and finds its blocks in memory.
+//! - **The I/O pool.** [`ShardStore::fetch`] hands keys to a pool of
+//!   threads; a thread reads the jobs waiting together, one sorted
+//!   `MultiGet` per column family (io_uring per SST file; which fills the
+//!   block cache, see [`next_batch`] for who takes what), and wakes each
+//!   job's task when done; the shard serves other clients meanwhile. The
+//!   command then runs again and finds its blocks in memory.
 //!
 //! The command then reads again on its shard, in its connection's order, so
 //! it sees every write accepted meanwhile and nothing here has to know what
@@ -348,8 +350,6 @@ impl ShardStore {
             .is_some_and(|tx| tx.lock().map(|tx| tx.send(job).is_ok()).unwrap_or(false));
         if !sent {
             pool.queued.fetch_sub(n, Ordering::SeqCst);
-        }
-        if !sent {
             // No pool (its threads could not start): the command reads the
             // disk itself on its next run.
             done.ready.store(true, Ordering::Release);
