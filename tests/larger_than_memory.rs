@@ -444,6 +444,50 @@ fn another_shards_misses_in_mget_and_pipelines_go_to_the_pool_together() {
     assert_eq!(hot.cmd(&["EXISTS", &victim]), b":0\r\n");
 }
 
+/// A pipeline of GETs of random keys over two shards: every other GET is
+/// the other shard's (read from here, `misses::peer_get`). Each shard's
+/// misses must go to the pool together, not one GET at a time: read-ahead
+/// passes over the other shard's keys instead of stopping at them.
+#[test]
+fn a_pipeline_of_gets_over_two_shards_reads_each_shards_misses_together() {
+    let args = ["--enable-debug-command", "yes", "--listen-shards", "0"];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = Basalt::start_in(tmp.path(), 2, &args);
+    let mut c = b.raw();
+    let near: Vec<usize> = (0..100).filter(|i| slot(&format!("cold:{i}")) < 8192).take(8).collect();
+    let far: Vec<usize> = (0..100).filter(|i| slot(&format!("cold:{i}")) >= 8192).take(8).collect();
+    assert_eq!((near.len(), far.len()), (8, 8));
+    for &i in near.iter().chain(&far) {
+        c.cmd(&["SET", &format!("cold:{i}"), &val(i)]);
+    }
+    c.send_bytes(&Raw::encode(&["SHUTDOWN"]));
+    assert!(b.wait_exit().success());
+    let b = Basalt::start_in(tmp.path(), 2, &args);
+    let mut c = b.raw();
+    assert_eq!(c.cmd(&["DBSIZE"]), b":16\r\n");
+    assert_eq!(c.cmd(&["DEBUG", "DROP-CACHES"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["DEBUG", "SET-DISK-READ-DELAY", "300"]), b"+OK\r\n");
+    let before = pool_stats(&mut c);
+    let mut pipe = Vec::new();
+    let mut want = Vec::new();
+    for (&n, &f) in near.iter().zip(&far) {
+        for i in [n, f] {
+            pipe.extend(Raw::encode(&["GET", &format!("cold:{i}")]));
+            want.push(bulk(&val(i)));
+        }
+    }
+    let t0 = Instant::now();
+    c.send_bytes(&pipe);
+    for (k, w) in want.iter().enumerate() {
+        assert_eq!(show(&c.reply()), show(w), "reply {k}");
+    }
+    // One job per shard (a few more if blocks were evicted between fetch
+    // and run); one per GET was 16 jobs and 4.8 s.
+    let jobs = pool_stats(&mut c).0 - before.0;
+    assert!((2..=4).contains(&jobs), "{jobs} pool jobs for 16 misses on 2 shards");
+    assert!(t0.elapsed() < Duration::from_millis(2000), "misses went out one by one: {:?}", t0.elapsed());
+}
+
 #[test]
 fn bottommost_compression_is_a_startup_choice() {
     let b = Basalt::start_with(1, &["--bottommost-compression", "lz4"]);

@@ -22,7 +22,7 @@ use crate::error::CmdResult;
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::storage::keys::meta_key;
-use crate::storage::{owner, PeerStore};
+use crate::storage::{owner, PeerStore, ShardStore};
 
 /// Probe-and-fetch rounds before a command reads the disk itself: a chain
 /// of reads (a hash's meta, then its field) takes two; more means blocks
@@ -35,10 +35,20 @@ const AHEAD: usize = 64;
 
 /// A GET of another shard's key, read from that shard's column family here
 /// (`strings::get_from`), probed as local reads are: a record on disk only
-/// is fetched by the pool while this shard goes on. None when only the
-/// owner can answer.
-pub async fn peer_get(store: &PeerStore, db: u8, key: &[u8], out: &mut Reply) -> Option<CmdResult<bool>> {
+/// is fetched by the pool while this shard goes on, with the records of
+/// that shard's keys in the commands of `next` (a pipeline of GETs over
+/// two shards would otherwise go to the pool one GET at a time). None when
+/// only the owner can answer.
+pub async fn peer_get<'a>(
+    store: &PeerStore,
+    db: u8,
+    key: &[u8],
+    next: impl Iterator<Item = &'a [Bytes]>,
+    shards: usize,
+    out: &mut Reply,
+) -> Option<CmdResult<bool>> {
     let s = store.store();
+    let mut next = Some(next);
     let probe = s.tiered();
     let mut round = 0;
     loop {
@@ -51,7 +61,11 @@ pub async fn peer_get(store: &PeerStore, db: u8, key: &[u8], out: &mut Reply) ->
         }
         out.buf.truncate(at);
         round += 1;
-        s.fetch(s.take_wanted()).await;
+        let mut keys = s.take_wanted();
+        if let Some(next) = next.take() {
+            ahead_of(s, owner(key, shards), shards, next, db, &mut keys);
+        }
+        s.fetch(keys).await;
     }
 }
 
@@ -69,10 +83,24 @@ pub fn probes(st: &ShardState, spec: &cmd::CommandSpec) -> bool {
 }
 
 /// Adds to `keys` the key records not in the meta cache of the commands in
-/// `next` whose keys live here, up to the first command with a key that
-/// lives elsewhere or a connection command without keys.
+/// `next` whose keys live here, up to a connection command without keys.
 pub fn ahead<'a>(st: &ShardState, next: impl Iterator<Item = &'a [Bytes]>, db: u8, keys: &mut Vec<Vec<u8>>) {
-    let (here, shards) = (st.id, st.global.shards);
+    ahead_of(&st.ks.store, st.id, st.global.shards, next, db, keys);
+}
+
+/// [`ahead`] for the keys of shard `target` (whose store is `store`).
+/// Keys of other shards are passed over: in a pipeline of random keys
+/// every other command may be another shard's, and stopping there read
+/// ahead one command in two shards' pipelines. A record read ahead only
+/// warms the caches; the command reads it again when it runs.
+fn ahead_of<'a>(
+    store: &ShardStore,
+    target: usize,
+    shards: usize,
+    next: impl Iterator<Item = &'a [Bytes]>,
+    db: u8,
+    keys: &mut Vec<Vec<u8>>,
+) {
     for argv in next.take(AHEAD) {
         let Some((_, spec)) = argv.first().and_then(|name| cmd::lookup(name)) else {
             return;
@@ -84,13 +112,13 @@ pub fn ahead<'a>(st: &ShardState, next: impl Iterator<Item = &'a [Bytes]>, db: u
         }
         for p in spec.key_positions(argv.len()) {
             let Some(key) = argv.get(p) else { continue };
-            if owner(key, shards) != here {
-                return;
+            if owner(key, shards) != target {
+                continue;
             }
             // Only the meta cache is asked: a full probe costs as much as
             // the read it would save when the record is in memory.
             let k = meta_key(db, key);
-            if !st.ks.store.meta_cached(&k) {
+            if !store.meta_cached(&k) {
                 keys.push(k);
             }
         }

@@ -400,7 +400,8 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 if spec.name == "get" {
                     if let Some(store) = st.peers.get(target) {
                         let start = Instant::now();
-                        let found = crate::coord::misses::peer_get(store, client.db, &cmds[i][1], out).await;
+                        let next = cmds[i + 1..].iter().map(Vec::as_slice);
+                        let found = crate::coord::misses::peer_get(store, client.db, &cmds[i][1], next, n, out).await;
                         if let Some(res) = found {
                             match &res {
                                 Ok(hit) => st.ks.note_lookup(*hit),
