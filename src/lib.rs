@@ -11,6 +11,9 @@
 //! - [`storage`]: the only module that names `rocksdb`: open, column
 //!   families, key and value encoding.
 //! - [`shard`]: one shard's state and counters.
+//! - [`global`]: what every shard shares: configuration, the engine, the
+//!   client registry.
+//! - [`client`]: a connection's state and what CLIENT LIST reads of it.
 //! - [`expire`]: active expiration (and the shard's ~100 ms housekeeping tick).
 //! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
 //! - [`config`]: parameters from flags, file and CONFIG.
@@ -18,6 +21,7 @@
 //! - [`clock`]: the wall clock.
 //! - [`error`]: the error type that maps to RESP errors.
 
+pub mod client;
 pub mod clock;
 pub mod cmd;
 pub mod config;
@@ -25,6 +29,7 @@ pub mod coord;
 pub mod error;
 pub mod expire;
 pub mod glob;
+pub mod global;
 pub mod monitor;
 pub mod resp;
 pub mod server;

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
-use crate::cmd::TABLE;
 use crate::monitor::{self, SlowEntry};
-use crate::server::global::Global;
+use crate::global::Global;
 use crate::storage::PeerStore;
 use crate::types::keyspace::Keyspace;
 
@@ -88,14 +87,15 @@ pub struct ShardState {
 pub type ScanCursor = (u8, Vec<u8>, u64, u64);
 
 impl ShardState {
-    pub fn new(id: usize, ks: Keyspace, peers: Vec<PeerStore>, global: Arc<Global>) -> ShardState {
+    /// `commands`: how many commands the table has (the stats' length).
+    pub fn new(id: usize, ks: Keyspace, peers: Vec<PeerStore>, global: Arc<Global>, commands: usize) -> ShardState {
         ShardState {
             id,
             ks,
             peers,
             global,
-            cmd_stats: RefCell::new(vec![CmdStat::default(); TABLE.len()]),
-            latency: RefCell::new((0..TABLE.len()).map(|_| None).collect()),
+            cmd_stats: RefCell::new(vec![CmdStat::default(); commands]),
+            latency: RefCell::new((0..commands).map(|_| None).collect()),
             errors: RefCell::new(HashMap::new()),
             net: RefCell::new((0, 0)),
             slowlog: RefCell::new(VecDeque::new()),

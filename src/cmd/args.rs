@@ -1,7 +1,184 @@
 //! Argument parsing as Redis does it: strict integers (`string2ll`), floats
-//! (`strtold` minus NaN), case-insensitive option words.
+//! (`strtold` minus NaN), case-insensitive option words, and [`Args`], the
+//! cursor every handler reads its arguments with (mini-redis's `Parse`,
+//! Kvrocks' `CommandParser`, Dragonfly's `CmdArgParser`).
 
-use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT};
+use bytes::Bytes;
+
+use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT, SYNTAX};
+
+/// A cursor over a command's arguments, after its name. The command table
+/// has checked the arity, so a missing argument is an option without its
+/// value: `ERR syntax error`, as Redis answers `SET k v EX`. [`finish`]
+/// refuses leftovers the same way.
+///
+/// [`finish`]: Args::finish
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    argv: &'a [Bytes],
+    pos: usize,
+}
+
+impl<'a> Args<'a> {
+    /// The arguments after the command's name.
+    #[inline]
+    pub fn new(argv: &'a [Bytes]) -> Args<'a> {
+        Args { argv, pos: 1 }
+    }
+
+    /// The arguments from `pos` (a container command's after its
+    /// subcommand: `Args::at(argv, 2)`).
+    #[inline]
+    pub fn at(argv: &'a [Bytes], pos: usize) -> Args<'a> {
+        Args { argv, pos }
+    }
+
+    /// How many arguments are left.
+    #[inline]
+    pub fn left(&self) -> usize {
+        self.argv.len().saturating_sub(self.pos)
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.left() == 0
+    }
+
+    /// The next argument, not consumed.
+    #[inline]
+    pub fn peek(&self) -> Option<&'a Bytes> {
+        self.argv.get(self.pos)
+    }
+
+    /// The next argument as the `Bytes` it is (a slice of the request).
+    #[inline]
+    pub fn next(&mut self) -> CmdResult<&'a Bytes> {
+        let a = self.argv.get(self.pos).ok_or(SYNTAX)?;
+        self.pos += 1;
+        Ok(a)
+    }
+
+    /// The next argument's bytes: a key, a value, a member.
+    #[inline]
+    pub fn bytes(&mut self) -> CmdResult<&'a [u8]> {
+        self.next().map(|b| &b[..])
+    }
+
+    /// A key: the next argument's bytes.
+    #[inline]
+    pub fn key(&mut self) -> CmdResult<&'a [u8]> {
+        self.bytes()
+    }
+
+    /// The next argument as a `string2ll` integer, or Redis's
+    /// `ERR value is not an integer or out of range`.
+    #[inline]
+    pub fn int(&mut self) -> CmdResult<i64> {
+        int(self.next()?)
+    }
+
+    /// The next argument as a float, or `ERR value is not a valid float`.
+    pub fn float(&mut self) -> CmdResult<f64> {
+        float(self.next()?)
+    }
+
+    /// Consumes the next argument if it is the option word `word` (any
+    /// case).
+    #[inline]
+    pub fn flag(&mut self, word: &str) -> bool {
+        match self.peek() {
+            Some(a) if is(a, word) => {
+                self.pos += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Consumes the next argument if it is one of `words` (any case), and
+    /// says which.
+    #[inline]
+    pub fn word(&mut self, words: &[&str]) -> Option<usize> {
+        let w = one_of(self.peek()?, words)?;
+        self.pos += 1;
+        Some(w)
+    }
+
+    /// Every argument left, consumed.
+    #[inline]
+    pub fn rest(&mut self) -> &'a [Bytes] {
+        let r = self.argv.get(self.pos..).unwrap_or(&[]);
+        self.pos = self.argv.len();
+        r
+    }
+
+    /// `ERR syntax error` if any argument is left.
+    #[inline]
+    pub fn finish(&self) -> CmdResult<()> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(SYNTAX)
+        }
+    }
+}
+
+/// The options of SCAN, HSCAN and SSCAN: `[MATCH pattern] [COUNT n]`, plus
+/// `TYPE t` for SCAN and `NOVALUES` for HSCAN, in any order, each may
+/// repeat (the last wins), as Redis's `scanGenericCommand` reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanOpts {
+    pub pattern: Option<Bytes>,
+    pub count: usize,
+    /// SCAN's TYPE, lower case.
+    pub ty: Option<String>,
+    /// HSCAN's NOVALUES.
+    pub novalues: bool,
+}
+
+/// Which of the options only some scans take [`ScanOpts::parse`] accepts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ScanKind {
+    /// SCAN: TYPE.
+    Keys,
+    /// HSCAN: NOVALUES.
+    Hash,
+    /// SSCAN (and ZSCAN): neither.
+    Members,
+}
+
+impl ScanOpts {
+    /// Reads the options after the cursor; a COUNT below 1 or an unknown
+    /// word is `ERR syntax error`.
+    pub fn parse(a: &mut Args, kind: ScanKind) -> CmdResult<ScanOpts> {
+        let mut o = ScanOpts {
+            pattern: None,
+            count: 10,
+            ty: None,
+            novalues: false,
+        };
+        while !a.is_empty() {
+            // A word that takes a value counts only when the value is there.
+            let valued = a.left() >= 2;
+            if valued && a.flag("match") {
+                o.pattern = Some(a.next()?.clone());
+            } else if valued && a.flag("count") {
+                let c = a.int()?;
+                if c < 1 {
+                    return Err(SYNTAX);
+                }
+                o.count = c as usize;
+            } else if valued && kind == ScanKind::Keys && a.flag("type") {
+                o.ty = Some(text(a.next()?).to_ascii_lowercase());
+            } else if kind == ScanKind::Hash && a.flag("novalues") {
+                o.novalues = true;
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        Ok(o)
+    }
+}
 
 /// Parses a whole argument as an i64, exactly as Redis's `string2ll`: no
 /// spaces, no `+`, no leading zeros, at most 20 bytes.
@@ -81,6 +258,12 @@ pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// Which of `words` (any case) `arg` is.
+#[inline]
+pub fn one_of(arg: &[u8], words: &[&str]) -> Option<usize> {
+    words.iter().position(|w| is(arg, w))
+}
+
 /// A database index argument for SELECT/MOVE/COPY DB.
 pub fn db_index(s: &[u8], databases: usize) -> CmdResult<u8> {
     let v = int(s)?;
@@ -105,6 +288,59 @@ pub fn err(s: impl Into<String>) -> CmdError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn argv(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    #[test]
+    fn the_cursor_reads_in_order_and_refuses_leftovers() {
+        let v = argv(&["SET", "k", "v", "ex", "10", "NX"]);
+        let mut a = Args::new(&v);
+        assert_eq!(a.key(), Ok(&b"k"[..]));
+        assert_eq!(a.bytes(), Ok(&b"v"[..]));
+        assert!(!a.flag("px"));
+        assert!(a.flag("EX"));
+        assert_eq!(a.int(), Ok(10));
+        assert_eq!(a.left(), 1);
+        assert_eq!(a.finish(), Err(SYNTAX));
+        assert_eq!(a.word(&["xx", "px"]), None);
+        assert_eq!(a.word(&["xx", "nx"]), Some(1));
+        assert_eq!(a.finish(), Ok(()));
+        assert_eq!(a.next(), Err(SYNTAX));
+        assert_eq!(a.rest(), &[] as &[Bytes]);
+    }
+
+    #[test]
+    fn the_cursor_gives_redis_errors_for_numbers() {
+        let v = argv(&["INCRBY", "k", "1.5", "x", "-inf"]);
+        let mut a = Args::at(&v, 2);
+        assert_eq!(a.int(), Err(NOT_INT));
+        assert_eq!(a.float(), Err(NOT_FLOAT));
+        assert_eq!(a.float(), Ok(f64::NEG_INFINITY));
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn scan_options_as_redis_reads_them() {
+        let parse = |words: &[&str], kind| {
+            let v = argv(words);
+            ScanOpts::parse(&mut Args::at(&v, 0), kind)
+        };
+        let o = parse(&["match", "a*", "COUNT", "5", "type", "HASH"], ScanKind::Keys).unwrap();
+        assert_eq!(o.pattern.as_deref(), Some(&b"a*"[..]));
+        assert_eq!((o.count, o.ty.as_deref(), o.novalues), (5, Some("hash"), false));
+        // The last of a repeated option wins; NOVALUES only for HSCAN.
+        let o = parse(&["count", "5", "novalues", "count", "7"], ScanKind::Hash).unwrap();
+        assert_eq!((o.count, o.novalues), (7, true));
+        assert_eq!(parse(&["novalues"], ScanKind::Members), Err(SYNTAX));
+        assert_eq!(parse(&["type", "string"], ScanKind::Hash), Err(SYNTAX));
+        assert_eq!(parse(&["count", "0"], ScanKind::Keys), Err(SYNTAX));
+        assert_eq!(parse(&["count", "x"], ScanKind::Keys), Err(NOT_INT));
+        // A word whose value is missing is a syntax error, not a read past the end.
+        assert_eq!(parse(&["match"], ScanKind::Keys), Err(SYNTAX));
+        assert_eq!(parse(&[], ScanKind::Members).map(|o| o.count), Ok(10));
+    }
 
     #[test]
     fn scan_cursors_like_redis_7_2() {

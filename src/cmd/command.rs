@@ -4,10 +4,22 @@ use bytes::Bytes;
 
 use super::args::{is, text};
 use super::keys::help_reply;
-use super::{lookup, CommandSpec, SubSpec, TABLE};
+use super::{lookup, subcommands, CommandSpec, Conn, SubSpec, TABLE};
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::glob;
 use crate::resp::Reply;
+
+/// COMMAND's subcommands.
+#[rustfmt::skip]
+pub(super) const COMMAND_SUBS: &[SubSpec] = subcommands! {
+    "count"   2  [loading stale] "Returns a count of commands.";
+    "info"    -2 [loading stale] "Returns information about one, multiple or all commands.";
+    "docs"    -2 [loading stale] "Returns documentary information about one, multiple or all commands.";
+    "list"    -2 [loading stale] "Returns a list of command names.";
+    "getkeys" -3 [loading stale] "Extracts the key names from an arbitrary command.";
+    "help"    2  [loading stale] "Returns helpful text about the different subcommands.";
+};
+
 
 fn acl_categories(flags: &[&str], group: &str) -> Vec<String> {
     let mut cats = Vec::new();
@@ -123,7 +135,7 @@ const COMMAND_HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-pub fn run(argv: &[Bytes], r: &mut Reply) -> CmdResult {
+pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if argv.len() == 1 {
         r.array(TABLE.len());
         for c in TABLE.iter() {

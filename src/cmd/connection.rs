@@ -6,14 +6,44 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::args::{db_index, int, is, text};
+use super::args::{db_index, int, is, text, Args};
 use super::keys::help_reply;
-use super::ConnCmd;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::resp::Reply;
-use crate::server::conn::Client;
-use crate::server::global::{ClientInfo, Global};
+use crate::client::Client;
+use crate::client::ClientInfo;
+use crate::global::Global;
 use crate::shard::ShardState;
+use super::{commands, CommandSpec, subcommands, SubSpec};
+
+/// The connection commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "ping"   -1 [fast]                                           0 0 0 Conn(ping)   connection "1.0.0" "Returns the server's liveliness response.";
+    "echo"   2  [fast]                                           0 0 0 Conn(echo)   connection "1.0.0" "Returns the given string.";
+    "quit"   -1 [allow_busy noscript loading stale fast no_auth] 0 0 0 Conn(quit)   connection "1.0.0" "Closes the connection.";
+    "reset"  1  [noscript loading stale fast no_auth allow_busy] 0 0 0 Conn(reset)  connection "6.2.0" "Resets the connection.";
+    "hello"  -1 [noscript loading stale fast no_auth allow_busy] 0 0 0 Conn(hello)  connection "6.0.0" "Handshakes with the Redis server.";
+    "auth"   -2 [noscript loading stale fast no_auth allow_busy] 0 0 0 Conn(auth)   connection "1.0.0" "Authenticates the connection.";
+    "select" 2  [loading stale fast]                             0 0 0 Conn(select) connection "1.0.0" "Changes the selected database.";
+    "client" -2 []                                               0 0 0 Conn(client) connection "2.4.0" "A container for client connection commands." subs CLIENT_SUBS;
+};
+
+/// CLIENT's subcommands.
+#[rustfmt::skip]
+const CLIENT_SUBS: &[SubSpec] = subcommands! {
+    "id"       2  [noscript loading stale]       "Returns the unique client ID of the connection.";
+    "setname"  3  [noscript loading stale]       "Sets the connection name.";
+    "getname"  2  [noscript loading stale]       "Returns the name of the connection.";
+    "list"     -2 [admin noscript loading stale] "Lists open connections.";
+    "info"     2  [noscript loading stale]       "Returns information about the connection.";
+    "kill"     -3 [admin noscript loading stale] "Terminates open connections.";
+    "setinfo"  4  [noscript loading stale]       "Sets information specific to the client or connection.";
+    "no-evict" 3  [admin noscript loading stale] "Sets the client eviction mode of the connection.";
+    "no-touch" 3  [noscript loading stale]       "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.";
+    "help"     2  [loading stale]                "Returns helpful text about the different subcommands.";
+};
+
 
 pub const SERVER_VERSION: &str = "7.2.0";
 
@@ -62,55 +92,73 @@ fn set_name(client: &Client, name: &[u8]) -> CmdResult {
     Ok(())
 }
 
-pub fn run(st: &ShardState, client: &mut Client, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let g = &st.global;
-    match c {
-        ConnCmd::Ping => match argv.len() {
-            1 => r.simple("PONG"),
-            2 => r.bulk(&argv[1]),
-            _ => return Err(CmdError::new(super::arity_error("ping"))),
-        },
-        ConnCmd::Echo => r.bulk(&argv[1]),
-        ConnCmd::Quit => {
-            r.ok();
-            client.closing = true;
-        }
-        ConnCmd::Reset => {
-            client.db = 0;
-            client.resp3 = false;
-            r.resp3 = false;
-            client.authed = !g.config.requirepass_set.load(Ordering::Relaxed);
-            if let Ok(mut n) = client.info.name.lock() {
-                n.clear();
-            }
-            client.info.db.store(0, Ordering::Relaxed);
-            client.info.resp.store(2, Ordering::Relaxed);
-            r.simple("RESET");
-        }
-        ConnCmd::Auth => {
-            let (user, pass) = match argv.len() {
-                2 => (None, &argv[1]),
-                3 => (Some(&argv[1][..]), &argv[2]),
-                _ => return Err(SYNTAX),
-            };
-            check_password(g, user, pass)?;
-            client.authed = true;
-            r.ok();
-        }
-        ConnCmd::Hello => hello(g, client, argv, r)?,
-        ConnCmd::Select => {
-            let db = int(&argv[1]).and_then(|_| db_index(&argv[1], g.databases))?;
-            client.db = db;
-            client.info.db.store(db, Ordering::Relaxed);
-            r.ok();
-        }
-        ConnCmd::Client => client_cmd(g, client, argv, r)?,
-        _ => return Err(CmdError::new("ERR internal routing error")),
+pub async fn ping(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    match args.left() {
+        0 => r.simple("PONG"),
+        1 => r.bulk(args.bytes()?),
+        _ => return Err(CmdError::new(super::arity_error("ping"))),
     }
     Ok(())
 }
 
-fn hello(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+pub async fn echo(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.bulk(Args::new(argv).bytes()?);
+    Ok(())
+}
+
+pub async fn quit(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.ok();
+    c.client.closing = true;
+    Ok(())
+}
+
+pub async fn reset(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let client = c.client;
+    client.db = 0;
+    client.resp3 = false;
+    r.resp3 = false;
+    client.authed = !c.shard.state().global.config.requirepass_set.load(Ordering::Relaxed);
+    if let Ok(mut n) = client.info.name.lock() {
+        n.clear();
+    }
+    client.info.db.store(0, Ordering::Relaxed);
+    client.info.resp.store(2, Ordering::Relaxed);
+    r.simple("RESET");
+    Ok(())
+}
+
+pub async fn auth(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (user, pass) = match args.left() {
+        1 => (None, args.bytes()?),
+        2 => (Some(args.bytes()?), args.bytes()?),
+        _ => return Err(SYNTAX),
+    };
+    check_password(&c.shard.state().global, user, pass)?;
+    c.client.authed = true;
+    r.ok();
+    Ok(())
+}
+
+pub async fn select(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let raw = Args::new(argv).bytes()?;
+    let db = int(raw).and_then(|_| db_index(raw, c.shard.state().global.databases))?;
+    c.client.db = db;
+    c.client.info.db.store(db, Ordering::Relaxed);
+    r.ok();
+    Ok(())
+}
+
+pub async fn hello(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    hello_with(&c.shard.state().global.clone(), c.client, argv, r)
+}
+
+pub async fn client(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    client_cmd(&c.shard.state().global.clone(), c.client, argv, r)
+}
+
+fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut proto = if client.resp3 { 3 } else { 2 };
     let mut j = 1;
     if argv.len() > 1 {
@@ -240,7 +288,7 @@ const CLIENT_HELP: &[&str] = &[
 
 fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let sub = text(&argv[1]).to_ascii_lowercase();
-    let now = crate::server::global::now_ms();
+    let now = crate::clock::now_ms();
     match sub.as_str() {
         "id" => r.int(client.info.id as i64),
         "setname" => {

@@ -3,13 +3,48 @@
 
 use bytes::Bytes;
 
-use super::args::{float, int, is, parse_i64, text};
+use super::args::{float, is, one_of, parse_i64, scan_cursor, text, Args, ScanKind, ScanOpts};
 use super::Ctx;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX};
 use crate::resp::Reply;
 use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
 use crate::types::string::{incr_by_float, FloatIncrError};
+use super::{commands, CommandSpec};
+
+/// The hash commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "hset"         -4 [write denyoom fast] 1 1 1 Shard(hset)                  hash "2.0.0" "Creates or modifies the value of a field in a hash.";
+    "hsetnx"       4  [write denyoom fast] 1 1 1 Shard(hsetnx)                hash "2.0.0" "Sets the value of a field in a hash only when the field doesn't exist.";
+    "hmset"        -4 [write denyoom fast] 1 1 1 Shard(hmset)                 hash "2.0.0" "Sets the values of multiple fields.";
+    "hget"         3  [readonly fast]      1 1 1 Shard(hget)                  hash "2.0.0" "Returns the value of a field in a hash.";
+    "hmget"        -3 [readonly fast]      1 1 1 Shard(hmget)                 hash "2.0.0" "Returns the values of all fields in a hash.";
+    "hdel"         -3 [write fast]         1 1 1 Shard(hdel)                  hash "2.0.0" "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.";
+    "hlen"         2  [readonly fast]      1 1 1 Shard(hlen)                  hash "2.0.0" "Returns the number of fields in a hash.";
+    "hstrlen"      3  [readonly fast]      1 1 1 Shard(hstrlen)               hash "3.2.0" "Returns the length of the value of a field.";
+    "hexists"      3  [readonly fast]      1 1 1 Shard(hexists)               hash "2.0.0" "Determines whether a field exists in a hash.";
+    "hkeys"        2  [readonly]           1 1 1 Shard(super::whole::hkeys)   hash "2.0.0" "Returns all fields in a hash.";
+    "hvals"        2  [readonly]           1 1 1 Shard(super::whole::hvals)   hash "2.0.0" "Returns all values in a hash.";
+    "hgetall"      2  [readonly]           1 1 1 Shard(super::whole::hgetall) hash "2.0.0" "Returns all fields and values in a hash.";
+    "hincrby"      4  [write denyoom fast] 1 1 1 Shard(hincrby)               hash "2.0.0" "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.";
+    "hincrbyfloat" 4  [write denyoom fast] 1 1 1 Shard(hincrbyfloat)          hash "2.6.0" "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.";
+    "hrandfield"   -2 [readonly]           1 1 1 Shard(hrandfield)            hash "6.2.0" "Returns one or more random fields from a hash.";
+    "hscan"        -3 [readonly]           1 1 1 Shard(hscan)                 hash "2.8.0" "Iterates over fields and values of a hash.";
+    "hgetdel"      -5 [write fast]         1 1 1 Shard(hgetdel)               hash "8.0.0" "Returns the value of a field and deletes it from the hash.";
+    "hgetex"       -5 [write fast]         1 1 1 Shard(hgetex)                hash "8.0.0" "Get the value of one or more fields of a given hash key, and optionally set their expiration.";
+    "hsetex"       -6 [write denyoom fast] 1 1 1 Shard(hsetex)                hash "8.0.0" "Set the value of one or more fields of a given hash key, and optionally set their expiration.";
+    "hexpire"      -6 [write denyoom fast] 1 1 1 Shard(hexpire)               hash "7.4.0" "Set expiry for hash field using relative time to expire (seconds)";
+    "hpexpire"     -6 [write denyoom fast] 1 1 1 Shard(hpexpire)              hash "7.4.0" "Set expiry for hash field using relative time to expire (milliseconds)";
+    "hexpireat"    -6 [write denyoom fast] 1 1 1 Shard(hexpireat)             hash "7.4.0" "Set expiry for hash field using an absolute Unix timestamp (seconds)";
+    "hpexpireat"   -6 [write denyoom fast] 1 1 1 Shard(hpexpireat)            hash "7.4.0" "Set expiry for hash field using an absolute Unix timestamp (milliseconds)";
+    "httl"         -5 [readonly fast]      1 1 1 Shard(httl)                  hash "7.4.0" "Returns the TTL in seconds of a hash field.";
+    "hpttl"        -5 [readonly fast]      1 1 1 Shard(hpttl)                 hash "7.4.0" "Returns the TTL in milliseconds of a hash field.";
+    "hexpiretime"  -5 [readonly fast]      1 1 1 Shard(hexpiretime)           hash "7.4.0" "Returns the expiration time of a hash field as a Unix timestamp, in seconds.";
+    "hpexpiretime" -5 [readonly fast]      1 1 1 Shard(hpexpiretime)          hash "7.4.0" "Returns the expiration time of a hash field as a Unix timestamp, in msec.";
+    "hpersist"     -5 [write fast]         1 1 1 Shard(hpersist)              hash "7.4.0" "Removes the expiration time for each specified field";
+};
+
 
 const H: KeyType = KeyType::Hash;
 
@@ -26,12 +61,14 @@ fn writer<'a>(ctx: &'a Ctx, key: &'a [u8], create: bool) -> CmdResult<Option<Wri
 }
 
 fn hset_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, hmset: bool) -> CmdResult {
-    if argv.len() % 2 == 1 {
+    let mut args = Args::new(argv);
+    let (key, pairs) = (args.key()?, args.rest());
+    if pairs.len() % 2 == 1 {
         return Err(CmdError::new(super::arity_error(if hmset { "hmset" } else { "hset" })));
     }
-    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, H, ctx.now_ms)?;
     let mut created = 0;
-    for pair in argv[2..].chunks(2) {
+    for pair in pairs.chunks(2) {
         // A plain set discards the field's TTL (Redis's hashTypeSet).
         let was_live = w.live(&pair[0])?.is_some();
         w.put(&pair[0], 0, &pair[1])?;
@@ -55,20 +92,24 @@ pub fn hmset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hsetnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
-    if w.live(&argv[2])?.is_some() {
+    let mut args = Args::new(argv);
+    let (key, field, value) = (args.key()?, args.bytes()?, args.bytes()?);
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, H, ctx.now_ms)?;
+    if w.live(field)?.is_some() {
         r.int(0);
         return Ok(());
     }
-    w.put(&argv[2], 0, &argv[3])?;
+    w.put(field, 0, value)?;
     w.commit()?;
     r.int(1);
     Ok(())
 }
 
 pub fn hget(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let found = match view(ctx, &argv[1])? {
-        Some(v) => live(ctx, &argv[1], &v, &argv[2])?,
+    let mut args = Args::new(argv);
+    let (key, field) = (args.key()?, args.bytes()?);
+    let found = match view(ctx, key)? {
+        Some(v) => live(ctx, key, &v, field)?,
         None => None,
     };
     match found {
@@ -79,10 +120,12 @@ pub fn hget(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hmget(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let v = view(ctx, &argv[1])?;
-    r.array(argv.len() - 2);
-    for f in &argv[2..] {
-        match v.as_ref().map(|v| live(ctx, &argv[1], v, f)).transpose()?.flatten() {
+    let mut args = Args::new(argv);
+    let (key, fields) = (args.key()?, args.rest());
+    let v = view(ctx, key)?;
+    r.array(fields.len());
+    for f in fields {
+        match v.as_ref().map(|v| live(ctx, key, v, f)).transpose()?.flatten() {
             Some((_, val)) => r.bulk(&val),
             None => r.null(),
         }
@@ -91,12 +134,14 @@ pub fn hmget(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let Some(mut w) = writer(ctx, &argv[1], false)? else {
+    let mut args = Args::new(argv);
+    let (key, fields) = (args.key()?, args.rest());
+    let Some(mut w) = writer(ctx, key, false)? else {
         r.int(0);
         return Ok(());
     };
     let mut n = 0;
-    for f in &argv[2..] {
+    for f in fields {
         n += w.live(f)?.is_some() as i64;
         w.delete(f)?;
     }
@@ -106,8 +151,9 @@ pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let n = match view(ctx, &argv[1])? {
-        Some(v) => coll::hash_len(ctx.ks(), ctx.db, &argv[1], &v, ctx.now_ms)?,
+    let key = Args::new(argv).key()?;
+    let n = match view(ctx, key)? {
+        Some(v) => coll::hash_len(ctx.ks(), ctx.db, key, &v, ctx.now_ms)?,
         None => 0,
     };
     r.int(n as i64);
@@ -115,8 +161,10 @@ pub fn hlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hstrlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let n = match view(ctx, &argv[1])? {
-        Some(v) => live(ctx, &argv[1], &v, &argv[2])?.map_or(0, |(_, val)| val.len()),
+    let mut args = Args::new(argv);
+    let (key, field) = (args.key()?, args.bytes()?);
+    let n = match view(ctx, key)? {
+        Some(v) => live(ctx, key, &v, field)?.map_or(0, |(_, val)| val.len()),
         None => 0,
     };
     r.int(n as i64);
@@ -124,8 +172,10 @@ pub fn hstrlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hexists(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let n = match view(ctx, &argv[1])? {
-        Some(v) => live(ctx, &argv[1], &v, &argv[2])?.is_some(),
+    let mut args = Args::new(argv);
+    let (key, field) = (args.key()?, args.bytes()?);
+    let n = match view(ctx, key)? {
+        Some(v) => live(ctx, key, &v, field)?.is_some(),
         None => false,
     };
     r.int(n as i64);
@@ -133,33 +183,36 @@ pub fn hexists(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let incr = int(&argv[3])?;
-    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
-    let (ttl, cur) = match w.live(&argv[2])? {
+    let mut args = Args::new(argv);
+    let (key, field, incr) = (args.key()?, args.bytes()?, args.int()?);
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, H, ctx.now_ms)?;
+    let (ttl, cur) = match w.live(field)? {
         Some((ttl, v)) => (ttl, parse_i64(&v).ok_or_else(|| CmdError::new("ERR hash value is not an integer"))?),
         None => (0, 0),
     };
     let next = cur.checked_add(incr).ok_or(OVERFLOW)?;
     // The field keeps its TTL (HASH_SET_KEEP_TTL).
-    w.put(&argv[2], ttl, next.to_string().as_bytes())?;
+    w.put(field, ttl, next.to_string().as_bytes())?;
     w.commit()?;
     r.int(next);
     Ok(())
 }
 
 pub fn hincrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let incr = float(&argv[3])?;
+    let mut args = Args::new(argv);
+    let (key, field, raw) = (args.key()?, args.bytes()?, args.bytes()?);
+    let incr = float(raw)?;
     if incr.is_infinite() {
         return Err(CmdError::new("ERR value is NaN or Infinity"));
     }
-    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], H, ctx.now_ms)?;
-    let cur = w.live(&argv[2])?;
-    let next = incr_by_float(cur.as_ref().map(|(_, v)| &v[..]), &argv[3]).map_err(|e| match e {
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, H, ctx.now_ms)?;
+    let cur = w.live(field)?;
+    let next = incr_by_float(cur.as_ref().map(|(_, v)| &v[..]), raw).map_err(|e| match e {
         FloatIncrError::NotFloat => CmdError::new("ERR hash value is not a float"),
         FloatIncrError::BadIncrement => NOT_FLOAT,
         FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
     })?;
-    w.put(&argv[2], cur.map_or(0, |(t, _)| t), &next)?;
+    w.put(field, cur.map_or(0, |(t, _)| t), &next)?;
     w.commit()?;
     r.bulk(&next);
     Ok(())
@@ -181,27 +234,27 @@ fn rand_entry(r: &mut Reply, e: &coll::Entry, withvalues: bool) {
 
 pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut rng = Rng::seeded();
+    let mut args = Args::new(argv);
+    let key = args.key()?;
     let pick = |count: i64, rng: &mut Rng| -> CmdResult<Vec<coll::Entry>> {
-        match view(ctx, &argv[1])? {
-            Some(v) => coll::random_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms, count, rng),
+        match view(ctx, key)? {
+            Some(v) => coll::random_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms, count, rng),
             None => Ok(Vec::new()),
         }
     };
-    if argv.len() == 2 {
+    if args.is_empty() {
         match pick(-1, &mut rng)?.first() {
             Some(e) => r.bulk(&e.0),
             None => r.null(),
         }
         return Ok(());
     }
-    let l = int(&argv[2])?;
+    let l = args.int()?;
     if l == i64::MIN {
         return Err(CmdError::new(RANDOM_COUNT_RANGE));
     }
-    if argv.len() > 4 || (argv.len() == 4 && !is(&argv[3], "withvalues")) {
-        return Err(SYNTAX);
-    }
-    let withvalues = argv.len() == 4;
+    let withvalues = args.flag("withvalues");
+    args.finish()?;
     if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
         return Err(CmdError::new("ERR value is out of range"));
     }
@@ -214,59 +267,23 @@ pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-/// The parsed options of HSCAN / SSCAN.
-pub struct ScanArgs {
-    pub cursor: u64,
-    pub pattern: Option<Bytes>,
-    pub count: usize,
-    pub novalues: bool,
-}
-
-/// Parses `cursor [MATCH p] [COUNT n] [NOVALUES]` (NOVALUES for HSCAN only).
-pub fn scan_args(argv: &[Bytes], allow_novalues: bool) -> CmdResult<ScanArgs> {
-    let cursor = crate::cmd::args::scan_cursor(&argv[2])?;
-    let mut a = ScanArgs {
-        cursor,
-        pattern: None,
-        count: 10,
-        novalues: false,
-    };
-    let mut j = 3;
-    while j < argv.len() {
-        if is(&argv[j], "match") && j + 1 < argv.len() {
-            a.pattern = Some(argv[j + 1].clone());
-            j += 2;
-        } else if is(&argv[j], "count") && j + 1 < argv.len() {
-            let c = int(&argv[j + 1])?;
-            if c < 1 {
-                return Err(SYNTAX);
-            }
-            a.count = c as usize;
-            j += 2;
-        } else if allow_novalues && is(&argv[j], "novalues") {
-            a.novalues = true;
-            j += 1;
-        } else {
-            return Err(SYNTAX);
-        }
-    }
-    Ok(a)
-}
-
 /// HSCAN / SSCAN over one collection. A small collection (Redis would keep
 /// it as a listpack or intset) comes back whole with cursor 0, as Redis
 /// does. Otherwise the cursor counts members visited; the shard remembers
 /// where each cursor it handed out stops, so resuming is a seek (a cursor
 /// it forgot is resumed by skipping that many members).
 pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) -> CmdResult {
-    let a = scan_args(argv, ty == KeyType::Hash)?;
-    let Some(v) = coll::view(ctx.ks(), ctx.db, &argv[1], ty, ctx.now_ms)? else {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let cursor = scan_cursor(args.next()?)?;
+    let kind = if ty == KeyType::Hash { ScanKind::Hash } else { ScanKind::Members };
+    let a = ScanOpts::parse(&mut args, kind)?;
+    let Some(v) = coll::view(ctx.ks(), ctx.db, key, ty, ctx.now_ms)? else {
         r.array(2);
         r.bulk(b"0");
         r.array(0);
         return Ok(());
     };
-    let key = &argv[1];
     let whole = v.c.size <= 128;
     let mut found: Vec<coll::Entry> = Vec::new();
     let mut last: Option<Vec<u8>> = None;
@@ -275,8 +292,8 @@ pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) ->
         found = coll::all_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms)?;
     } else {
         let cursors = &ctx.shard.scan_cursors;
-        let resume = cursors.borrow().get(&(ctx.db, key.to_vec(), v.c.version, a.cursor)).cloned();
-        let mut skip = if resume.is_some() { 0 } else { a.cursor };
+        let resume = cursors.borrow().get(&(ctx.db, key.to_vec(), v.c.version, cursor)).cloned();
+        let mut skip = if resume.is_some() { 0 } else { cursor };
         let mut visited = 0u64;
         let mut taken = 0usize;
         coll::scan_members(ctx.ks(), None, (ctx.db, key), &v.c, resume.as_deref(), ctx.now_ms, |s, t, val| {
@@ -291,7 +308,7 @@ pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) ->
             taken < a.count
         })?;
         if taken >= a.count {
-            next = a.cursor + visited;
+            next = cursor + visited;
             let mut map = cursors.borrow_mut();
             if map.len() >= 4096 {
                 map.clear();
@@ -346,21 +363,21 @@ fn parse_field_expire(raw: &[u8], secs: bool, base: u64, cmd: &str) -> CmdResult
     Ok((v + base as i64) as u64)
 }
 
-/// `FIELDS numfields field...` with FIELDS at `at - 1`: the fields.
-fn fields_arg<'a>(argv: &'a [Bytes], at: usize, cmd: &str, count_msg: &'static str) -> CmdResult<&'a [Bytes]> {
-    if at > argv.len() || !is(&argv[at - 1], "fields") {
+/// `FIELDS numfields field...`, the rest of `args`: the fields.
+fn fields_arg<'a>(args: &mut Args<'a>, cmd: &str, count_msg: &'static str) -> CmdResult<&'a [Bytes]> {
+    if !args.flag("fields") {
         return Err(CmdError::new(
             "ERR Mandatory argument FIELDS is missing or not at the right position",
         ));
     }
-    let Some(raw) = argv.get(at) else {
+    if args.is_empty() {
         return Err(CmdError::new(super::arity_error(cmd)));
-    };
-    let n = parse_i64(raw).filter(|n| *n >= 1).ok_or_else(|| CmdError::new(count_msg))?;
-    if n != (argv.len() - at - 1) as i64 {
+    }
+    let n = parse_i64(args.next()?).filter(|n| *n >= 1).ok_or_else(|| CmdError::new(count_msg))?;
+    if n != args.left() as i64 {
         return Err(CmdError::new("ERR The `numfields` parameter must match the number of arguments"));
     }
-    Ok(&argv[at + 1..])
+    Ok(args.rest())
 }
 
 const NUM_FIELDS_POSITIVE: &str = "ERR Number of fields must be a positive integer";
@@ -374,15 +391,12 @@ fn replies_all(r: &mut Reply, n: usize, v: i64) {
 
 /// HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT.
 fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bool, abs: bool) -> CmdResult {
-    let w = writer(ctx, &argv[1], false)?;
-    let at = parse_field_expire(&argv[2], secs, if abs { 0 } else { ctx.now_ms }, cmd)?;
-    let cond = ["nx", "xx", "gt", "lt"].iter().position(|c| is(&argv[3], c));
-    let fields = fields_arg(
-        argv,
-        if cond.is_some() { 5 } else { 4 },
-        cmd,
-        "ERR Parameter `numFields` should be greater than 0",
-    )?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let w = writer(ctx, key, false)?;
+    let at = parse_field_expire(args.bytes()?, secs, if abs { 0 } else { ctx.now_ms }, cmd)?;
+    let cond = args.word(&["nx", "xx", "gt", "lt"]);
+    let fields = fields_arg(&mut args, cmd, "ERR Parameter `numFields` should be greater than 0")?;
     let Some(mut w) = w else {
         replies_all(r, fields.len(), -2);
         return Ok(());
@@ -434,15 +448,17 @@ pub fn hpexpireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 /// HTTL family: -2 no such field, -1 no TTL, else `f(expire ms)`.
 fn httl_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, f: impl Fn(u64) -> i64) -> CmdResult {
-    let v = view(ctx, &argv[1])?;
-    let fields = fields_arg(argv, 3, cmd, NUM_FIELDS_POSITIVE)?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let v = view(ctx, key)?;
+    let fields = fields_arg(&mut args, cmd, NUM_FIELDS_POSITIVE)?;
     let Some(v) = v else {
         replies_all(r, fields.len(), -2);
         return Ok(());
     };
     r.array(fields.len());
     for field in fields {
-        r.int(match live(ctx, &argv[1], &v, field)? {
+        r.int(match live(ctx, key, &v, field)? {
             None => -2,
             Some((0, _)) => -1,
             Some((at, _)) => f(at),
@@ -470,8 +486,10 @@ pub fn hpexpiretime(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hpersist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let w = writer(ctx, &argv[1], false)?;
-    let fields = fields_arg(argv, 3, "hpersist", NUM_FIELDS_POSITIVE)?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let w = writer(ctx, key, false)?;
+    let fields = fields_arg(&mut args, "hpersist", NUM_FIELDS_POSITIVE)?;
     let Some(mut w) = w else {
         replies_all(r, fields.len(), -2);
         return Ok(());
@@ -492,8 +510,10 @@ pub fn hpersist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn hgetdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let w = writer(ctx, &argv[1], false)?;
-    let fields = fields_arg(argv, 3, "hgetdel", NUM_FIELDS_POSITIVE)?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let w = writer(ctx, key, false)?;
+    let fields = fields_arg(&mut args, "hgetdel", NUM_FIELDS_POSITIVE)?;
     r.array(fields.len());
     let Some(mut w) = w else {
         (0..fields.len()).for_each(|_| r.null());
@@ -520,18 +540,19 @@ enum GetExAction {
 }
 
 pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let w = writer(ctx, &argv[1], false)?;
-    let unit = ["ex", "px", "exat", "pxat"].iter().position(|c| is(&argv[2], c));
-    let (action, at) = if let Some(u) = unit {
-        let raw = argv.get(3).ok_or_else(|| CmdError::new(super::arity_error("hgetex")))?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let w = writer(ctx, key, false)?;
+    let action = if let Some(u) = args.word(&["ex", "px", "exat", "pxat"]) {
+        let raw = args.next().map_err(|_| CmdError::new(super::arity_error("hgetex")))?;
         let base = if u < 2 { ctx.now_ms } else { 0 };
-        (GetExAction::At(parse_field_expire(raw, u % 2 == 0, base, "hgetex")?), 5)
-    } else if is(&argv[2], "persist") {
-        (GetExAction::Persist, 4)
+        GetExAction::At(parse_field_expire(raw, u % 2 == 0, base, "hgetex")?)
+    } else if args.flag("persist") {
+        GetExAction::Persist
     } else {
-        (GetExAction::Nothing, 3)
+        GetExAction::Nothing
     };
-    let fields = fields_arg(argv, at, "hgetex", NUM_FIELDS_POSITIVE)?;
+    let fields = fields_arg(&mut args, "hgetex", NUM_FIELDS_POSITIVE)?;
     r.array(fields.len());
     let Some(mut w) = w else {
         (0..fields.len()).for_each(|_| r.null());
@@ -570,48 +591,41 @@ struct SetExArgs {
     fxx: bool,
     keepttl: bool,
     at: Option<u64>,
-    first: usize,
 }
 
-fn hsetex_args(ctx: &Ctx, argv: &[Bytes]) -> CmdResult<SetExArgs> {
+/// HSETEX's options, then `FIELDS numfields field value ...`: the options
+/// and the field-value pairs.
+fn hsetex_args<'a>(ctx: &Ctx, args: &mut Args<'a>) -> CmdResult<(SetExArgs, &'a [Bytes])> {
     let mut a = SetExArgs {
         fnx: false,
         fxx: false,
         keepttl: false,
         at: None,
-        first: 0,
     };
     let mut expiry_set = false;
     let conflict = || CmdError::new("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified");
-    let mut i = 2;
-    while i < argv.len() {
-        let arg = &argv[i];
+    while let Ok(arg) = args.next() {
         if is(arg, "fields") {
-            if i + 3 >= argv.len() {
+            if args.left() < 3 {
                 return Err(CmdError::new(super::arity_error("hsetex")));
             }
-            let n = parse_i64(&argv[i + 1])
+            let n = parse_i64(args.next()?)
                 .filter(|n| (1..=i32::MAX as i64).contains(n))
                 .ok_or_else(|| CmdError::new("ERR invalid number of fields"))?;
-            let remaining = argv.len() - i - 2;
-            if !remaining.is_multiple_of(2) || n as usize != remaining / 2 {
+            let pairs = args.rest();
+            if !pairs.len().is_multiple_of(2) || n as usize != pairs.len() / 2 {
                 return Err(CmdError::new(super::arity_error("hsetex")));
             }
-            a.first = i + 2;
-            return Ok(a);
+            return Ok((a, pairs));
         }
-        let unit = ["ex", "px", "exat", "pxat"].iter().position(|c| is(arg, c));
-        if let Some(u) = unit {
+        if let Some(u) = one_of(arg, &["ex", "px", "exat", "pxat"]) {
             if expiry_set {
                 return Err(conflict());
             }
-            if i + 1 >= argv.len() {
-                return Err(CmdError::new("ERR missing expire time"));
-            }
+            let raw = args.next().map_err(|_| CmdError::new("ERR missing expire time"))?;
             expiry_set = true;
-            i += 1;
             let base = if u < 2 { ctx.now_ms } else { 0 };
-            a.at = Some(parse_field_expire(&argv[i], u % 2 == 0, base, "hsetex")?);
+            a.at = Some(parse_field_expire(raw, u % 2 == 0, base, "hsetex")?);
         } else if is(arg, "keepttl") {
             if expiry_set {
                 return Err(conflict());
@@ -627,18 +641,18 @@ fn hsetex_args(ctx: &Ctx, argv: &[Bytes]) -> CmdResult<SetExArgs> {
         } else {
             return Err(CmdError::new(format!("ERR unknown argument: {}", text(arg))));
         }
-        i += 1;
     }
     Err(SYNTAX)
 }
 
 pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let a = hsetex_args(ctx, argv)?;
-    let Some(mut w) = writer(ctx, &argv[1], !a.fxx)? else {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let (a, pairs) = hsetex_args(ctx, &mut args)?;
+    let Some(mut w) = writer(ctx, key, !a.fxx)? else {
         r.int(0);
         return Ok(());
     };
-    let pairs = &argv[a.first..];
     if a.fnx || a.fxx {
         let mut found = 0;
         for p in pairs.chunks(2) {

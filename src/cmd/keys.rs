@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use super::args::{db_index, int, is, text};
+use super::args::{db_index, int, is, text, Args};
 use super::Ctx;
 use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SYNTAX};
 use crate::resp::Reply;
@@ -14,9 +14,51 @@ use crate::storage::meta::{self, KeyType, Meta};
 use crate::types::bigstr;
 use crate::types::coll::{self, Owned};
 use crate::types::keyspace::Keyspace;
+use super::{commands, subcommands, CommandSpec, SubSpec};
+use crate::coord;
+
+/// The generic (key space) commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "del"         -2 [write]         1 -1 1 Conn(coord::del)       generic "1.0.0" "Deletes one or more keys.";
+    "unlink"      -2 [write fast]    1 -1 1 Conn(coord::del)       generic "4.0.0" "Asynchronously deletes one or more keys.";
+    "exists"      -2 [readonly fast] 1 -1 1 Conn(coord::exists)    generic "1.0.0" "Determines whether one or more keys exist.";
+    "touch"       -2 [readonly fast] 1 -1 1 Conn(coord::exists)    generic "3.2.1" "Returns the number of existing keys out of those specified after updating the time they were last accessed.";
+    "type"        2  [readonly fast] 1 1 1  Shard(type_)           generic "1.0.0" "Determines the type of value stored at a key.";
+    "expire"      -3 [write fast]    1 1 1  Shard(expire)          generic "1.0.0" "Sets the expiration time of a key in seconds.";
+    "pexpire"     -3 [write fast]    1 1 1  Shard(pexpire)         generic "2.6.0" "Sets the expiration time of a key in milliseconds.";
+    "expireat"    -3 [write fast]    1 1 1  Shard(expireat)        generic "1.2.0" "Sets the expiration time of a key to a Unix timestamp.";
+    "pexpireat"   -3 [write fast]    1 1 1  Shard(pexpireat)       generic "2.6.0" "Sets the expiration time of a key to a Unix milliseconds timestamp.";
+    "ttl"         2  [readonly fast] 1 1 1  Shard(ttl)             generic "1.0.0" "Returns the expiration time in seconds of a key.";
+    "pttl"        2  [readonly fast] 1 1 1  Shard(pttl)            generic "2.6.0" "Returns the expiration time in milliseconds of a key.";
+    "expiretime"  2  [readonly fast] 1 1 1  Shard(expiretime)      generic "7.0.0" "Returns the expiration time of a key as a Unix timestamp.";
+    "pexpiretime" 2  [readonly fast] 1 1 1  Shard(pexpiretime)     generic "7.0.0" "Returns the expiration time of a key as a Unix milliseconds timestamp.";
+    "persist"     2  [write fast]    1 1 1  Shard(persist)         generic "2.2.0" "Removes the expiration time of a key.";
+    "rename"      3  [write]         1 2 1  Conn(coord::rename)    generic "1.0.0" "Renames a key and overwrites the destination.";
+    "renamenx"    3  [write fast]    1 2 1  Conn(coord::renamenx)  generic "1.0.0" "Renames a key only when the target key name doesn't exist.";
+    "copy"        -3 [write denyoom] 1 2 1  Conn(coord::copy)      generic "6.2.0" "Copies the value of a key to a new key.";
+    "move"        3  [write fast]    1 1 1  Shard(move_)           generic "1.0.0" "Moves a key to another database.";
+    "scan"        -2 [readonly]      0 0 0  Conn(coord::scan)      generic "2.8.0" "Iterates over the key names in the database.";
+    "keys"        2  [readonly]      0 0 0  Conn(coord::keys)      generic "1.0.0" "Returns all key names that match a pattern.";
+    "randomkey"   1  [readonly]      0 0 0  Conn(coord::randomkey) generic "1.0.0" "Returns a random key name from the database.";
+    "object"      -2 []              2 2 1  Shard(object)          generic "2.2.3" "A container for object introspection commands." subs OBJECT_SUBS;
+    "dump"        2  [readonly]      1 1 1  Shard(dump)            generic "2.6.0" "Returns a serialized representation of the value stored at a key.";
+    "restore"     -4 [write denyoom] 1 1 1  Shard(restore)         generic "2.6.0" "Creates a key from the serialized representation of a value.";
+};
+
+/// OBJECT's subcommands.
+#[rustfmt::skip]
+const OBJECT_SUBS: &[SubSpec] = subcommands! {
+    "encoding" 3 [readonly]      "Returns the internal encoding of a Redis object.";
+    "refcount" 3 [readonly]      "Returns the reference count of a value of a key.";
+    "idletime" 3 [readonly]      "Returns the time since the last access to a Redis object.";
+    "freq"     3 [readonly]      "Returns the logarithmic access frequency counter of a Redis object.";
+    "help"     2 [loading stale] "Returns helpful text about the different subcommands.";
+};
+
 
 pub fn type_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let t = ctx.ks().type_of(ctx.db, &argv[1], ctx.now_ms)?;
+    let t = ctx.ks().type_of(ctx.db, Args::new(argv).key()?, ctx.now_ms)?;
     r.simple(t.map_or("none", |t| t.name()));
     Ok(())
 }
@@ -30,9 +72,9 @@ struct ExpireFlags {
     lt: bool,
 }
 
-fn parse_expire_flags(argv: &[Bytes]) -> CmdResult<ExpireFlags> {
+fn parse_expire_flags(args: &mut Args) -> CmdResult<ExpireFlags> {
     let mut f = ExpireFlags::default();
-    for a in &argv[3..] {
+    for a in args.rest() {
         if is(a, "nx") {
             f.nx = true;
         } else if is(a, "xx") {
@@ -55,8 +97,11 @@ fn parse_expire_flags(argv: &[Bytes]) -> CmdResult<ExpireFlags> {
 }
 
 fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bool, abs: bool) -> CmdResult {
-    let flags = parse_expire_flags(argv)?;
-    let mut when = int(&argv[2])?;
+    let mut args = Args::new(argv);
+    let (key, when) = (args.key()?, args.bytes()?);
+    // Redis reads the flags before the time.
+    let flags = parse_expire_flags(&mut args)?;
+    let mut when = int(when)?;
     if secs {
         if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
             return Err(invalid_expire(cmd));
@@ -71,7 +116,7 @@ fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: boo
         when += base;
     }
     let ks = ctx.ks();
-    let Some(stored) = ks.get(ctx.db, &argv[1], ctx.now_ms)? else {
+    let Some(stored) = ks.get(ctx.db, key, ctx.now_ms)? else {
         r.int(0);
         return Ok(());
     };
@@ -86,9 +131,9 @@ fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: boo
         return Ok(());
     }
     if when <= ctx.now_ms as i64 {
-        ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
+        ks.delete(ctx.db, key, ctx.now_ms)?;
     } else {
-        ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, when as u64), Some(cur))?;
+        ks.put(ctx.db, key, &meta::with_expire(&stored.raw, when as u64), Some(cur))?;
     }
     r.int(1);
     Ok(())
@@ -112,7 +157,7 @@ pub fn pexpireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 /// TTL-family reply: -2 missing, -1 no expiry, else `f(expire_ms)`.
 fn ttl_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, f: impl FnOnce(u64) -> i64) -> CmdResult {
-    let e = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
+    let e = ctx.ks().read(ctx.db, Args::new(argv).key()?, ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
     r.int(match e {
         None => -2,
         Some(0) => -1,
@@ -141,9 +186,10 @@ pub fn pexpiretime(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let ks = ctx.ks();
-    match ks.get(ctx.db, &argv[1], ctx.now_ms)? {
+    let key = Args::new(argv).key()?;
+    match ks.get(ctx.db, key, ctx.now_ms)? {
         Some(s) if s.meta().expire_ms != 0 => {
-            ks.put(ctx.db, &argv[1], &meta::with_expire(&s.raw, 0), Some(s.meta().expire_ms))?;
+            ks.put(ctx.db, key, &meta::with_expire(&s.raw, 0), Some(s.meta().expire_ms))?;
             r.int(1);
         }
         _ => r.int(0),
@@ -153,22 +199,24 @@ pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let ks = ctx.ks();
-    let dst = db_index(&argv[2], ks.databases())?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let dst = db_index(args.bytes()?, ks.databases())?;
     if dst == ctx.db {
         return Err(CmdError::new("ERR source and destination objects are the same"));
     }
-    let Some(v) = coll::take(ks, ctx.db, &argv[1], ctx.now_ms)? else {
+    let Some(v) = coll::take(ks, ctx.db, key, ctx.now_ms)? else {
         r.int(0);
         return Ok(());
     };
-    if ks.read(dst, &argv[1], ctx.now_ms, |m| m.is_some())? {
+    if ks.read(dst, key, ctx.now_ms, |m| m.is_some())? {
         r.int(0);
         return Ok(());
     }
     let mut b = ks.store.batch();
-    coll::stage_place(ks, &mut b, dst, &argv[1], &v, None)?;
+    coll::stage_place(ks, &mut b, dst, key, &v, None)?;
     let src = Meta::decode(&v.raw).ok_or(CORRUPT)?;
-    ks.stage_delete(&mut b, ctx.db, &argv[1], &src);
+    ks.stage_delete(&mut b, ctx.db, key, &src);
     ks.store.write(b)?;
     r.int(1);
     Ok(())
@@ -212,12 +260,14 @@ pub fn help_reply(r: &mut Reply, lines: &[&str]) {
 }
 
 pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let sub = &argv[1];
+    let mut args = Args::new(argv);
+    let sub = args.bytes()?;
     if is(sub, "help") {
         help_reply(r, OBJECT_HELP);
         return Ok(());
     }
-    let found = ctx.ks().read(ctx.db, &argv[2], ctx.now_ms, |m| {
+    let key = args.key()?;
+    let found = ctx.ks().read(ctx.db, key, ctx.now_ms, |m| {
         m.map(|m| {
             let string = match m.ty {
                 KeyType::String => Some(string_encoding(m.body)),
@@ -233,7 +283,7 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             return Ok(());
         }
         Some((_, _, Some(e))) => e,
-        Some((ty, Some(c), None)) => coll::encoding_name(ctx.ks(), ctx.db, &argv[2], ty, &c, ctx.now_ms)?,
+        Some((ty, Some(c), None)) => coll::encoding_name(ctx.ks(), ctx.db, key, ty, &c, ctx.now_ms)?,
         Some((_, None, None)) => return Err(CORRUPT),
     };
     if is(sub, "encoding") {
@@ -371,7 +421,7 @@ pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Owned> {
 }
 
 pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    match coll::take(ctx.ks(), ctx.db, &argv[1], ctx.now_ms)? {
+    match coll::take(ctx.ks(), ctx.db, Args::new(argv).key()?, ctx.now_ms)? {
         None => r.null(),
         Some(v) => r.bulk(&dump_payload(&v)),
     }
@@ -379,36 +429,34 @@ pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let ttl = int(&argv[2])?;
+    let mut args = Args::new(argv);
+    let (key, ttl, payload) = (args.key()?, args.int()?, args.bytes()?);
     let (mut replace, mut absttl) = (false, false);
-    let mut j = 4;
-    while j < argv.len() {
-        let a = &argv[j];
-        if is(a, "replace") {
+    while !args.is_empty() {
+        // A word that takes a value counts only when the value is there.
+        let valued = args.left() >= 2;
+        if args.flag("replace") {
             replace = true;
-        } else if is(a, "absttl") {
+        } else if args.flag("absttl") {
             absttl = true;
-        } else if is(a, "idletime") && j + 1 < argv.len() {
-            j += 1;
-            if int(&argv[j])? < 0 {
+        } else if valued && args.flag("idletime") {
+            if args.int()? < 0 {
                 return Err(CmdError::new("ERR Invalid IDLETIME value, must be >= 0"));
             }
-        } else if is(a, "freq") && j + 1 < argv.len() {
-            j += 1;
-            let f = int(&argv[j])?;
+        } else if valued && args.flag("freq") {
+            let f = args.int()?;
             if !(0..=255).contains(&f) {
                 return Err(CmdError::new("ERR Invalid FREQ value, must be >= 0 and <= 255"));
             }
         } else {
             return Err(SYNTAX);
         }
-        j += 1;
     }
     if ttl < 0 {
         return Err(CmdError::new("ERR Invalid TTL value, must be >= 0"));
     }
     let ks = ctx.ks();
-    let prior = ks.read(ctx.db, &argv[1], ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
+    let prior = ks.read(ctx.db, key, ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
     let existed = prior.is_some();
     if existed && !replace {
         return Err(CmdError::new("BUSYKEY Target key name already exists."));
@@ -418,13 +466,13 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         (t, true) => t as u64,
         (t, false) => ctx.now_ms.saturating_add(t as u64),
     };
-    let v = parse_payload(&argv[3], expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
+    let v = parse_payload(payload, expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
     if expire_ms != 0 && expire_ms <= ctx.now_ms {
         if existed {
-            ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
+            ks.delete(ctx.db, key, ctx.now_ms)?;
         }
     } else {
-        coll::place(ks, ctx.db, &argv[1], &v, ctx.now_ms)?;
+        coll::place(ks, ctx.db, key, &v, ctx.now_ms)?;
     }
     r.ok();
     Ok(())

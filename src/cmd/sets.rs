@@ -4,12 +4,37 @@
 
 use bytes::Bytes;
 
-use super::args::int;
+use super::args::Args;
 use super::Ctx;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::resp::Reply;
 use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
+use super::{commands, CommandSpec};
+use crate::coord;
+
+/// The set commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "sadd"        -3 [write denyoom fast]   1 1 1  Shard(sadd)                    set "1.0.0" "Adds one or more members to a set. Creates the key if it doesn't exist.";
+    "srem"        -3 [write fast]           1 1 1  Shard(srem)                    set "1.0.0" "Removes one or more members from a set. Deletes the set if the last member was removed.";
+    "scard"       2  [readonly fast]        1 1 1  Shard(scard)                   set "1.0.0" "Returns the number of members in a set.";
+    "sismember"   3  [readonly fast]        1 1 1  Shard(sismember)               set "1.0.0" "Determines whether a member belongs to a set.";
+    "smismember"  -3 [readonly fast]        1 1 1  Shard(smismember)              set "6.2.0" "Determines whether multiple members belong to a set.";
+    "smembers"    2  [readonly]             1 1 1  Shard(super::whole::smembers)  set "1.0.0" "Returns all members of a set.";
+    "srandmember" -2 [readonly]             1 1 1  Shard(srandmember)             set "1.0.0" "Get one or multiple random members from a set";
+    "spop"        -2 [write fast]           1 1 1  Shard(spop)                    set "1.0.0" "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.";
+    "smove"       4  [write fast]           1 2 1  Conn(coord::coll::smove)       set "1.0.0" "Moves a member from one set to another.";
+    "sinter"      -2 [readonly]             1 -1 1 Conn(coord::coll::sinter)      set "1.0.0" "Returns the intersect of multiple sets.";
+    "sintercard"  -3 [readonly movablekeys] 0 0 0  Conn(coord::coll::sintercard)  set "7.0.0" "Returns the number of members of the intersect of multiple sets.";
+    "sinterstore" -3 [write denyoom]        1 -1 1 Conn(coord::coll::sinterstore) set "1.0.0" "Stores the intersect of multiple sets in a key.";
+    "sunion"      -2 [readonly]             1 -1 1 Conn(coord::coll::sunion)      set "1.0.0" "Returns the union of multiple sets.";
+    "sunionstore" -3 [write denyoom]        1 -1 1 Conn(coord::coll::sunionstore) set "1.0.0" "Stores the union of multiple sets in a key.";
+    "sdiff"       -2 [readonly]             1 -1 1 Conn(coord::coll::sdiff)       set "1.0.0" "Returns the difference of multiple sets.";
+    "sdiffstore"  -3 [write denyoom]        1 -1 1 Conn(coord::coll::sdiffstore)  set "1.0.0" "Stores the difference of multiple sets in a key.";
+    "sscan"       -3 [readonly]             1 1 1  Shard(sscan)                   set "2.8.0" "Iterates over members of a set.";
+};
+
 
 const S: KeyType = KeyType::Set;
 
@@ -22,9 +47,11 @@ fn is_member(ctx: &Ctx, key: &[u8], v: &View, m: &[u8]) -> CmdResult<bool> {
 }
 
 pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let mut w = Writer::upsert(ctx.ks(), ctx.db, &argv[1], S, ctx.now_ms)?;
+    let mut args = Args::new(argv);
+    let (key, members) = (args.key()?, args.rest());
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, S, ctx.now_ms)?;
     let mut added = 0;
-    for m in &argv[2..] {
+    for m in members {
         if w.physical(m)?.is_none() {
             w.put(m, 0, b"")?;
             added += 1;
@@ -36,12 +63,14 @@ pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn srem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, &argv[1], S, ctx.now_ms, false)? else {
+    let mut args = Args::new(argv);
+    let (key, members) = (args.key()?, args.rest());
+    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, key, S, ctx.now_ms, false)? else {
         r.int(0);
         return Ok(());
     };
     let mut removed = 0;
-    for m in &argv[2..] {
+    for m in members {
         removed += (w.delete(m)? != crate::types::hash::Phys::Missing) as i64;
     }
     w.commit()?;
@@ -50,13 +79,15 @@ pub fn srem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn scard(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    r.int(view(ctx, &argv[1])?.map_or(0, |v| v.c.size as i64));
+    r.int(view(ctx, Args::new(argv).key()?)?.map_or(0, |v| v.c.size as i64));
     Ok(())
 }
 
 pub fn sismember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let found = match view(ctx, &argv[1])? {
-        Some(v) => is_member(ctx, &argv[1], &v, &argv[2])?,
+    let mut args = Args::new(argv);
+    let (key, member) = (args.key()?, args.bytes()?);
+    let found = match view(ctx, key)? {
+        Some(v) => is_member(ctx, key, &v, member)?,
         None => false,
     };
     r.int(found as i64);
@@ -64,11 +95,13 @@ pub fn sismember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn smismember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let v = view(ctx, &argv[1])?;
-    r.array(argv.len() - 2);
-    for m in &argv[2..] {
+    let mut args = Args::new(argv);
+    let (key, members) = (args.key()?, args.rest());
+    let v = view(ctx, key)?;
+    r.array(members.len());
+    for m in members {
         let found = match &v {
-            Some(v) => is_member(ctx, &argv[1], v, m)?,
+            Some(v) => is_member(ctx, key, v, m)?,
             None => false,
         };
         r.int(found as i64);
@@ -85,23 +118,25 @@ fn pick(ctx: &Ctx, key: &[u8], v: &Option<View>, count: i64, rng: &mut Rng) -> C
 
 pub fn srandmember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut rng = Rng::seeded();
-    if argv.len() > 3 {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    if args.left() > 1 {
         return Err(SYNTAX);
     }
-    if argv.len() == 2 {
-        let v = view(ctx, &argv[1])?;
-        match pick(ctx, &argv[1], &v, -1, &mut rng)?.first() {
+    if args.is_empty() {
+        let v = view(ctx, key)?;
+        match pick(ctx, key, &v, -1, &mut rng)?.first() {
             Some(e) => r.bulk(&e.0),
             None => r.null(),
         }
         return Ok(());
     }
-    let l = int(&argv[2])?;
+    let l = args.int()?;
     if l == i64::MIN {
         return Err(CmdError::new(super::hashes::RANDOM_COUNT_RANGE));
     }
-    let v = view(ctx, &argv[1])?;
-    let picks = pick(ctx, &argv[1], &v, l, &mut rng)?;
+    let v = view(ctx, key)?;
+    let picks = pick(ctx, key, &v, l, &mut rng)?;
     r.array(picks.len());
     for e in &picks {
         r.bulk(&e.0);
@@ -111,27 +146,29 @@ pub fn srandmember(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub fn spop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut rng = Rng::seeded();
-    if argv.len() > 3 {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    if args.left() > 1 {
         return Err(SYNTAX);
     }
-    let count = match argv.get(2) {
+    let count = match args.peek() {
         None => None,
-        Some(a) => {
-            let c = int(a).map_err(|_| CmdError::new("ERR value is out of range, must be positive"))?;
+        Some(_) => {
+            let c = args.int().map_err(|_| CmdError::new("ERR value is out of range, must be positive"))?;
             if c < 0 {
                 return Err(CmdError::new("ERR value is out of range, must be positive"));
             }
             Some(c)
         }
     };
-    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, &argv[1], S, ctx.now_ms, false)? else {
+    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, key, S, ctx.now_ms, false)? else {
         match count {
             None => r.null(),
             Some(_) => r.set(0),
         }
         return Ok(());
     };
-    let picks = coll::random_members(ctx.ks(), ctx.db, &argv[1], &w.c, ctx.now_ms, count.unwrap_or(-1), &mut rng)?;
+    let picks = coll::random_members(ctx.ks(), ctx.db, key, &w.c, ctx.now_ms, count.unwrap_or(-1), &mut rng)?;
     match count {
         Some(_) => r.set(picks.len()),
         None if picks.is_empty() => r.null(),

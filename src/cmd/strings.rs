@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::args::{int, is};
+use super::args::{int, is, Args};
 use super::Ctx;
 use crate::error::CORRUPT;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
@@ -13,6 +13,36 @@ use crate::storage::meta::{self, KeyType, Meta};
 use crate::storage::PeerStore;
 use crate::types::bigstr;
 use crate::types::string::{self as logic, FloatIncrError};
+use super::{commands, CommandSpec};
+use crate::coord;
+
+/// The string commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "get"         2  [readonly fast]      1 1 1  Shard(get)          string "1.0.0" "Returns the string value of a key.";
+    "set"         -3 [write denyoom]      1 1 1  Shard(set)          string "1.0.0" "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.";
+    "setnx"       3  [write denyoom fast] 1 1 1  Shard(setnx)        string "1.0.0" "Set the string value of a key only when the key doesn't exist.";
+    "setex"       4  [write denyoom]      1 1 1  Shard(setex)        string "2.0.0" "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.";
+    "psetex"      4  [write denyoom]      1 1 1  Shard(psetex)       string "2.6.0" "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.";
+    "getset"      3  [write denyoom fast] 1 1 1  Shard(getset)       string "1.0.0" "Returns the previous string value of a key after setting it to a new value.";
+    "getdel"      2  [write fast]         1 1 1  Shard(getdel)       string "6.2.0" "Returns the string value of a key after deleting the key.";
+    "getex"       -2 [write fast]         1 1 1  Shard(getex)        string "6.2.0" "Returns the string value of a key after setting its expiration time.";
+    "mget"        -2 [readonly fast]      1 -1 1 Conn(coord::mget)   string "1.0.0" "Atomically returns the string values of one or more keys.";
+    "mset"        -3 [write denyoom]      1 -1 2 Conn(coord::mset)   string "1.0.1" "Atomically creates or modifies the string values of one or more keys.";
+    "msetnx"      -3 [write denyoom]      1 -1 2 Conn(coord::msetnx) string "1.0.1" "Atomically modifies the string values of one or more keys only when all keys don't exist.";
+    "append"      3  [write denyoom fast] 1 1 1  Shard(append)       string "2.0.0" "Appends a string to the value of a key. Creates the key if it doesn't exist.";
+    "strlen"      2  [readonly fast]      1 1 1  Shard(strlen)       string "2.2.0" "Returns the length of a string value.";
+    "incr"        2  [write denyoom fast] 1 1 1  Shard(incr)         string "1.0.0" "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
+    "decr"        2  [write denyoom fast] 1 1 1  Shard(decr)         string "1.0.0" "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
+    "incrby"      3  [write denyoom fast] 1 1 1  Shard(incrby)       string "1.0.0" "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
+    "decrby"      3  [write denyoom fast] 1 1 1  Shard(decrby)       string "1.0.0" "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.";
+    "incrbyfloat" 3  [write denyoom fast] 1 1 1  Shard(incrbyfloat)  string "2.6.0" "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
+    "getrange"    4  [readonly]           1 1 1  Shard(getrange)     string "2.4.0" "Returns a substring of the string stored at a key.";
+    "substr"      4  [readonly]           1 1 1  Shard(getrange)     string "1.0.0" "Returns a substring from a string value.";
+    "setrange"    4  [write denyoom]      1 1 1  Shard(setrange)     string "2.2.0" "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.";
+    "lcs"         -3 [readonly]           1 2 1  Conn(coord::lcs)    string "7.0.0" "Finds the longest common substring.";
+};
+
 
 /// A live string key's value and expiry, or None; WRONGTYPE for other types.
 /// A big string is read whole.
@@ -43,8 +73,9 @@ fn read_number(ctx: &Ctx, key: &[u8], not_number: CmdError) -> CmdResult<Option<
 }
 
 pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let key = Args::new(argv).key()?;
     // Zero-copy: the value goes from RocksDB's pinned slice to the reply.
-    let found = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
+    let found = ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
         None => {
             r.null();
             Ok(false)
@@ -57,7 +88,7 @@ pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
         Some(m) => match bigstr::of(&m)? {
             Some(s) => {
-                r.bulk(&bigstr::read_all(ctx.ks(), ctx.db, &argv[1], s)?);
+                r.bulk(&bigstr::read_all(ctx.ks(), ctx.db, key, s)?);
                 Ok(true)
             }
             None => Err(WRONGTYPE),
@@ -122,13 +153,11 @@ pub struct SetOpts {
     pub expire: Option<(bool, bool, Bytes)>,
 }
 
-/// Parses SET (`for_getex == false`) or GETEX options starting at `argv[from]`.
-pub fn parse_set_opts(argv: &[Bytes], from: usize, for_getex: bool) -> CmdResult<SetOpts> {
+/// Parses SET (`for_getex == false`) or GETEX options: the rest of `args`.
+pub fn parse_set_opts(args: &mut Args, for_getex: bool) -> CmdResult<SetOpts> {
     let mut o = SetOpts::default();
-    let mut j = from;
-    while j < argv.len() {
-        let a = &argv[j];
-        let next = argv.get(j + 1);
+    while let Ok(a) = args.next() {
+        let next = args.peek();
         let has_expire = o.expire.is_some();
         let same_expire = |secs: bool, abs: bool| o.expire.as_ref().is_none_or(|(s, a, _)| *s == secs && *a == abs);
         if !for_getex && is(a, "nx") && !o.xx {
@@ -157,11 +186,10 @@ pub fn parse_set_opts(argv: &[Bytes], from: usize, for_getex: bool) -> CmdResult
                 return Err(SYNTAX);
             }
             o.expire = Some((secs, abs, v.clone()));
-            j += 1;
+            args.next()?;
         } else {
             return Err(SYNTAX);
         }
-        j += 1;
     }
     Ok(o)
 }
@@ -219,13 +247,15 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
 }
 
 pub fn set(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let o = parse_set_opts(argv, 3, false)?;
+    let mut args = Args::new(argv);
+    let (key, value) = (args.key()?, args.bytes()?);
+    let o = parse_set_opts(&mut args, false)?;
     let expiry = match &o.expire {
         Some((secs, abs, raw)) => Expiry::At(expire_at("set", *secs, *abs, raw, ctx.now_ms)?),
         None if o.keepttl => Expiry::Keep,
         None => Expiry::Clear,
     };
-    let (written, old) = set_generic(ctx, &argv[1], &argv[2], &o, expiry)?;
+    let (written, old) = set_generic(ctx, key, value, &o, expiry)?;
     if o.get {
         match old {
             Some(v) => r.bulk(&v),
@@ -240,18 +270,24 @@ pub fn set(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn setnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (key, value) = (args.key()?, args.bytes()?);
+    args.finish()?;
     let o = SetOpts {
         nx: true,
         ..SetOpts::default()
     };
-    let (written, _) = set_generic(ctx, &argv[1], &argv[2], &o, Expiry::Clear)?;
+    let (written, _) = set_generic(ctx, key, value, &o, Expiry::Clear)?;
     r.int(written as i64);
     Ok(())
 }
 
 fn setex_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bool) -> CmdResult {
-    let at = expire_at(cmd, secs, false, &argv[2], ctx.now_ms)?;
-    set_generic(ctx, &argv[1], &argv[3], &SetOpts::default(), Expiry::At(at))?;
+    let mut args = Args::new(argv);
+    let (key, ttl, value) = (args.key()?, args.bytes()?, args.bytes()?);
+    args.finish()?;
+    let at = expire_at(cmd, secs, false, ttl, ctx.now_ms)?;
+    set_generic(ctx, key, value, &SetOpts::default(), Expiry::At(at))?;
     r.ok();
     Ok(())
 }
@@ -265,11 +301,14 @@ pub fn psetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn getset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (key, value) = (args.key()?, args.bytes()?);
+    args.finish()?;
     let o = SetOpts {
         get: true,
         ..SetOpts::default()
     };
-    let (_, old) = set_generic(ctx, &argv[1], &argv[2], &o, Expiry::Clear)?;
+    let (_, old) = set_generic(ctx, key, value, &o, Expiry::Clear)?;
     match old {
         Some(v) => r.bulk(&v),
         None => r.null(),
@@ -278,10 +317,11 @@ pub fn getset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn getdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    match read_string(ctx, &argv[1])? {
+    let key = Args::new(argv).key()?;
+    match read_string(ctx, key)? {
         None => r.null(),
         Some((v, _)) => {
-            ctx.ks().delete(ctx.db, &argv[1], ctx.now_ms)?;
+            ctx.ks().delete(ctx.db, key, ctx.now_ms)?;
             r.bulk(&v);
         }
     }
@@ -289,26 +329,28 @@ pub fn getdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let o = parse_set_opts(argv, 2, true)?;
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let o = parse_set_opts(&mut args, true)?;
     let at = match &o.expire {
         Some((secs, abs, raw)) => Some(expire_at("getex", *secs, *abs, raw, ctx.now_ms)?),
         None => None,
     };
     let ks = ctx.ks();
-    let Some(stored) = ks.get(ctx.db, &argv[1], ctx.now_ms)? else {
+    let Some(stored) = ks.get(ctx.db, key, ctx.now_ms)? else {
         r.null();
         return Ok(());
     };
     let m = stored.meta();
-    let v = bigstr::read_all(ks, ctx.db, &argv[1], bigstr::of(&m)?.ok_or(WRONGTYPE)?)?;
+    let v = bigstr::read_all(ks, ctx.db, key, bigstr::of(&m)?.ok_or(WRONGTYPE)?)?;
     let old_expire = m.expire_ms;
     // A new expiry rewrites only the meta record (a big string's chunks stay).
     match at {
         Some(at) if at <= ctx.now_ms => {
-            ks.delete(ctx.db, &argv[1], ctx.now_ms)?;
+            ks.delete(ctx.db, key, ctx.now_ms)?;
         }
-        Some(at) => ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, at), Some(old_expire))?,
-        None if o.persist && old_expire != 0 => ks.put(ctx.db, &argv[1], &meta::with_expire(&stored.raw, 0), Some(old_expire))?,
+        Some(at) => ks.put(ctx.db, key, &meta::with_expire(&stored.raw, at), Some(old_expire))?,
+        None if o.persist && old_expire != 0 => ks.put(ctx.db, key, &meta::with_expire(&stored.raw, 0), Some(old_expire))?,
         None => {}
     }
     r.bulk(&v);
@@ -345,14 +387,18 @@ fn write_string(ctx: &Ctx, key: &[u8], offset: Option<u64>, data: &[u8]) -> CmdR
 }
 
 pub fn append(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let n = write_string(ctx, &argv[1], None, &argv[2])?;
+    let mut args = Args::new(argv);
+    let (key, data) = (args.key()?, args.bytes()?);
+    args.finish()?;
+    let n = write_string(ctx, key, None, data)?;
     r.int(n as i64);
     Ok(())
 }
 
 pub fn strlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let key = Args::new(argv).key()?;
     // A big string's length is in its meta record: no chunk is read.
-    let n = ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
+    let n = ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
         None => Ok::<u64, CmdError>(0),
         Some(m) => Ok(bigstr::of(&m)?.ok_or(WRONGTYPE)?.len()),
     })??;
@@ -372,41 +418,46 @@ fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
 }
 
 pub fn incr(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    incr_generic(ctx, &argv[1], 1, r)
+    incr_generic(ctx, Args::new(argv).key()?, 1, r)
 }
 
 pub fn decr(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    incr_generic(ctx, &argv[1], -1, r)
+    incr_generic(ctx, Args::new(argv).key()?, -1, r)
 }
 
 pub fn incrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    incr_generic(ctx, &argv[1], int(&argv[2])?, r)
+    let mut args = Args::new(argv);
+    let (key, by) = (args.key()?, args.int()?);
+    incr_generic(ctx, key, by, r)
 }
 
 pub fn decrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let by = int(&argv[2])?;
+    let mut args = Args::new(argv);
+    let (key, by) = (args.key()?, args.int()?);
     if by == i64::MIN {
         return Err(CmdError::new("ERR decrement would overflow"));
     }
-    incr_generic(ctx, &argv[1], -by, r)
+    incr_generic(ctx, key, -by, r)
 }
 
 pub fn incrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let current = read_number(ctx, &argv[1], NOT_FLOAT)?;
-    let next = logic::incr_by_float(current.as_ref().map(|(v, _)| &v[..]), &argv[2]).map_err(|e| match e {
+    let mut args = Args::new(argv);
+    let (key, by) = (args.key()?, args.bytes()?);
+    let current = read_number(ctx, key, NOT_FLOAT)?;
+    let next = logic::incr_by_float(current.as_ref().map(|(v, _)| &v[..]), by).map_err(|e| match e {
         FloatIncrError::NotFloat | FloatIncrError::BadIncrement => NOT_FLOAT,
         FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
     })?;
     let prior = current.map(|(_, e)| e);
-    ctx.ks().put_string(ctx.db, &argv[1], prior.unwrap_or(0), &next, prior)?;
+    ctx.ks().put_string(ctx.db, key, prior.unwrap_or(0), &next, prior)?;
     r.bulk(&next);
     Ok(())
 }
 
 pub fn getrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let start = int(&argv[2])?;
-    let end = int(&argv[3])?;
-    ctx.ks().read(ctx.db, &argv[1], ctx.now_ms, |m| match m {
+    let mut args = Args::new(argv);
+    let (key, start, end) = (args.key()?, args.int()?, args.int()?);
+    ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
         None => {
             r.bulk(b"");
             Ok(())
@@ -419,7 +470,7 @@ pub fn getrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             // Only the chunks the range overlaps are read.
             bigstr::Str::Big { version, len } => {
                 let (from, to) = logic::range_bounds(len, start, end).unwrap_or((0, 0));
-                r.bulk(&bigstr::read_range(ctx.ks(), ctx.db, &argv[1], version, len, from, to)?);
+                r.bulk(&bigstr::read_range(ctx.ks(), ctx.db, key, version, len, from, to)?);
                 Ok(())
             }
         },
@@ -427,11 +478,12 @@ pub fn getrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let offset = int(&argv[2])?;
+    let mut args = Args::new(argv);
+    let (key, offset, data) = (args.key()?, args.int()?, args.bytes()?);
     if offset < 0 {
         return Err(CmdError::new("ERR offset is out of range"));
     }
-    let n = write_string(ctx, &argv[1], Some(offset as u64), &argv[3])?;
+    let n = write_string(ctx, key, Some(offset as u64), data)?;
     r.int(n as i64);
     Ok(())
 }
@@ -446,7 +498,7 @@ mod tests {
 
     #[test]
     fn set_option_grammar() {
-        let ok = |a: &[&str]| parse_set_opts(&argv(a), 3, false).is_ok();
+        let ok = |a: &[&str]| parse_set_opts(&mut Args::at(&argv(a), 3), false).is_ok();
         assert!(ok(&["set", "k", "v", "NX", "GET", "EX", "10"]));
         assert!(ok(&["set", "k", "v", "ex", "1", "ex", "2"]));
         assert!(!ok(&["set", "k", "v", "NX", "XX"]));
@@ -454,9 +506,9 @@ mod tests {
         assert!(!ok(&["set", "k", "v", "KEEPTTL", "EX", "1"]));
         assert!(!ok(&["set", "k", "v", "EX"]));
         assert!(!ok(&["set", "k", "v", "PERSIST"]));
-        assert!(parse_set_opts(&argv(&["getex", "k", "PERSIST"]), 2, true).is_ok());
-        assert!(parse_set_opts(&argv(&["getex", "k", "PERSIST", "EX", "1"]), 2, true).is_err());
-        assert!(parse_set_opts(&argv(&["getex", "k", "NX"]), 2, true).is_err());
+        assert!(parse_set_opts(&mut Args::at(&argv(&["getex", "k", "PERSIST"]), 2), true).is_ok());
+        assert!(parse_set_opts(&mut Args::at(&argv(&["getex", "k", "PERSIST", "EX", "1"]), 2), true).is_err());
+        assert!(parse_set_opts(&mut Args::at(&argv(&["getex", "k", "NX"]), 2), true).is_err());
     }
 
     #[test]

@@ -1,246 +1,85 @@
-//! The command table, declared once: one file per command family, joined
-//! in a fixed order into [`TABLE`] (a command's position there is its index
-//! in the per-shard stats). The container commands' subcommands are here.
+//! The command table. Each family module declares its own commands beside
+//! their handlers (`COMMANDS`, one line per command, written with
+//! [`commands!`]); this module joins the families in a fixed order into
+//! [`TABLE`] (a command's position there is its index in the per-shard
+//! stats) and builds the name index that [`super::lookup`] reads.
+//!
+//! A declaration line reads:
+//! `"name" arity [flags] first last step Kind(handler) group "since" "summary" [subs LIST];`
+//! with Redis's conventions for arity (N exact, -N at least N, the name
+//! included) and key positions (last -1: up to the last argument).
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use super::ConnCmd as C;
-use super::Exec::{Conn, Shard};
-use super::{hashes, keys, sets, strings, whole, CommandSpec, SubSpec};
+use super::{connection, hashes, keys, server, sets, strings, CommandSpec};
 
-macro_rules! spec {
-    ($name:literal, $arity:expr, [$($flag:literal),*], $fk:expr, $lk:expr, $st:expr, $group:literal, $since:literal, $summary:literal, $exec:expr) => {
-        spec!($name, $arity, [$($flag),*], $fk, $lk, $st, $group, $since, $summary, $exec, &[])
-    };
-    ($name:literal, $arity:expr, [$($flag:literal),*], $fk:expr, $lk:expr, $st:expr, $group:literal, $since:literal, $summary:literal, $exec:expr, $subs:expr) => {
-        CommandSpec {
+/// Declares a family's commands, one line each (see the module doc). The
+/// braces keep rustfmt from spreading a line over twelve.
+macro_rules! commands {
+    ($($name:literal $arity:literal [$($flag:ident)*] $fk:literal $lk:literal $step:literal $kind:ident($f:path) $group:ident $since:literal $summary:literal $(subs $subs:path)?;)*) => {
+        &[$($crate::cmd::CommandSpec {
             name: $name,
             arity: $arity,
-            flags: &[$($flag),*],
+            flags: &[$(stringify!($flag)),*],
+            bits: $crate::cmd::flag_bits(&[$(stringify!($flag)),*]),
             first_key: $fk,
             last_key: $lk,
-            step: $st,
-            group: $group,
+            step: $step,
+            group: stringify!($group),
             since: $since,
             summary: $summary,
-            exec: $exec,
-            subcommands: $subs,
-        }
+            exec: $crate::cmd::exec!($kind $f),
+            subcommands: $crate::cmd::commands!(@subs $($subs)?),
+        }),*]
+    };
+    (@subs) => { &[] };
+    (@subs $subs:path) => { $subs };
+}
+
+/// A declaration's `Shard(handler)` or `Conn(handler)`; a connection
+/// handler is an `async fn`, whose future is boxed here.
+macro_rules! exec {
+    (Shard $f:path) => {
+        $crate::cmd::Exec::Shard($f)
+    };
+    (Conn $f:path) => {
+        $crate::cmd::Exec::Conn({
+            fn boxed<'a>(
+                c: $crate::cmd::Conn<'a>,
+                argv: &'a [bytes::Bytes],
+                r: &'a mut $crate::resp::Reply,
+            ) -> $crate::cmd::ConnFuture<'a> {
+                Box::pin($f(c, argv, r))
+            }
+            boxed
+        })
     };
 }
 
-macro_rules! sub {
-    ($name:literal, $arity:expr, [$($flag:literal),*], $summary:literal) => {
-        SubSpec { name: $name, arity: $arity, flags: &[$($flag),*], summary: $summary }
+/// Declares a container command's subcommands, one line each:
+/// `"name" arity [flags] "summary";`.
+macro_rules! subcommands {
+    ($($name:literal $arity:literal [$($flag:ident)*] $summary:literal;)*) => {
+        &[$($crate::cmd::SubSpec { name: $name, arity: $arity, flags: &[$(stringify!($flag)),*], summary: $summary }),*]
     };
 }
 
-const CLIENT_SUBS: &[SubSpec] = &[
-    sub!(
-        "id",
-        2,
-        ["noscript", "loading", "stale"],
-        "Returns the unique client ID of the connection."
-    ),
-    sub!("setname", 3, ["noscript", "loading", "stale"], "Sets the connection name."),
-    sub!(
-        "getname",
-        2,
-        ["noscript", "loading", "stale"],
-        "Returns the name of the connection."
-    ),
-    sub!("list", -2, ["admin", "noscript", "loading", "stale"], "Lists open connections."),
-    sub!(
-        "info",
-        2,
-        ["noscript", "loading", "stale"],
-        "Returns information about the connection."
-    ),
-    sub!(
-        "kill",
-        -3,
-        ["admin", "noscript", "loading", "stale"],
-        "Terminates open connections."
-    ),
-    sub!(
-        "setinfo",
-        4,
-        ["noscript", "loading", "stale"],
-        "Sets information specific to the client or connection."
-    ),
-    sub!(
-        "no-evict",
-        3,
-        ["admin", "noscript", "loading", "stale"],
-        "Sets the client eviction mode of the connection."
-    ),
-    sub!(
-        "no-touch",
-        3,
-        ["noscript", "loading", "stale"],
-        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."
-    ),
-    sub!(
-        "help",
-        2,
-        ["loading", "stale"],
-        "Returns helpful text about the different subcommands."
-    ),
-];
+pub(crate) use {commands, exec, subcommands};
 
-const CONFIG_SUBS: &[SubSpec] = &[
-    sub!(
-        "get",
-        -3,
-        ["admin", "noscript", "loading", "stale"],
-        "Returns the effective values of configuration parameters."
-    ),
-    sub!(
-        "set",
-        -4,
-        ["admin", "noscript", "loading", "stale"],
-        "Sets configuration parameters in-flight."
-    ),
-    sub!(
-        "resetstat",
-        2,
-        ["admin", "noscript", "loading", "stale"],
-        "Resets the server's statistics."
-    ),
-    sub!(
-        "rewrite",
-        2,
-        ["admin", "noscript", "loading", "stale"],
-        "Persists the effective configuration to file."
-    ),
-    sub!(
-        "help",
-        2,
-        ["loading", "stale"],
-        "Returns helpful text about the different subcommands."
-    ),
-];
-
-const SLOWLOG_SUBS: &[SubSpec] = &[
-    sub!("get", -2, ["admin", "loading", "stale"], "Returns the slow log's entries."),
-    sub!(
-        "len",
-        2,
-        ["admin", "loading", "stale"],
-        "Returns the number of entries in the slow log."
-    ),
-    sub!("reset", 2, ["admin", "loading", "stale"], "Clears all entries from the slow log."),
-    sub!("help", 2, ["loading", "stale"], "Show helpful text about the different subcommands"),
-];
-
-const LATENCY_SUBS: &[SubSpec] = &[
-    sub!(
-        "doctor",
-        2,
-        ["admin", "noscript", "loading", "stale"],
-        "Returns a human-readable latency analysis report."
-    ),
-    sub!(
-        "histogram",
-        -2,
-        ["admin", "noscript", "loading", "stale"],
-        "Returns the cumulative distribution of latencies of a subset or all commands."
-    ),
-    sub!(
-        "history",
-        3,
-        ["admin", "noscript", "loading", "stale"],
-        "Returns timestamp-latency samples for an event."
-    ),
-    sub!(
-        "latest",
-        2,
-        ["admin", "noscript", "loading", "stale"],
-        "Returns the latest latency samples for all events."
-    ),
-    sub!(
-        "reset",
-        -2,
-        ["admin", "noscript", "loading", "stale"],
-        "Resets the latency data for one or more events."
-    ),
-    sub!(
-        "help",
-        2,
-        ["loading", "stale"],
-        "Returns helpful text about the different subcommands."
-    ),
-];
-
-const OBJECT_SUBS: &[SubSpec] = &[
-    sub!("encoding", 3, ["readonly"], "Returns the internal encoding of a Redis object."),
-    sub!("refcount", 3, ["readonly"], "Returns the reference count of a value of a key."),
-    sub!(
-        "idletime",
-        3,
-        ["readonly"],
-        "Returns the time since the last access to a Redis object."
-    ),
-    sub!(
-        "freq",
-        3,
-        ["readonly"],
-        "Returns the logarithmic access frequency counter of a Redis object."
-    ),
-    sub!(
-        "help",
-        2,
-        ["loading", "stale"],
-        "Returns helpful text about the different subcommands."
-    ),
-];
-
-const COMMAND_SUBS: &[SubSpec] = &[
-    sub!("count", 2, ["loading", "stale"], "Returns a count of commands."),
-    sub!(
-        "info",
-        -2,
-        ["loading", "stale"],
-        "Returns information about one, multiple or all commands."
-    ),
-    sub!(
-        "docs",
-        -2,
-        ["loading", "stale"],
-        "Returns documentary information about one, multiple or all commands."
-    ),
-    sub!("list", -2, ["loading", "stale"], "Returns a list of command names."),
-    sub!(
-        "getkeys",
-        -3,
-        ["loading", "stale"],
-        "Extracts the key names from an arbitrary command."
-    ),
-    sub!(
-        "help",
-        2,
-        ["loading", "stale"],
-        "Returns helpful text about the different subcommands."
-    ),
-];
-
-/// Every command Basalt serves.
-mod connection_cmds;
-mod hash_cmds;
-mod key_cmds;
-mod server_cmds;
-mod set_cmds;
-mod string_cmds;
-
-/// Every command, in the order the families are listed here.
+/// Every command, family by family.
 pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
     [
-        connection_cmds::SPECS,
-        string_cmds::SPECS,
-        key_cmds::SPECS,
-        server_cmds::SPECS,
-        hash_cmds::SPECS,
-        set_cmds::SPECS,
+        connection::COMMANDS,
+        strings::COMMANDS,
+        keys::COMMANDS,
+        server::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
     ]
     .concat()
 });
+
+/// Lower-case name to index in [`TABLE`].
+pub(super) static INDEX: LazyLock<HashMap<&'static [u8], usize, ahash::RandomState>> =
+    LazyLock::new(|| TABLE.iter().enumerate().map(|(i, c)| (c.name.as_bytes(), i)).collect());

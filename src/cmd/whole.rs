@@ -86,14 +86,15 @@ pub fn write_member(r: &mut Reply, keep: Keep, member: &[u8], value: &[u8]) {
 }
 
 fn read(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, w: Whole) -> CmdResult {
-    let Some(v) = coll::view(ctx.ks(), ctx.db, &argv[1], w.ty(), ctx.now_ms)? else {
+    let key = super::args::Args::new(argv).key()?;
+    let Some(v) = coll::view(ctx.ks(), ctx.db, key, w.ty(), ctx.now_ms)? else {
         w.header(r, 0);
         return Ok(());
     };
     if v.c.size > SLICE as u64 {
         return Err(STREAM);
     }
-    let all = coll::all_members(ctx.ks(), ctx.db, &argv[1], &v.c, ctx.now_ms)?;
+    let all = coll::all_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms)?;
     w.header(r, all.len());
     for (m, _, val) in &all {
         write_member(r, w.keep(), m, val);

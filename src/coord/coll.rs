@@ -21,7 +21,8 @@ use super::S;
 use crate::clock::now_ms;
 use crate::cmd::args::{is, parse_i64};
 use crate::cmd::whole::{write_member, Keep, Whole};
-use crate::cmd::ConnCmd;
+use crate::cmd::args::Args;
+use crate::cmd::Conn;
 use crate::error::{CmdError, CmdResult, CORRUPT, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
 use crate::shard::ShardState;
@@ -251,53 +252,70 @@ pub async fn stream(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResu
     Ok(())
 }
 
-pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    match c {
-        ConnCmd::Sinter | ConnCmd::Sunion | ConnCmd::Sdiff => {
-            let op = match c {
-                ConnCmd::Sinter => Op::Inter,
-                ConnCmd::Sunion => Op::Union,
-                _ => Op::Diff,
-            };
-            let out = combine(shard, db, &argv[1..], op).await?;
-            reply_members(r, &out);
-        }
-        ConnCmd::Sinterstore | ConnCmd::Sunionstore | ConnCmd::Sdiffstore => {
-            let op = match c {
-                ConnCmd::Sinterstore => Op::Inter,
-                ConnCmd::Sunionstore => Op::Union,
-                _ => Op::Diff,
-            };
-            let out = combine(shard, db, &argv[2..], op).await?;
-            r.int(store_set(shard, db, &argv[1], out).await?);
-        }
-        ConnCmd::Sintercard => {
-            let n = parse_i64(&argv[1])
-                .filter(|n| *n > 0)
-                .ok_or_else(|| CmdError::new("ERR numkeys should be greater than 0"))?;
-            if n > (argv.len() - 2) as i64 {
-                return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
-            }
-            let keys = &argv[2..2 + n as usize];
-            let mut limit = 0i64;
-            let mut j = 2 + n as usize;
-            while j < argv.len() {
-                if is(&argv[j], "limit") && j + 1 < argv.len() {
-                    limit = parse_i64(&argv[j + 1])
-                        .filter(|l| *l >= 0)
-                        .ok_or_else(|| CmdError::new("ERR LIMIT can't be negative"))?;
-                    j += 2;
-                } else {
-                    return Err(SYNTAX);
-                }
-            }
-            let out = combine(shard, db, keys, Op::Inter).await?;
-            let count = out.len() as i64;
-            r.int(if limit > 0 { count.min(limit) } else { count });
-        }
-        ConnCmd::Smove => smove(shard, db, argv, r).await?,
-        _ => return Err(CmdError::new("ERR internal routing error")),
+// The commands, each an `async fn` the command table names (`Conn(...)`).
+
+pub async fn sinter(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra(c, argv, r, Op::Inter).await
+}
+
+pub async fn sunion(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra(c, argv, r, Op::Union).await
+}
+
+pub async fn sdiff(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra(c, argv, r, Op::Diff).await
+}
+
+async fn algebra(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: Op) -> CmdResult {
+    let out = combine(c.shard, c.db(), Args::new(argv).rest(), op).await?;
+    reply_members(r, &out);
+    Ok(())
+}
+
+pub async fn sinterstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra_store(c, argv, r, Op::Inter).await
+}
+
+pub async fn sunionstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra_store(c, argv, r, Op::Union).await
+}
+
+pub async fn sdiffstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra_store(c, argv, r, Op::Diff).await
+}
+
+async fn algebra_store(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: Op) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (dst, keys) = (args.next()?, args.rest());
+    let (shard, db) = (c.shard, c.db());
+    let out = combine(shard, db, keys, op).await?;
+    r.int(store_set(shard, db, dst, out).await?);
+    Ok(())
+}
+
+pub async fn sintercard(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let n = parse_i64(args.bytes()?)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CmdError::new("ERR numkeys should be greater than 0"))?;
+    if n > args.left() as i64 {
+        return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
     }
+    let keys = &args.rest()[..n as usize];
+    let mut args = Args::at(argv, 2 + n as usize);
+    let mut limit = 0i64;
+    while !args.is_empty() {
+        if args.left() >= 2 && args.flag("limit") {
+            limit = parse_i64(args.bytes()?)
+                .filter(|l| *l >= 0)
+                .ok_or_else(|| CmdError::new("ERR LIMIT can't be negative"))?;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let out = combine(c.shard, c.db(), keys, Op::Inter).await?;
+    let count = out.len() as i64;
+    r.int(if limit > 0 { count.min(limit) } else { count });
     Ok(())
 }
 
@@ -306,8 +324,10 @@ pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -
 /// one batch with the destination's intent part, and the destination's
 /// owner adds it and deletes that part in one batch; after a crash the next
 /// start completes the move (docs/cross-shard.md).
-async fn smove(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let (src, dst, member) = (argv[1].clone(), argv[2].clone(), argv[3].clone());
+pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (shard, db) = (c.shard, c.db());
+    let mut args = Args::new(argv);
+    let (src, dst, member) = (args.next()?.clone(), args.next()?.clone(), args.next()?.clone());
     let n = shard.count();
     let (so, dso) = (owner(&src, n), owner(&dst, n));
     let set_type = move |st: &ShardState, key: &[u8]| -> CmdResult<Option<KeyType>> { st.ks.type_of(db, key, now_ms()) };

@@ -79,7 +79,7 @@ pub async fn fetch<'a>(st: &ShardState, mut keys: Vec<Vec<u8>>, next: impl Itera
 /// Whether a command runs in probe mode on this shard.
 #[inline]
 pub fn probes(st: &ShardState, spec: &cmd::CommandSpec) -> bool {
-    spec.flags.contains(&"readonly") && st.ks.store.tiered()
+    spec.is_readonly() && st.ks.store.tiered()
 }
 
 /// Adds to `keys` the key records not in the meta cache of the commands in

@@ -15,9 +15,9 @@ use bytes::Bytes;
 use shards::Shard;
 
 use crate::clock::now_ms;
-use crate::cmd::args::{db_index, int, is, text};
+use crate::cmd::args::{db_index, scan_cursor, Args, ScanKind, ScanOpts};
 use crate::cmd::keys as k;
-use crate::cmd::{arity_error, ConnCmd};
+use crate::cmd::{arity_error, Conn};
 use crate::error::{CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
 use crate::glob;
 use crate::resp::Reply;
@@ -102,129 +102,175 @@ async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool) -> CmdResult<i64> {
     Ok(total)
 }
 
-pub async fn run(shard: &S, db: u8, c: ConnCmd, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    match c {
-        ConnCmd::Del => r.int(sum(shard, db, argv, true).await?),
-        ConnCmd::Exists | ConnCmd::Touch => r.int(sum(shard, db, argv, false).await?),
-        ConnCmd::Mget => {
-            let parts = fan_out(shard, db, &keys_from(argv, 1, 1), Access::Read, move |st, ks| {
-                k::mget_keys(&st.ks, db, ks, now_ms())
-            })
-            .await;
-            let mut values: Vec<Option<Bytes>> = vec![None; argv.len()];
-            for (pos, res) in parts {
-                for (p, v) in pos.into_iter().zip(res?) {
-                    values[p] = v;
-                }
-            }
-            r.array(argv.len() - 1);
-            for v in &values[1..] {
-                match v {
-                    Some(v) => r.bulk(v),
-                    None => r.null(),
-                }
-            }
+// The commands, each an `async fn` the command table names (`Conn(...)`).
+
+pub async fn del(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(sum(c.shard, c.db(), argv, true).await?);
+    Ok(())
+}
+
+/// EXISTS and TOUCH.
+pub async fn exists(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(sum(c.shard, c.db(), argv, false).await?);
+    Ok(())
+}
+
+pub async fn mget(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let parts = fan_out(c.shard, db, &keys_from(argv, 1, 1), Access::Read, move |st, ks| {
+        k::mget_keys(&st.ks, db, ks, now_ms())
+    })
+    .await;
+    let mut values: Vec<Option<Bytes>> = vec![None; argv.len()];
+    for (pos, res) in parts {
+        for (p, v) in pos.into_iter().zip(res?) {
+            values[p] = v;
         }
-        ConnCmd::Mset | ConnCmd::Msetnx => {
-            let nx = c == ConnCmd::Msetnx;
-            if argv.len().is_multiple_of(2) {
-                return Err(CmdError::new(arity_error(if nx { "msetnx" } else { "mset" })));
-            }
-            let done = mset(shard, db, argv, nx).await?;
-            if nx {
-                r.int(done as i64);
-            } else {
-                r.ok();
-            }
-        }
-        ConnCmd::Rename | ConnCmd::Renamenx => {
-            let nx = c == ConnCmd::Renamenx;
-            let renamed = move_key(shard, db, &argv[1], db, &argv[2], !nx, true).await?;
-            match renamed {
-                None => return Err(NO_SUCH_KEY),
-                Some(done) if nx => r.int(done as i64),
-                Some(_) => r.ok(),
-            }
-        }
-        ConnCmd::Copy => {
-            let mut dst_db = db;
-            let mut replace = false;
-            let mut j = 3;
-            while j < argv.len() {
-                if is(&argv[j], "replace") {
-                    replace = true;
-                } else if is(&argv[j], "db") && j + 1 < argv.len() {
-                    j += 1;
-                    dst_db = db_index(&argv[j], shard.state().ks.databases())?;
-                } else {
-                    return Err(SYNTAX);
-                }
-                j += 1;
-            }
-            if dst_db == db && argv[1] == argv[2] {
-                return Err(CmdError::new("ERR source and destination objects are the same"));
-            }
-            let done = move_key(shard, db, &argv[1], dst_db, &argv[2], replace, false).await?;
-            r.int(done.unwrap_or(false) as i64);
-        }
-        ConnCmd::Lcs => lcs(shard, db, argv, r).await?,
-        ConnCmd::Scan => scan(shard, db, argv, r).await?,
-        ConnCmd::Keys => {
-            let pattern = argv[1].clone();
-            let found = shard
-                .broadcast(move |st: &ShardState| {
-                    let n = st.global.shards;
-                    let (from, to) = (first_slot_of(st.id, n), first_slot_of(st.id + 1, n));
-                    let mut out = Vec::new();
-                    let res = st.ks.scan_slots(db, from, to, now_ms(), |key, _| {
-                        if glob::matches(&pattern, key, false) {
-                            out.push(Bytes::copy_from_slice(key));
-                        }
-                        true
-                    });
-                    res.map(|_| out)
-                })
-                .await;
-            let mut all = Vec::new();
-            for part in found {
-                all.extend(part?);
-            }
-            r.array(all.len());
-            for key in &all {
-                r.bulk(key);
-            }
-        }
-        ConnCmd::Dbsize => {
-            let counts = shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
-            r.int(counts.iter().sum());
-        }
-        ConnCmd::Flushdb | ConnCmd::Flushall => {
-            if argv.len() > 2 || (argv.len() == 2 && !is(&argv[1], "sync") && !is(&argv[1], "async")) {
-                return Err(SYNTAX);
-            }
-            let all = c == ConnCmd::Flushall;
-            let res = shard
-                .broadcast(move |st: &ShardState| {
-                    if all {
-                        (0..st.ks.databases()).try_for_each(|d| st.ks.flush_db(d as u8))
-                    } else {
-                        st.ks.flush_db(db)
-                    }
-                })
-                .await;
-            res.into_iter().collect::<CmdResult<Vec<()>>>()?;
-            r.ok();
-        }
-        ConnCmd::Randomkey => match randomkey(shard, db).await? {
-            Some(key) => r.bulk(&key),
+    }
+    r.array(argv.len() - 1);
+    for v in &values[1..] {
+        match v {
+            Some(v) => r.bulk(v),
             None => r.null(),
-        },
-        _ => return Err(CmdError::new("ERR internal routing error")),
+        }
     }
     Ok(())
 }
 
-async fn mset(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
+pub async fn mset(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if argv.len().is_multiple_of(2) {
+        return Err(CmdError::new(arity_error("mset")));
+    }
+    mset_pairs(c.shard, c.db(), argv, false).await?;
+    r.ok();
+    Ok(())
+}
+
+pub async fn msetnx(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if argv.len().is_multiple_of(2) {
+        return Err(CmdError::new(arity_error("msetnx")));
+    }
+    let done = mset_pairs(c.shard, c.db(), argv, true).await?;
+    r.int(done as i64);
+    Ok(())
+}
+
+pub async fn rename(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (src, dst) = (args.next()?, args.next()?);
+    let db = c.db();
+    move_key(c.shard, db, src, db, dst, true, true).await?.ok_or(NO_SUCH_KEY)?;
+    r.ok();
+    Ok(())
+}
+
+pub async fn renamenx(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (src, dst) = (args.next()?, args.next()?);
+    let db = c.db();
+    let done = move_key(c.shard, db, src, db, dst, false, true).await?.ok_or(NO_SUCH_KEY)?;
+    r.int(done as i64);
+    Ok(())
+}
+
+pub async fn copy(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let mut args = Args::new(argv);
+    let (src, dst) = (args.next()?, args.next()?);
+    let mut dst_db = db;
+    let mut replace = false;
+    while !args.is_empty() {
+        if args.flag("replace") {
+            replace = true;
+        } else if args.left() >= 2 && args.flag("db") {
+            dst_db = db_index(args.bytes()?, c.st().ks.databases())?;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if dst_db == db && src == dst {
+        return Err(CmdError::new("ERR source and destination objects are the same"));
+    }
+    let done = move_key(c.shard, db, src, dst_db, dst, replace, false).await?;
+    r.int(done.unwrap_or(false) as i64);
+    Ok(())
+}
+
+pub async fn keys(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let pattern = Args::new(argv).next()?.clone();
+    let found = c
+        .shard
+        .broadcast(move |st: &ShardState| {
+            let n = st.global.shards;
+            let (from, to) = (first_slot_of(st.id, n), first_slot_of(st.id + 1, n));
+            let mut out = Vec::new();
+            let res = st.ks.scan_slots(db, from, to, now_ms(), |key, _| {
+                if glob::matches(&pattern, key, false) {
+                    out.push(Bytes::copy_from_slice(key));
+                }
+                true
+            });
+            res.map(|_| out)
+        })
+        .await;
+    let mut all = Vec::new();
+    for part in found {
+        all.extend(part?);
+    }
+    r.array(all.len());
+    for key in &all {
+        r.bulk(key);
+    }
+    Ok(())
+}
+
+pub async fn dbsize(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let counts = c.shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
+    r.int(counts.iter().sum());
+    Ok(())
+}
+
+pub async fn flushdb(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    flush(c, argv, r, false).await
+}
+
+pub async fn flushall(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    flush(c, argv, r, true).await
+}
+
+/// FLUSHDB and FLUSHALL, each with an optional SYNC or ASYNC (both run
+/// the same: a range delete per column family is quick).
+async fn flush(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, all: bool) -> CmdResult {
+    let mut args = Args::new(argv);
+    args.word(&["sync", "async"]);
+    args.finish()?;
+    let db = c.db();
+    let res = c
+        .shard
+        .broadcast(move |st: &ShardState| {
+            if all {
+                (0..st.ks.databases()).try_for_each(|d| st.ks.flush_db(d as u8))
+            } else {
+                st.ks.flush_db(db)
+            }
+        })
+        .await;
+    res.into_iter().collect::<CmdResult<Vec<()>>>()?;
+    r.ok();
+    Ok(())
+}
+
+pub async fn randomkey(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    match random_key(c.shard, c.db()).await? {
+        Some(key) => r.bulk(&key),
+        None => r.null(),
+    }
+    Ok(())
+}
+
+async fn mset_pairs(shard: &S, db: u8, argv: &[Bytes], nx: bool) -> CmdResult<bool> {
     let keys = keys_from(argv, 1, 2);
     let groups = group(&keys, shard.count());
     let pairs_of =
@@ -370,27 +416,26 @@ async fn move_key(shard: &S, src_db: u8, src: &Bytes, dst_db: u8, dst: &Bytes, r
     Ok(Some(true))
 }
 
-async fn lcs(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+pub async fn lcs(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (shard, db) = (c.shard, c.db());
+    let mut args = Args::new(argv);
+    let (a, b) = (args.next()?, args.next()?);
     let (mut want_len, mut want_idx, mut with_len, mut min_len) = (false, false, false, 0i64);
-    let mut j = 3;
-    while j < argv.len() {
-        let a = &argv[j];
-        if is(a, "idx") {
+    while !args.is_empty() {
+        if args.flag("idx") {
             want_idx = true;
-        } else if is(a, "len") {
+        } else if args.flag("len") {
             want_len = true;
-        } else if is(a, "withmatchlen") {
+        } else if args.flag("withmatchlen") {
             with_len = true;
-        } else if is(a, "minmatchlen") && j + 1 < argv.len() {
-            j += 1;
-            min_len = int(&argv[j])?.max(0);
+        } else if args.left() >= 2 && args.flag("minmatchlen") {
+            min_len = args.int()?.max(0);
         } else {
             return Err(SYNTAX);
         }
-        j += 1;
     }
     let mut values = Vec::with_capacity(2);
-    for key in [&argv[1], &argv[2]] {
+    for key in [a, b] {
         let key = key.clone();
         let v = shard
             .invoke_on(owner(&key, shard.count()), move |st: &ShardState| {
@@ -444,27 +489,11 @@ async fn lcs(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 /// SCAN: the cursor is the next hash slot to visit. Each call visits whole
 /// slots on the shard owning the cursor's slot, so a key present for the
 /// whole scan is returned exactly once, and the cursor is a plain number.
-async fn scan(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let cursor = crate::cmd::args::scan_cursor(&argv[1])?;
-    let (mut pattern, mut count, mut ty) = (None, 10usize, None);
-    let mut j = 2;
-    while j < argv.len() {
-        let a = &argv[j];
-        if is(a, "match") && j + 1 < argv.len() {
-            pattern = Some(argv[j + 1].clone());
-        } else if is(a, "count") && j + 1 < argv.len() {
-            let c = int(&argv[j + 1])?;
-            if c < 1 {
-                return Err(SYNTAX);
-            }
-            count = c as usize;
-        } else if is(a, "type") && j + 1 < argv.len() {
-            ty = Some(text(&argv[j + 1]).to_ascii_lowercase());
-        } else {
-            return Err(SYNTAX);
-        }
-        j += 2;
-    }
+pub async fn scan(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (shard, db) = (c.shard, c.db());
+    let mut args = Args::new(argv);
+    let cursor = scan_cursor(args.next()?)?;
+    let ScanOpts { pattern, count, ty, .. } = ScanOpts::parse(&mut args, ScanKind::Keys)?;
     if cursor >= SLOTS as u64 {
         r.array(2);
         r.bulk(b"0");
@@ -510,7 +539,7 @@ fn random_u64() -> u64 {
     x
 }
 
-async fn randomkey(shard: &S, db: u8) -> CmdResult<Option<Bytes>> {
+async fn random_key(shard: &S, db: u8) -> CmdResult<Option<Bytes>> {
     let counts = shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
     let total: i64 = counts.iter().sum();
     if total <= 0 {

@@ -19,10 +19,12 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use shards::rt::TcpStream;
 use shards::{Shard, Then};
 
-use crate::cmd::{self, CommandSpec, ConnCmd, Exec};
+use crate::cmd::{self, CommandSpec, Exec};
 use crate::error::CmdError;
 use crate::resp::{parse_request, Deferred, Limits, Reply};
-use crate::server::global::{now_ms, ClientInfo, Global};
+use crate::global::Global;
+use crate::client::{Client, ClientInfo};
+use crate::clock::now_ms;
 use crate::server::group::Grouped;
 use crate::server::run::{self, close_group, finish_cmd, internal_error, run_here, share_job, Share, ShareOut};
 use crate::shard::ShardState;
@@ -35,15 +37,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// writes a quarter as often. 1M SETs by `redis-cli --pipe`, 2 shards:
 /// 5.97 s with 16 KiB, 4.97 s with 64 KiB (perf/pipe's workload).
 const BIG_READ_CHUNK: usize = 64 * 1024;
-
-/// Per-connection state that connection commands change.
-pub struct Client {
-    pub info: Arc<ClientInfo>,
-    pub db: u8,
-    pub resp3: bool,
-    pub authed: bool,
-    pub closing: bool,
-}
 
 /// Where a shard command runs: the owner of its routing key, or here.
 fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> usize {
@@ -106,7 +99,7 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
     let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
         return Err((None, cmd::unknown_command_error(argv)));
     };
-    if requirepass && !client.authed && !spec.flags.contains(&"no_auth") {
+    if requirepass && !client.authed && !spec.no_auth() {
         return Err((Some(idx), "NOAUTH Authentication required.".into()));
     }
     if !CommandSpec::arity_ok(spec.arity, argv.len()) {
@@ -439,10 +432,10 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                 }
                 i = end;
             }
-            Exec::Conn(c) => {
+            Exec::Conn(f) => {
                 let argv = std::mem::take(&mut cmds[i]);
                 let start = Instant::now();
-                let res = std::panic::AssertUnwindSafe(run_conn(shard, st, client, c, &argv, out))
+                let res = std::panic::AssertUnwindSafe(f(cmd::Conn { shard, client }, &argv, out))
                     .catch_unwind()
                     .await
                     .unwrap_or_else(|_| Err(internal_error(&argv)));
@@ -564,47 +557,5 @@ async fn run_spread(
             })
             .collect();
         splice_deferred(shard, st, client, &o.buf[start..end], mine, out).await;
-    }
-}
-
-async fn run_conn(
-    shard: &Rc<Shard<ShardState>>,
-    st: &Rc<ShardState>,
-    client: &mut Client,
-    c: ConnCmd,
-    argv: &[Bytes],
-    out: &mut Reply,
-) -> Result<(), CmdError> {
-    use crate::cmd::{command, connection, server};
-    use crate::coord;
-    match c {
-        ConnCmd::Ping
-        | ConnCmd::Echo
-        | ConnCmd::Quit
-        | ConnCmd::Reset
-        | ConnCmd::Hello
-        | ConnCmd::Auth
-        | ConnCmd::Select
-        | ConnCmd::Client => connection::run(st, client, c, argv, out),
-        ConnCmd::Command => command::run(argv, out),
-        ConnCmd::Info
-        | ConnCmd::Config
-        | ConnCmd::Time
-        | ConnCmd::Shutdown
-        | ConnCmd::Lastsave
-        | ConnCmd::Save
-        | ConnCmd::Bgsave
-        | ConnCmd::Debug
-        | ConnCmd::Slowlog
-        | ConnCmd::Latency => server::run(shard, st, client, c, argv, out).await,
-        ConnCmd::Smove
-        | ConnCmd::Sinter
-        | ConnCmd::Sintercard
-        | ConnCmd::Sinterstore
-        | ConnCmd::Sunion
-        | ConnCmd::Sunionstore
-        | ConnCmd::Sdiff
-        | ConnCmd::Sdiffstore => coord::coll::run(shard, client.db, c, argv, out).await,
-        _ => coord::run(shard, client.db, c, argv, out).await,
     }
 }

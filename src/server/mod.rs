@@ -6,7 +6,6 @@
 //! expiration task. Signals and SHUTDOWN sync the WAL and exit.
 
 pub mod conn;
-pub mod global;
 pub mod group;
 pub mod run;
 
@@ -22,7 +21,8 @@ use crate::config::Config;
 use crate::shard::ShardState;
 use crate::storage::{budget, Engine, Fsync, StoreOptions};
 use crate::types::keyspace::Keyspace;
-use global::Global;
+use crate::clock::{now_ms, now_us};
+use crate::global::Global;
 
 /// Blocks SIGINT/SIGTERM in this thread and every thread started after it.
 /// Must run before anything starts threads (RocksDB starts its own at open):
@@ -77,7 +77,7 @@ fn start_fsync_thread(g: Arc<Global>) {
                 let ms = start.elapsed().as_millis() as u64;
                 let threshold = g.config.latency_monitor_threshold.load(std::sync::atomic::Ordering::Relaxed);
                 if threshold > 0 && ms >= threshold {
-                    g.latency.add("wal-fsync", global::now_ms() / 1000, ms);
+                    g.latency.add("wal-fsync", now_ms() / 1000, ms);
                 }
             }
         })
@@ -175,7 +175,7 @@ pub fn run(config: Config) -> Result<(), String> {
     engine.enable_gc();
     // Cross-shard writes a crash cut short are completed before any client
     // is served (docs/cross-shard.md).
-    crate::coord::intent::replay(engine, shards, databases, global::now_ms()).map_err(|e| format!("cannot replay intents: {e}"))?;
+    crate::coord::intent::replay(engine, shards, databases, now_ms()).map_err(|e| format!("cannot replay intents: {e}"))?;
     engine.sync_wal().map_err(|e| format!("cannot write the WAL: {e}"))?;
     engine.disk.set_min_free(config.get_int("min-free-disk").max(0) as u64);
     engine.check_disk();
@@ -191,14 +191,14 @@ pub fn run(config: Config) -> Result<(), String> {
         started: Instant::now(),
         run_id: format!(
             "{:040x}",
-            (global::now_us() as u128 * 0x9E37_79B9_7F4A_7C15u128) ^ std::process::id() as u128
+            (now_us() as u128 * 0x9E37_79B9_7F4A_7C15u128) ^ std::process::id() as u128
         ),
         port,
         clients: Mutex::new(BTreeMap::new()),
         next_client_id: AtomicU64::new(1),
         total_connections: AtomicU64::new(0),
         rejected_connections: AtomicU64::new(0),
-        lastsave: AtomicU64::new(global::now_ms() / 1000),
+        lastsave: AtomicU64::new(now_ms() / 1000),
         bgsave_running: AtomicBool::new(false),
         slowlog_next_id: AtomicU64::new(0),
         latency: Default::default(),
@@ -226,7 +226,7 @@ pub fn run(config: Config) -> Result<(), String> {
             }
         };
         let peers = (0..g2.shards).filter_map(|i| g2.engine.peer(i).ok()).collect();
-        ShardState::new(id, ks, peers, g2.clone())
+        ShardState::new(id, ks, peers, g2.clone(), crate::cmd::TABLE.len())
     };
     let rt = Runtime::start(
         RtConfig {

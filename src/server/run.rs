@@ -20,7 +20,8 @@ use crate::cmd::{self, CommandSpec, Ctx};
 use crate::coord::misses;
 use crate::error::{CmdError, STREAM};
 use crate::resp::{Deferred, Reply};
-use crate::server::global::{now_ms, ClientInfo};
+use crate::client::ClientInfo;
+use crate::clock::now_ms;
 use crate::server::group::Grouped;
 use crate::shard::ShardState;
 

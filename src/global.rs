@@ -1,50 +1,17 @@
 //! State shared by every shard: configuration, the storage engine, the
 //! client registry and process-wide counters. Everything here is `Sync`;
-//! nothing here is touched per command except through atomics.
+//! nothing here is touched per command except through atomics. It sits
+//! below the commands and the server (both read it) and names neither.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::client::ClientInfo;
+
 use crate::config::Config;
 use crate::storage::Engine;
-
-/// What CLIENT LIST / KILL know of a connection.
-pub struct ClientInfo {
-    pub id: u64,
-    pub addr: String,
-    pub laddr: String,
-    pub fd: i32,
-    pub shard: usize,
-    pub created: Instant,
-    pub name: Mutex<String>,
-    pub lib_name: Mutex<String>,
-    pub lib_ver: Mutex<String>,
-    /// Index in `cmd::TABLE` of the last command, plus one (0: none yet).
-    pub last_cmd: AtomicUsize,
-    pub last_active_ms: AtomicU64,
-    pub db: AtomicU8,
-    pub resp: AtomicU8,
-    pub killed: AtomicBool,
-}
-
-impl ClientInfo {
-    /// Closes the socket under the connection: its pending read returns 0.
-    pub fn kill(&self) {
-        self.killed.store(true, Ordering::SeqCst);
-        // SAFETY: `fd` stays open while the client is registered; the
-        // connection unregisters (under the registry lock we hold) before
-        // its socket is closed, so this never touches a reused descriptor.
-        unsafe {
-            libc::shutdown(self.fd, libc::SHUT_RDWR);
-        }
-    }
-
-    pub fn text(m: &Mutex<String>) -> String {
-        m.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-}
 
 pub struct Global {
     pub config: Config,
@@ -79,4 +46,3 @@ impl Global {
     }
 }
 
-pub use crate::clock::{now_ms, now_us};

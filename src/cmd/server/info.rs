@@ -1,0 +1,329 @@
+//! INFO: every section Redis prints, gathered from every shard.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use shards::Shard;
+
+use crate::clock::now_ms;
+use crate::cmd::args::{is, text};
+use crate::cmd::{Conn, TABLE};
+use crate::error::CmdResult;
+use crate::global::Global;
+use crate::resp::Reply;
+use crate::shard::{CmdStat, ShardState};
+use crate::storage::cache::CacheStats;
+
+pub async fn info(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let g = c.st().global.clone();
+    let text = info_text(c.shard, &g, argv).await;
+    r.verbatim(&text);
+    Ok(())
+}
+
+/// What every shard reports for INFO.
+struct ShardReport {
+    keys: Vec<i64>,
+    expires: Vec<i64>,
+    stats: Vec<CmdStat>,
+    expired: u64,
+    expired_fields: u64,
+    hits: u64,
+    misses: u64,
+    net_in: u64,
+    net_out: u64,
+    /// Only gathered when INFO asks for latencystats.
+    latency: Vec<Option<Box<Histogram<u64>>>>,
+    errors: Vec<(String, u64)>,
+    rates: (f64, f64, f64),
+    connections: u64,
+    meta_cache: CacheStats,
+}
+
+async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardReport> {
+    shard
+        .broadcast(move |st: &ShardState| ShardReport {
+            keys: (0..st.ks.databases()).map(|d| st.ks.count(d as u8)).collect(),
+            expires: (0..st.ks.databases()).map(|d| st.ks.expires(d as u8)).collect(),
+            stats: st.cmd_stats.borrow().clone(),
+            expired: st.ks.stats.expired_keys.get(),
+            expired_fields: st.ks.stats.expired_fields.get(),
+            hits: st.ks.stats.hits.get(),
+            misses: st.ks.stats.misses.get(),
+            net_in: st.net.borrow().0,
+            net_out: st.net.borrow().1,
+            latency: if with_latency { st.latency.borrow().clone() } else { Vec::new() },
+            errors: st.errors.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            rates: st.rates.borrow().mean(),
+            connections: st.connections.get(),
+            meta_cache: st.ks.store.meta_cache_stats().unwrap_or_default(),
+        })
+        .await
+}
+
+/// Command `idx`'s latency histogram summed over every shard's histograms;
+/// `None` when no shard has recorded a call.
+pub(super) fn command_histogram<'a>(per_shard: impl Iterator<Item = &'a Vec<Option<Box<Histogram<u64>>>>>, idx: usize) -> Option<Box<Histogram<u64>>> {
+    let mut merged: Option<Box<Histogram<u64>>> = None;
+    for h in per_shard.filter_map(|hs| hs.get(idx).and_then(|h| h.as_ref())) {
+        match &mut merged {
+            // Same bounds everywhere (monitor::new_histogram): adding cannot fail.
+            Some(m) => {
+                let _ = m.add(&**h);
+            }
+            None => merged = Some(h.clone()),
+        }
+    }
+    merged.filter(|h| !h.is_empty())
+}
+
+/// Size of the WAL files under the data dir.
+fn wal_bytes(g: &Global) -> u64 {
+    std::fs::read_dir(g.engine.dir().join("db"))
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// Bytes the allocator has handed out (glibc's mallinfo2: arenas and
+/// mmapped chunks): Redis's `used_memory`. RocksDB's caches and memtables
+/// are in it; the page cache and thread stacks are not.
+fn heap_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let mi = unsafe { libc::mallinfo2() };
+        Some((mi.uordblks + mi.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}
+
+/// Redis's human-readable byte counts: "0B", "512.00K", "1.50M", "2.00G".
+fn human(n: u64) -> String {
+    let f = n as f64;
+    match n {
+        n if n < 1 << 10 => format!("{n}B"),
+        n if n < 1 << 20 => format!("{:.2}K", f / 1024.0),
+        n if n < 1 << 30 => format!("{:.2}M", f / 1048576.0),
+        n if n < 1 << 40 => format!("{:.2}G", f / 1073741824.0),
+        _ => format!("{:.2}T", f / 1099511627776.0),
+    }
+}
+
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage writes into the struct we pass and nothing else.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_stime), t(ru.ru_utime))
+}
+
+async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> String {
+    let wanted: Vec<String> = argv[1..].iter().map(|a| text(a).to_ascii_lowercase()).collect();
+    let all = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let want = |s: &str| all || wanted.iter().any(|w| w == s) || (default && s != "commandstats" && s != "latencystats");
+    let reports = gather(shard, want("latencystats")).await;
+    let mut out = String::new();
+    let uptime = g.started.elapsed().as_secs();
+    if want("server") {
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{}\r\nbasalt_version:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:{}\r\nshards:{}\r\n\r\n",
+            crate::cmd::connection::SERVER_VERSION,
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::process::id(),
+            g.run_id,
+            g.port,
+            now_us(),
+            uptime,
+            uptime / 86400,
+            g.config.hz.load(Ordering::Relaxed),
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+            g.config.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            g.shards,
+        );
+    }
+    if want("clients") {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            g.connected(),
+            g.config.maxclients.load(Ordering::Relaxed)
+        );
+    }
+    if want("memory") {
+        let rss = rss_bytes();
+        let m = g.engine.memory(g.shards);
+        let used = heap_bytes().unwrap_or(rss);
+        let meta: u64 = reports.iter().map(|r| r.meta_cache.bytes).sum();
+        let budget = &g.memory;
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\n\r\n",
+            human(used),
+            human(rss),
+            budget.total,
+            human(budget.total),
+            budget.source.name(),
+            m.block_cache_capacity,
+            m.block_cache_usage,
+            m.block_cache_pinned,
+            m.index_filter_in_cache,
+            m.memtables,
+            m.memtables_cap,
+            m.table_readers,
+            budget.meta_cache,
+            reports.iter().map(|r| r.meta_cache.entries).sum::<u64>(),
+        );
+    }
+    if want("persistence") {
+        let _ = write!(
+            out,
+            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_group_syncs:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\naof_last_write_status:{}\r\ndisk_free_bytes:{}\r\nmin_free_disk:{}\r\nwrite_error:{}\r\n\r\n",
+            g.bgsave_running.load(Ordering::Relaxed) as u8,
+            g.lastsave.load(Ordering::Relaxed),
+            g.engine.fsync().name(),
+            g.engine.group_syncs.load(Ordering::Relaxed),
+            wal_bytes(g),
+            g.engine.property_sum(g.shards, "rocksdb.live-sst-files-size"),
+            g.engine.property_sum(g.shards, "rocksdb.estimate-pending-compaction-bytes"),
+            g.engine.property_sum(g.shards, "rocksdb.num-running-compactions"),
+            g.engine.property_sum(g.shards, "rocksdb.actual-delayed-write-rate"),
+            (g.engine.property_sum(g.shards, "rocksdb.is-write-stopped") > 0 || g.engine.disk.refused()) as u8,
+            g.engine.write_amp(g.shards),
+            if g.engine.disk.refused() { "err" } else { "ok" },
+            g.engine.disk.free(),
+            g.config.get_int("min-free-disk"),
+            g.engine.disk.last_error().unwrap_or_default().replace(['\r', '\n'], " "),
+        );
+    }
+    if want("stats") {
+        let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\n\r\n",
+            g.total_connections.load(Ordering::Relaxed),
+            calls,
+            reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
+            reports.iter().map(|r| r.net_in).sum::<u64>(),
+            reports.iter().map(|r| r.net_out).sum::<u64>(),
+            reports.iter().map(|r| r.rates.1).sum::<f64>() / 1024.0,
+            reports.iter().map(|r| r.rates.2).sum::<f64>() / 1024.0,
+            g.rejected_connections.load(Ordering::Relaxed),
+            reports.iter().map(|r| r.expired).sum::<u64>(),
+            reports.iter().map(|r| r.expired_fields).sum::<u64>(),
+            reports.iter().map(|r| r.hits).sum::<u64>(),
+            reports.iter().map(|r| r.misses).sum::<u64>(),
+            reports.iter().map(|r| r.meta_cache.hits).sum::<u64>(),
+            reports.iter().map(|r| r.meta_cache.misses).sum::<u64>(),
+            g.engine.read_pool_stats().0,
+            g.engine.read_pool_stats().1,
+            g.engine.read_pool_stats().2,
+            reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
+        );
+    }
+    if want("cpu") {
+        let (sys, user) = cpu_times();
+        let _ = write!(out, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
+    }
+    if want("commandstats") {
+        out.push_str("# Commandstats\r\n");
+        for (i, spec) in TABLE.iter().enumerate() {
+            let mut s = CmdStat::default();
+            for r in &reports {
+                if let Some(c) = r.stats.get(i) {
+                    s.calls += c.calls;
+                    s.usec += c.usec;
+                    s.failed += c.failed;
+                    s.rejected += c.rejected;
+                }
+            }
+            if s.calls + s.rejected == 0 {
+                continue;
+            }
+            let per = if s.calls > 0 { s.usec as f64 / s.calls as f64 } else { 0.0 };
+            let _ = write!(
+                out,
+                "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+                spec.name, s.calls, s.usec, per, s.rejected, s.failed
+            );
+        }
+        out.push_str("\r\n");
+    }
+    if want("errorstats") {
+        out.push_str("# Errorstats\r\n");
+        let mut by_code: std::collections::BTreeMap<&str, u64> = Default::default();
+        for (code, n) in reports.iter().flat_map(|r| r.errors.iter()) {
+            *by_code.entry(code.as_str()).or_default() += n;
+        }
+        for (code, n) in by_code {
+            let _ = write!(out, "errorstat_{code}:count={n}\r\n");
+        }
+        out.push_str("\r\n");
+    }
+    if want("latencystats") {
+        out.push_str("# Latencystats\r\n");
+        let percentiles = crate::monitor::parse_percentiles(&g.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
+        for (i, spec) in TABLE.iter().enumerate() {
+            if let Some(h) = command_histogram(reports.iter().map(|r| &r.latency), i) {
+                let _ = write!(
+                    out,
+                    "latency_percentiles_usec_{}:{}\r\n",
+                    spec.name,
+                    crate::monitor::percentiles_line(&h, &percentiles)
+                );
+            }
+        }
+        out.push_str("\r\n");
+    }
+    if want("shards") {
+        out.push_str("# Shards\r\n");
+        let depths = shard.queue_depths();
+        for (i, r) in reports.iter().enumerate() {
+            let _ = write!(
+                out,
+                "shard{i}:ops={},instantaneous_ops_per_sec={},keys={},connected_clients={},queue_depth={}\r\n",
+                r.stats.iter().map(|s| s.calls).sum::<u64>(),
+                r.rates.0.round() as u64,
+                r.keys.iter().sum::<i64>(),
+                r.connections,
+                depths.get(i).copied().unwrap_or(0)
+            );
+        }
+        out.push_str("\r\n");
+    }
+    if want("keyspace") {
+        out.push_str("# Keyspace\r\n");
+        for db in 0..g.databases {
+            let keys: i64 = reports.iter().map(|r| r.keys.get(db).copied().unwrap_or(0)).sum();
+            let expires: i64 = reports.iter().map(|r| r.expires.get(db).copied().unwrap_or(0)).sum();
+            if keys > 0 {
+                // avg_ttl is Redis's sampled estimate; Basalt does not sample (0 = unknown).
+                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+            }
+        }
+        out.push_str("\r\n");
+    }
+    while out.ends_with("\r\n\r\n") {
+        out.truncate(out.len() - 2);
+    }
+    out
+}

@@ -1,0 +1,265 @@
+//! Server commands: INFO CONFIG TIME SHUTDOWN LASTSAVE SAVE BGSAVE DEBUG
+//! SLOWLOG LATENCY (and the keyspace-wide DBSIZE FLUSHDB FLUSHALL, which
+//! `coord` runs). They gather per-shard counters with `broadcast` and act
+//! on the process. INFO is in `info`, SLOWLOG and LATENCY in `logs`.
+
+mod info;
+mod logs;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::args::{is, one_of, text, Args};
+use super::keys::help_reply;
+use super::{commands, subcommands, CommandSpec, Conn, SubSpec};
+use crate::clock::{now_ms, now_us};
+use crate::coord;
+use crate::error::{CmdError, CmdResult, SYNTAX};
+use crate::global::Global;
+use crate::resp::Reply;
+use crate::shard::ShardState;
+use crate::storage::Fsync;
+use info::info;
+use logs::{latency, slowlog};
+
+/// The server commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "dbsize"   1  [readonly fast]                                    0 0 0 Conn(coord::dbsize)           server "1.0.0"  "Returns the number of keys in the database.";
+    "flushdb"  -1 [write]                                            0 0 0 Conn(coord::flushdb)          server "1.0.0"  "Remove all keys from the current database.";
+    "flushall" -1 [write]                                            0 0 0 Conn(coord::flushall)         server "1.0.0"  "Removes all keys from all databases.";
+    "info"     -1 [loading stale]                                    0 0 0 Conn(info)                    server "1.0.0"  "Returns information and statistics about the server.";
+    "config"   -2 []                                                 0 0 0 Conn(config)                  server "2.0.0"  "A container for server configuration commands." subs CONFIG_SUBS;
+    "time"     1  [loading stale fast]                               0 0 0 Conn(time)                    server "2.6.0"  "Returns the server time.";
+    "shutdown" -1 [admin noscript loading stale no_multi allow_busy] 0 0 0 Conn(shutdown)                server "1.0.0"  "Synchronously saves the database(s) to disk and shuts down the Redis server.";
+    "lastsave" 1  [loading stale fast]                               0 0 0 Conn(lastsave)                server "1.0.0"  "Returns the Unix timestamp of the last successful save to disk.";
+    "save"     1  [admin noscript no_async_loading no_multi]         0 0 0 Conn(save)                    server "1.0.0"  "Synchronously saves the database(s) to disk.";
+    "bgsave"   -1 [admin noscript no_async_loading]                  0 0 0 Conn(bgsave)                  server "1.0.0"  "Asynchronously saves the database(s) to disk.";
+    "debug"    -2 [admin noscript loading stale protected]           0 0 0 Conn(debug)                   server "1.0.0"  "A container for debugging commands.";
+    "slowlog"  -2 []                                                 0 0 0 Conn(slowlog)                 server "2.2.12" "A container for slow log commands." subs SLOWLOG_SUBS;
+    "latency"  -2 []                                                 0 0 0 Conn(latency)                 server "2.8.13" "A container for latency diagnostics commands." subs LATENCY_SUBS;
+    "command"  -1 [loading stale]                                    0 0 0 Conn(super::command::command) server "2.8.13" "Returns detailed information about all commands." subs super::command::COMMAND_SUBS;
+};
+
+/// CONFIG's subcommands.
+#[rustfmt::skip]
+const CONFIG_SUBS: &[SubSpec] = subcommands! {
+    "get"       -3 [admin noscript loading stale] "Returns the effective values of configuration parameters.";
+    "set"       -4 [admin noscript loading stale] "Sets configuration parameters in-flight.";
+    "resetstat" 2  [admin noscript loading stale] "Resets the server's statistics.";
+    "rewrite"   2  [admin noscript loading stale] "Persists the effective configuration to file.";
+    "help"      2  [loading stale]                "Returns helpful text about the different subcommands.";
+};
+
+/// SLOWLOG's subcommands.
+#[rustfmt::skip]
+const SLOWLOG_SUBS: &[SubSpec] = subcommands! {
+    "get"   -2 [admin loading stale] "Returns the slow log's entries.";
+    "len"   2  [admin loading stale] "Returns the number of entries in the slow log.";
+    "reset" 2  [admin loading stale] "Clears all entries from the slow log.";
+    "help"  2  [loading stale]       "Show helpful text about the different subcommands";
+};
+
+/// LATENCY's subcommands.
+#[rustfmt::skip]
+const LATENCY_SUBS: &[SubSpec] = subcommands! {
+    "doctor"    2  [admin noscript loading stale] "Returns a human-readable latency analysis report.";
+    "histogram" -2 [admin noscript loading stale] "Returns the cumulative distribution of latencies of a subset or all commands.";
+    "history"   3  [admin noscript loading stale] "Returns timestamp-latency samples for an event.";
+    "latest"    2  [admin noscript loading stale] "Returns the latest latency samples for all events.";
+    "reset"     -2 [admin noscript loading stale] "Resets the latency data for one or more events.";
+    "help"      2  [loading stale]                "Returns helpful text about the different subcommands.";
+};
+
+
+const CONFIG_HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub async fn config(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (shard, g) = (c.shard, c.st().global.clone());
+    let mut args = Args::new(argv);
+    let sub = text(args.bytes()?).to_ascii_lowercase();
+    match sub.as_str() {
+        "get" => {
+            let pats: Vec<&[u8]> = args.rest().iter().map(|a| &a[..]).collect();
+            let found = g.config.matching(&pats);
+            r.map(found.len());
+            for (k, v) in found {
+                r.bulk(k.as_bytes());
+                r.bulk(v.as_bytes());
+            }
+        }
+        "set" => {
+            let rest = args.rest();
+            if !rest.len().is_multiple_of(2) {
+                return Err(CmdError::new(super::arity_error("config|set")));
+            }
+            let pairs: Vec<(String, String)> = rest.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
+            let applied = g.config.set_many(&pairs).map_err(CmdError::new)?;
+            for (k, v) in applied {
+                if k == "appendfsync" {
+                    if let Some(f) = Fsync::parse(&v) {
+                        g.engine.set_fsync(f);
+                    }
+                }
+                if k == "min-free-disk" {
+                    g.engine.disk.set_min_free(g.config.get_int("min-free-disk").max(0) as u64);
+                }
+            }
+            r.ok();
+        }
+        "resetstat" => {
+            shard.broadcast(|st: &ShardState| st.reset_stats()).await;
+            g.total_connections.store(0, Ordering::Relaxed);
+            g.rejected_connections.store(0, Ordering::Relaxed);
+            r.ok();
+        }
+        "rewrite" => {
+            g.config.rewrite().map_err(|e| CmdError::new(format!("ERR {e}")))?;
+            r.ok();
+        }
+        _ => help_reply(r, CONFIG_HELP),
+    }
+    Ok(())
+}
+
+/// Creates a checkpoint of the whole database under `<dir>/checkpoint`.
+fn checkpoint(g: &Global) -> CmdResult {
+    let path = g.engine.dir().join("checkpoint");
+    g.engine.checkpoint(&path)?;
+    g.lastsave.store(now_ms() / 1000, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Flushes everything and exits the process: used by SHUTDOWN and signals.
+pub fn shutdown_now(g: &Global) -> ! {
+    // Stop listening first, as Redis: a listener's queued accept keeps its
+    // socket listening until the ring is torn down after exit, and a
+    // restart on the port would find it taken. shutdown(2) takes a
+    // listening socket out of LISTEN at once; the fds stay open until exit.
+    if let Ok(mut l) = g.listeners.lock() {
+        for fd in std::mem::take(&mut *l) {
+            // SAFETY: a plain syscall on an fd this process owns.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
+    tracing::info!("shutting down: syncing the WAL and flushing memtables");
+    if let Err(e) = g.engine.shutdown() {
+        tracing::error!(error = %e, "flush at shutdown failed");
+    }
+    std::process::exit(0)
+}
+
+pub async fn time(_: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let us = now_us();
+    r.array(2);
+    r.bulk((us / 1_000_000).to_string().as_bytes());
+    r.bulk((us % 1_000_000).to_string().as_bytes());
+    Ok(())
+}
+
+pub async fn lastsave(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(c.st().global.lastsave.load(Ordering::Relaxed) as i64);
+    Ok(())
+}
+
+pub async fn save(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let g = &c.st().global;
+    if g.bgsave_running.load(Ordering::Relaxed) {
+        return Err(CmdError::new("ERR Background save already in progress"));
+    }
+    checkpoint(g)?;
+    r.ok();
+    Ok(())
+}
+
+pub async fn bgsave(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    args.flag("schedule");
+    args.finish()?;
+    let g = c.st().global.clone();
+    if g.bgsave_running.swap(true, Ordering::SeqCst) {
+        return Err(CmdError::new("ERR Background save already in progress"));
+    }
+    shards::rt::spawn(async move {
+        let g2 = g.clone();
+        let res = shards::rt::spawn_blocking(move || checkpoint(&g2)).await;
+        if let Err(e) = res {
+            tracing::error!(error = %e.0, "background save failed");
+        }
+        g.bgsave_running.store(false, Ordering::SeqCst);
+    });
+    r.simple("Background saving started");
+    Ok(())
+}
+
+pub async fn shutdown(c: Conn<'_>, argv: &[Bytes], _: &mut Reply) -> CmdResult {
+    for a in Args::new(argv).rest() {
+        match one_of(a, &["nosave", "save", "now", "force", "abort"]) {
+            None => return Err(SYNTAX),
+            Some(4) => return Err(CmdError::new("ERR No shutdown in progress.")),
+            Some(_) => {}
+        }
+    }
+    shutdown_now(&c.st().global);
+}
+
+const DEBUG_HELP: &[&str] = &[
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "SLEEP <seconds>",
+    "    Stop the connection for <seconds> (decimals allowed).",
+    "DROP-CACHES",
+    "    Flush the memtables and empty the block and meta caches (Basalt).",
+    "SET-DISK-READ-DELAY <milliseconds>",
+    "    Delay each read of the I/O pool (Basalt; for tests).",
+    "HELP",
+    "    Print this help.",
+];
+
+pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let g = c.st().global.clone();
+    let allowed = match g.config.get("enable-debug-command").as_str() {
+        "yes" => true,
+        "local" => c.client.info.addr.starts_with("127.") || c.client.info.addr.starts_with("[::1]"),
+        _ => false,
+    };
+    if !allowed {
+        return Err(CmdError::new("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
+    }
+    let mut args = Args::new(argv);
+    let sub = args.bytes()?;
+    if is(sub, "sleep") && args.left() == 1 {
+        let secs = args.float()?;
+        shards::rt::sleep(Duration::from_secs_f64(secs.max(0.0))).await;
+        r.ok();
+    } else if is(sub, "set-disk-read-delay") && args.left() == 1 {
+        // Basalt's own: each read of the I/O pool first sleeps this long
+        // (milliseconds), so tests can keep a miss in flight.
+        let ms = args.int()?;
+        g.engine.set_read_delay(Duration::from_millis(ms.max(0) as u64));
+        r.ok();
+    } else if is(sub, "drop-caches") && args.is_empty() {
+        // Basalt's own: flush the memtables and empty the caches, so every
+        // record is on disk only (tests of the read pool).
+        g.engine.drop_caches().map_err(CmdError::from)?;
+        r.ok();
+    } else if is(sub, "help") {
+        help_reply(r, DEBUG_HELP);
+    } else {
+        return Err(CmdError::new(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", text(sub))));
+    }
+    Ok(())
+}
