@@ -45,4 +45,3 @@ impl Global {
         self.clients.lock().map(|c| c.len()).unwrap_or(0)
     }
 }
-

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
-use crate::monitor::{self, SlowEntry};
 use crate::global::Global;
+use crate::monitor::{self, SlowEntry};
 use crate::storage::PeerStore;
 use crate::types::keyspace::Keyspace;
 

@@ -485,7 +485,11 @@ fn a_pipeline_of_gets_over_two_shards_reads_each_shards_misses_together() {
     // and run); one per GET was 16 jobs and 4.8 s.
     let jobs = pool_stats(&mut c).0 - before.0;
     assert!((2..=4).contains(&jobs), "{jobs} pool jobs for 16 misses on 2 shards");
-    assert!(t0.elapsed() < Duration::from_millis(2000), "misses went out one by one: {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_millis(2000),
+        "misses went out one by one: {:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]

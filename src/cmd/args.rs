@@ -52,7 +52,7 @@ impl<'a> Args<'a> {
 
     /// The next argument as the `Bytes` it is (a slice of the request).
     #[inline]
-    pub fn next(&mut self) -> CmdResult<&'a Bytes> {
+    pub fn arg(&mut self) -> CmdResult<&'a Bytes> {
         let a = self.argv.get(self.pos).ok_or(SYNTAX)?;
         self.pos += 1;
         Ok(a)
@@ -61,7 +61,7 @@ impl<'a> Args<'a> {
     /// The next argument's bytes: a key, a value, a member.
     #[inline]
     pub fn bytes(&mut self) -> CmdResult<&'a [u8]> {
-        self.next().map(|b| &b[..])
+        self.arg().map(|b| &b[..])
     }
 
     /// A key: the next argument's bytes.
@@ -74,12 +74,12 @@ impl<'a> Args<'a> {
     /// `ERR value is not an integer or out of range`.
     #[inline]
     pub fn int(&mut self) -> CmdResult<i64> {
-        int(self.next()?)
+        int(self.arg()?)
     }
 
     /// The next argument as a float, or `ERR value is not a valid float`.
     pub fn float(&mut self) -> CmdResult<f64> {
-        float(self.next()?)
+        float(self.arg()?)
     }
 
     /// Consumes the next argument if it is the option word `word` (any
@@ -161,7 +161,7 @@ impl ScanOpts {
             // A word that takes a value counts only when the value is there.
             let valued = a.left() >= 2;
             if valued && a.flag("match") {
-                o.pattern = Some(a.next()?.clone());
+                o.pattern = Some(a.arg()?.clone());
             } else if valued && a.flag("count") {
                 let c = a.int()?;
                 if c < 1 {
@@ -169,7 +169,7 @@ impl ScanOpts {
                 }
                 o.count = c as usize;
             } else if valued && kind == ScanKind::Keys && a.flag("type") {
-                o.ty = Some(text(a.next()?).to_ascii_lowercase());
+                o.ty = Some(text(a.arg()?).to_ascii_lowercase());
             } else if kind == ScanKind::Hash && a.flag("novalues") {
                 o.novalues = true;
             } else {
@@ -307,7 +307,7 @@ mod tests {
         assert_eq!(a.word(&["xx", "px"]), None);
         assert_eq!(a.word(&["xx", "nx"]), Some(1));
         assert_eq!(a.finish(), Ok(()));
-        assert_eq!(a.next(), Err(SYNTAX));
+        assert_eq!(a.arg(), Err(SYNTAX));
         assert_eq!(a.rest(), &[] as &[Bytes]);
     }
 

@@ -3,14 +3,14 @@
 
 use bytes::Bytes;
 
-use super::args::{float, is, one_of, parse_i64, scan_cursor, text, Args, ScanKind, ScanOpts};
+use super::args::{float, int, is, one_of, parse_i64, scan_cursor, text, Args, ScanKind, ScanOpts};
 use super::Ctx;
+use super::{commands, CommandSpec};
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX};
 use crate::resp::Reply;
 use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
 use crate::types::string::{incr_by_float, FloatIncrError};
-use super::{commands, CommandSpec};
 
 /// The hash commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -44,7 +44,6 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "hpexpiretime" -5 [readonly fast]      1 1 1 Shard(hpexpiretime)          hash "7.4.0" "Returns the expiration time of a hash field as a Unix timestamp, in msec.";
     "hpersist"     -5 [write fast]         1 1 1 Shard(hpersist)              hash "7.4.0" "Removes the expiration time for each specified field";
 };
-
 
 const H: KeyType = KeyType::Hash;
 
@@ -275,7 +274,7 @@ pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) -> CmdResult {
     let mut args = Args::new(argv);
     let key = args.key()?;
-    let cursor = scan_cursor(args.next()?)?;
+    let cursor = scan_cursor(args.arg()?)?;
     let kind = if ty == KeyType::Hash { ScanKind::Hash } else { ScanKind::Members };
     let a = ScanOpts::parse(&mut args, kind)?;
     let Some(v) = coll::view(ctx.ks(), ctx.db, key, ty, ctx.now_ms)? else {
@@ -373,7 +372,7 @@ fn fields_arg<'a>(args: &mut Args<'a>, cmd: &str, count_msg: &'static str) -> Cm
     if args.is_empty() {
         return Err(CmdError::new(super::arity_error(cmd)));
     }
-    let n = parse_i64(args.next()?).filter(|n| *n >= 1).ok_or_else(|| CmdError::new(count_msg))?;
+    let n = parse_i64(args.arg()?).filter(|n| *n >= 1).ok_or_else(|| CmdError::new(count_msg))?;
     if n != args.left() as i64 {
         return Err(CmdError::new("ERR The `numfields` parameter must match the number of arguments"));
     }
@@ -544,7 +543,7 @@ pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = args.key()?;
     let w = writer(ctx, key, false)?;
     let action = if let Some(u) = args.word(&["ex", "px", "exat", "pxat"]) {
-        let raw = args.next().map_err(|_| CmdError::new(super::arity_error("hgetex")))?;
+        let raw = args.arg().map_err(|_| CmdError::new(super::arity_error("hgetex")))?;
         let base = if u < 2 { ctx.now_ms } else { 0 };
         GetExAction::At(parse_field_expire(raw, u % 2 == 0, base, "hgetex")?)
     } else if args.flag("persist") {
@@ -604,12 +603,12 @@ fn hsetex_args<'a>(ctx: &Ctx, args: &mut Args<'a>) -> CmdResult<(SetExArgs, &'a 
     };
     let mut expiry_set = false;
     let conflict = || CmdError::new("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified");
-    while let Ok(arg) = args.next() {
+    while let Ok(arg) = args.arg() {
         if is(arg, "fields") {
             if args.left() < 3 {
                 return Err(CmdError::new(super::arity_error("hsetex")));
             }
-            let n = parse_i64(args.next()?)
+            let n = parse_i64(args.arg()?)
                 .filter(|n| (1..=i32::MAX as i64).contains(n))
                 .ok_or_else(|| CmdError::new("ERR invalid number of fields"))?;
             let pairs = args.rest();
@@ -622,7 +621,7 @@ fn hsetex_args<'a>(ctx: &Ctx, args: &mut Args<'a>) -> CmdResult<(SetExArgs, &'a 
             if expiry_set {
                 return Err(conflict());
             }
-            let raw = args.next().map_err(|_| CmdError::new("ERR missing expire time"))?;
+            let raw = args.arg().map_err(|_| CmdError::new("ERR missing expire time"))?;
             expiry_set = true;
             let base = if u < 2 { ctx.now_ms } else { 0 };
             a.at = Some(parse_field_expire(raw, u % 2 == 0, base, "hsetex")?);

@@ -5,45 +5,48 @@
 
 use bytes::Bytes;
 
-use super::args::{db_index, int, is, text, Args};
-use super::Ctx;
+use super::args::{db_index, int, is, scan_cursor, text, Args, ScanKind, ScanOpts};
+use super::{commands, subcommands, CommandSpec, SubSpec};
+use super::{Conn, Ctx};
+use crate::clock::now_ms;
+use crate::coord;
 use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SYNTAX};
+use crate::glob;
 use crate::resp::Reply;
-use crate::storage::intent::{IntentRef, Rider};
+use crate::shard::ShardState;
+use crate::storage::keys::SLOTS;
 use crate::storage::meta::{self, KeyType, Meta};
+use crate::storage::{first_slot_of, shard_of_slot};
 use crate::types::bigstr;
 use crate::types::coll::{self, Owned};
-use crate::types::keyspace::Keyspace;
-use super::{commands, subcommands, CommandSpec, SubSpec};
-use crate::coord;
 
 /// The generic (key space) commands (`cmd::table` has the line format).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
-    "del"         -2 [write]         1 -1 1 Conn(coord::del)       generic "1.0.0" "Deletes one or more keys.";
-    "unlink"      -2 [write fast]    1 -1 1 Conn(coord::del)       generic "4.0.0" "Asynchronously deletes one or more keys.";
-    "exists"      -2 [readonly fast] 1 -1 1 Conn(coord::exists)    generic "1.0.0" "Determines whether one or more keys exist.";
-    "touch"       -2 [readonly fast] 1 -1 1 Conn(coord::exists)    generic "3.2.1" "Returns the number of existing keys out of those specified after updating the time they were last accessed.";
-    "type"        2  [readonly fast] 1 1 1  Shard(type_)           generic "1.0.0" "Determines the type of value stored at a key.";
-    "expire"      -3 [write fast]    1 1 1  Shard(expire)          generic "1.0.0" "Sets the expiration time of a key in seconds.";
-    "pexpire"     -3 [write fast]    1 1 1  Shard(pexpire)         generic "2.6.0" "Sets the expiration time of a key in milliseconds.";
-    "expireat"    -3 [write fast]    1 1 1  Shard(expireat)        generic "1.2.0" "Sets the expiration time of a key to a Unix timestamp.";
-    "pexpireat"   -3 [write fast]    1 1 1  Shard(pexpireat)       generic "2.6.0" "Sets the expiration time of a key to a Unix milliseconds timestamp.";
-    "ttl"         2  [readonly fast] 1 1 1  Shard(ttl)             generic "1.0.0" "Returns the expiration time in seconds of a key.";
-    "pttl"        2  [readonly fast] 1 1 1  Shard(pttl)            generic "2.6.0" "Returns the expiration time in milliseconds of a key.";
-    "expiretime"  2  [readonly fast] 1 1 1  Shard(expiretime)      generic "7.0.0" "Returns the expiration time of a key as a Unix timestamp.";
-    "pexpiretime" 2  [readonly fast] 1 1 1  Shard(pexpiretime)     generic "7.0.0" "Returns the expiration time of a key as a Unix milliseconds timestamp.";
-    "persist"     2  [write fast]    1 1 1  Shard(persist)         generic "2.2.0" "Removes the expiration time of a key.";
-    "rename"      3  [write]         1 2 1  Conn(coord::rename)    generic "1.0.0" "Renames a key and overwrites the destination.";
-    "renamenx"    3  [write fast]    1 2 1  Conn(coord::renamenx)  generic "1.0.0" "Renames a key only when the target key name doesn't exist.";
-    "copy"        -3 [write denyoom] 1 2 1  Conn(coord::copy)      generic "6.2.0" "Copies the value of a key to a new key.";
-    "move"        3  [write fast]    1 1 1  Shard(move_)           generic "1.0.0" "Moves a key to another database.";
-    "scan"        -2 [readonly]      0 0 0  Conn(coord::scan)      generic "2.8.0" "Iterates over the key names in the database.";
-    "keys"        2  [readonly]      0 0 0  Conn(coord::keys)      generic "1.0.0" "Returns all key names that match a pattern.";
-    "randomkey"   1  [readonly]      0 0 0  Conn(coord::randomkey) generic "1.0.0" "Returns a random key name from the database.";
-    "object"      -2 []              2 2 1  Shard(object)          generic "2.2.3" "A container for object introspection commands." subs OBJECT_SUBS;
-    "dump"        2  [readonly]      1 1 1  Shard(dump)            generic "2.6.0" "Returns a serialized representation of the value stored at a key.";
-    "restore"     -4 [write denyoom] 1 1 1  Shard(restore)         generic "2.6.0" "Creates a key from the serialized representation of a value.";
+    "del"         -2 [write]         1 -1 1 Conn(del)          generic "1.0.0" "Deletes one or more keys.";
+    "unlink"      -2 [write fast]    1 -1 1 Conn(del)          generic "4.0.0" "Asynchronously deletes one or more keys.";
+    "exists"      -2 [readonly fast] 1 -1 1 Conn(exists)       generic "1.0.0" "Determines whether one or more keys exist.";
+    "touch"       -2 [readonly fast] 1 -1 1 Conn(exists)       generic "3.2.1" "Returns the number of existing keys out of those specified after updating the time they were last accessed.";
+    "type"        2  [readonly fast] 1 1 1  Shard(type_)       generic "1.0.0" "Determines the type of value stored at a key.";
+    "expire"      -3 [write fast]    1 1 1  Shard(expire)      generic "1.0.0" "Sets the expiration time of a key in seconds.";
+    "pexpire"     -3 [write fast]    1 1 1  Shard(pexpire)     generic "2.6.0" "Sets the expiration time of a key in milliseconds.";
+    "expireat"    -3 [write fast]    1 1 1  Shard(expireat)    generic "1.2.0" "Sets the expiration time of a key to a Unix timestamp.";
+    "pexpireat"   -3 [write fast]    1 1 1  Shard(pexpireat)   generic "2.6.0" "Sets the expiration time of a key to a Unix milliseconds timestamp.";
+    "ttl"         2  [readonly fast] 1 1 1  Shard(ttl)         generic "1.0.0" "Returns the expiration time in seconds of a key.";
+    "pttl"        2  [readonly fast] 1 1 1  Shard(pttl)        generic "2.6.0" "Returns the expiration time in milliseconds of a key.";
+    "expiretime"  2  [readonly fast] 1 1 1  Shard(expiretime)  generic "7.0.0" "Returns the expiration time of a key as a Unix timestamp.";
+    "pexpiretime" 2  [readonly fast] 1 1 1  Shard(pexpiretime) generic "7.0.0" "Returns the expiration time of a key as a Unix milliseconds timestamp.";
+    "persist"     2  [write fast]    1 1 1  Shard(persist)     generic "2.2.0" "Removes the expiration time of a key.";
+    "rename"      3  [write]         1 2 1  Conn(rename)       generic "1.0.0" "Renames a key and overwrites the destination.";
+    "renamenx"    3  [write fast]    1 2 1  Conn(renamenx)     generic "1.0.0" "Renames a key only when the target key name doesn't exist.";
+    "copy"        -3 [write denyoom] 1 2 1  Conn(copy)         generic "6.2.0" "Copies the value of a key to a new key.";
+    "move"        3  [write fast]    1 1 1  Shard(move_)       generic "1.0.0" "Moves a key to another database.";
+    "scan"        -2 [readonly]      0 0 0  Conn(scan)         generic "2.8.0" "Iterates over the key names in the database.";
+    "keys"        2  [readonly]      0 0 0  Conn(keys)         generic "1.0.0" "Returns all key names that match a pattern.";
+    "randomkey"   1  [readonly]      0 0 0  Conn(randomkey)    generic "1.0.0" "Returns a random key name from the database.";
+    "object"      -2 []              2 2 1  Shard(object)      generic "2.2.3" "A container for object introspection commands." subs OBJECT_SUBS;
+    "dump"        2  [readonly]      1 1 1  Shard(dump)        generic "2.6.0" "Returns a serialized representation of the value stored at a key.";
+    "restore"     -4 [write denyoom] 1 1 1  Shard(restore)     generic "2.6.0" "Creates a key from the serialized representation of a value.";
 };
 
 /// OBJECT's subcommands.
@@ -55,7 +58,6 @@ const OBJECT_SUBS: &[SubSpec] = subcommands! {
     "freq"     3 [readonly]      "Returns the logarithmic access frequency counter of a Redis object.";
     "help"     2 [loading stale] "Returns helpful text about the different subcommands.";
 };
-
 
 pub fn type_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let t = ctx.ks().type_of(ctx.db, Args::new(argv).key()?, ctx.now_ms)?;
@@ -157,7 +159,9 @@ pub fn pexpireat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 /// TTL-family reply: -2 missing, -1 no expiry, else `f(expire_ms)`.
 fn ttl_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, f: impl FnOnce(u64) -> i64) -> CmdResult {
-    let e = ctx.ks().read(ctx.db, Args::new(argv).key()?, ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
+    let e = ctx
+        .ks()
+        .read(ctx.db, Args::new(argv).key()?, ctx.now_ms, |m| m.map(|m| m.expire_ms))?;
     r.int(match e {
         None => -2,
         Some(0) => -1,
@@ -478,183 +482,140 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-// ---- per-shard halves of multi-key commands (called by `coord`) ----
+// ---- commands over keys of several shards, or all of them (`coord`) ----
 
-/// DEL/UNLINK on this shard: how many of `keys` existed.
-pub fn del_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<i64> {
-    let mut n = 0;
-    for k in keys {
-        n += ks.delete(db, k, now_ms)? as i64;
-    }
-    Ok(n)
+pub async fn del(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(coord::sum(c.shard, c.db(), argv, true).await?);
+    Ok(())
 }
 
-/// EXISTS/TOUCH on this shard: how many of `keys` exist (repeats count).
-pub fn exists_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<i64> {
-    let mut n = 0;
-    for k in keys {
-        n += ks.read(db, k, now_ms, |m| m.is_some())? as i64;
-    }
-    Ok(n)
+/// EXISTS and TOUCH.
+pub async fn exists(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(coord::sum(c.shard, c.db(), argv, false).await?);
+    Ok(())
 }
 
-/// MGET on this shard: each key's string value, None for missing or non-strings.
-pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<Vec<Option<Bytes>>> {
-    let mut out = Vec::with_capacity(keys.len());
-    for k in keys {
-        let v = ks.read(db, k, now_ms, |m| -> CmdResult<Option<Bytes>> {
-            match m.as_ref().map(bigstr::of).transpose()?.flatten() {
-                Some(bigstr::Str::Inline(body)) => Ok(Some(Bytes::copy_from_slice(body))),
-                Some(big) => Ok(Some(bigstr::read_all(ks, db, k, big)?.into())),
-                None => Ok(None),
-            }
-        })??;
-        ks.note_lookup(v.is_some());
-        out.push(v);
-    }
-    Ok(out)
+pub async fn rename(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (src, dst) = (args.arg()?, args.arg()?);
+    let db = c.db();
+    coord::move_key(c.shard, db, src, db, dst, true, true).await?.ok_or(NO_SUCH_KEY)?;
+    r.ok();
+    Ok(())
 }
 
-/// MSET on this shard: one atomic batch. With `only_if_none_exist`
-/// (MSETNX on one shard) nothing is written if any key exists.
-///
-/// O(n) in the pairs: a key given more than once is read and written once,
-/// with its last value (what Redis leaves). A key that was a collection
-/// loses its members in the same batch, as SET does.
-///
-/// `rider`: the intent records of a cross-shard MSET that go in the same
-/// batch (this part's delete, or the other parts' intents).
-pub fn mset_pairs(
-    ks: &Keyspace,
-    db: u8,
-    pairs: &[(Bytes, Bytes)],
-    now_ms: u64,
-    only_if_none_exist: bool,
-    rider: Rider<'_>,
-) -> CmdResult<bool> {
-    let mut last: ahash::AHashMap<&[u8], usize> = ahash::AHashMap::with_capacity(pairs.len());
-    for (i, (k, _)) in pairs.iter().enumerate() {
-        last.insert(&k[..], i);
-    }
-    let mut priors = Vec::with_capacity(last.len());
-    for (i, (k, _)) in pairs.iter().enumerate() {
-        if last.get(&k[..]) == Some(&i) {
-            priors.push((i, ks.read(db, k, now_ms, |m| m.map(|m| (m.expire_ms, m.coll())))?));
+pub async fn renamenx(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (src, dst) = (args.arg()?, args.arg()?);
+    let db = c.db();
+    let done = coord::move_key(c.shard, db, src, db, dst, false, true).await?.ok_or(NO_SUCH_KEY)?;
+    r.int(done as i64);
+    Ok(())
+}
+
+pub async fn copy(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let mut args = Args::new(argv);
+    let (src, dst) = (args.arg()?, args.arg()?);
+    let mut dst_db = db;
+    let mut replace = false;
+    while !args.is_empty() {
+        if args.flag("replace") {
+            replace = true;
+        } else if args.left() >= 2 && args.flag("db") {
+            dst_db = db_index(args.bytes()?, c.st().ks.databases())?;
+        } else {
+            return Err(SYNTAX);
         }
     }
-    if only_if_none_exist && priors.iter().any(|(_, p)| p.is_some()) {
-        return Ok(false);
+    if dst_db == db && src == dst {
+        return Err(CmdError::new("ERR source and destination objects are the same"));
     }
-    let mut b = ks.store.batch();
-    ks.store.stage_rider(&mut b, rider);
-    for (i, prior) in priors {
-        let (k, v) = &pairs[i];
-        ks.stage_drop_members(&mut b, db, k, prior.and_then(|p| p.1));
-        bigstr::stage_put(ks, &mut b, db, k, 0, v, prior.map(|p| p.0));
-    }
-    ks.store.write(b)?;
-    Ok(true)
+    let done = coord::move_key(c.shard, db, src, dst_db, dst, replace, false).await?;
+    r.int(done.unwrap_or(false) as i64);
+    Ok(())
 }
 
-/// A live key's whole value, for COPY across shards.
-pub fn take_value(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<Owned>> {
-    coll::take(ks, db, key, now_ms)
-}
-
-/// RENAME's source half across shards: takes a live key out and deletes it
-/// in one batch that also writes the destination's intent part (`carry`
-/// encodes it from the value), so a crash after this write still renames.
-/// A write to the source after this step makes a new key: nothing is lost.
-pub fn take_out(
-    ks: &Keyspace,
-    db: u8,
-    key: &[u8],
-    now_ms: u64,
-    carry: impl FnOnce(&Owned) -> (IntentRef, Vec<u8>),
-) -> CmdResult<Option<Owned>> {
-    let Some(v) = coll::take(ks, db, key, now_ms)? else {
-        return Ok(None);
-    };
-    let m = Meta::decode(&v.raw).ok_or(CORRUPT)?;
-    let mut b = ks.store.batch();
-    ks.stage_delete(&mut b, db, key, &m);
-    let (r, body) = carry(&v);
-    ks.store.stage_intent(&mut b, r, &body);
-    ks.store.write(b)?;
-    Ok(Some(v))
-}
-
-/// Writes a moved/copied value at its destination (under a new version for
-/// a collection). Returns false when the destination exists and must not
-/// be replaced. `done`: the intent part this applies (RENAME across shards).
-pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, replace: bool, done: Option<IntentRef>) -> CmdResult<bool> {
-    // One read of the destination: staged for deletion if it may be replaced.
-    let mut b = ks.store.batch();
-    if let Some(r) = done {
-        ks.store.stage_intent_done(&mut b, r);
-    }
-    let exists = ks.read(db, key, now_ms, |m| {
-        m.map(|m| {
-            if replace {
-                ks.stage_delete(&mut b, db, key, &m);
-            }
+pub async fn keys(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let pattern = Args::new(argv).arg()?.clone();
+    let found = c
+        .shard
+        .broadcast(move |st: &ShardState| {
+            let n = st.global.shards;
+            let (from, to) = (first_slot_of(st.id, n), first_slot_of(st.id + 1, n));
+            let mut out = Vec::new();
+            let res = st.ks.scan_slots(db, from, to, now_ms(), |key, _| {
+                if glob::matches(&pattern, key, false) {
+                    out.push(Bytes::copy_from_slice(key));
+                }
+                true
+            });
+            res.map(|_| out)
         })
-        .is_some()
-    })?;
-    if exists && !replace {
-        return Ok(false);
+        .await;
+    let mut all = Vec::new();
+    for part in found {
+        all.extend(part?);
     }
-    if !Meta::decode(&v.raw).is_some_and(|m| m.is_expired(now_ms)) {
-        coll::stage_place(ks, &mut b, db, key, v, None)?;
+    r.array(all.len());
+    for key in &all {
+        r.bulk(key);
     }
-    ks.store.write(b)?;
-    Ok(true)
+    Ok(())
 }
 
-/// RENAME, RENAMENX or COPY with both keys on this shard: one batch, so it
-/// is atomic here and across a crash. None when the source is missing,
-/// Some(false) when the destination exists and may not be replaced.
-pub fn move_local(
-    ks: &Keyspace,
-    (src_db, src): (u8, &[u8]),
-    (dst_db, dst): (u8, &[u8]),
-    now_ms: u64,
-    replace: bool,
-    delete_src: bool,
-) -> CmdResult<Option<bool>> {
-    let Some(v) = coll::take(ks, src_db, src, now_ms)? else {
-        return Ok(None);
-    };
-    if src == dst && src_db == dst_db {
-        return Ok(Some(replace));
+/// SCAN: the cursor is the next hash slot to visit. Each call visits whole
+/// slots on the shard owning the cursor's slot, so a key present for the
+/// whole scan is returned exactly once, and the cursor is a plain number.
+pub async fn scan(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (shard, db) = (c.shard, c.db());
+    let mut args = Args::new(argv);
+    let cursor = scan_cursor(args.arg()?)?;
+    let ScanOpts { pattern, count, ty, .. } = ScanOpts::parse(&mut args, ScanKind::Keys)?;
+    if cursor >= SLOTS as u64 {
+        r.array(2);
+        r.bulk(b"0");
+        r.array(0);
+        return Ok(());
     }
-    let mut b = ks.store.batch();
-    let exists = ks.read(dst_db, dst, now_ms, |m| {
-        m.map(|m| {
-            if replace {
-                ks.stage_delete(&mut b, dst_db, dst, &m);
-            }
+    let slot = cursor as u16;
+    let n = shard.count();
+    let target = shard_of_slot(slot, n);
+    let end = first_slot_of(target + 1, n);
+    let (next, keys) = shard
+        .invoke_on(target, move |st: &ShardState| {
+            let mut out = Vec::new();
+            let mut visited = 0usize;
+            let next = st.ks.scan_slots(db, slot, end, now_ms(), |key, m| {
+                visited += 1;
+                let type_ok = ty.as_deref().is_none_or(|t| t == m.ty.name());
+                let match_ok = pattern.as_ref().is_none_or(|p| glob::matches(p, key, false));
+                if type_ok && match_ok {
+                    out.push(Bytes::copy_from_slice(key));
+                }
+                visited < count
+            })?;
+            Ok::<_, CmdError>((next, out))
         })
-        .is_some()
-    })?;
-    if exists && !replace {
-        return Ok(Some(false));
+        .await?;
+    let next = if next >= SLOTS { 0 } else { next };
+    r.array(2);
+    r.bulk(next.to_string().as_bytes());
+    r.array(keys.len());
+    for key in &keys {
+        r.bulk(key);
     }
-    coll::stage_place(ks, &mut b, dst_db, dst, &v, None)?;
-    if delete_src {
-        let m = Meta::decode(&v.raw).ok_or(CORRUPT)?;
-        ks.stage_delete(&mut b, src_db, src, &m);
-    }
-    ks.store.write(b)?;
-    Ok(Some(true))
+    Ok(())
 }
 
-/// Whether a live key exists (RENAMENX/COPY pre-checks).
-pub fn exists(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<bool> {
-    ks.read(db, key, now_ms, |m| m.is_some())
+pub async fn randomkey(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    match coord::random_key(c.shard, c.db()).await? {
+        Some(key) => r.bulk(&key),
+        None => r.null(),
+    }
+    Ok(())
 }
-
-pub const RENAME_NO_SUCH_KEY: CmdError = NO_SUCH_KEY;
 
 #[cfg(test)]
 mod tests {

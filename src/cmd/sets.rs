@@ -4,37 +4,36 @@
 
 use bytes::Bytes;
 
-use super::args::Args;
-use super::Ctx;
+use super::args::{parse_i64, Args};
+use super::{commands, CommandSpec};
+use super::{Conn, Ctx};
+use crate::coord::coll as gather;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::resp::Reply;
 use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
-use super::{commands, CommandSpec};
-use crate::coord;
 
 /// The set commands (`cmd::table` has the line format).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
-    "sadd"        -3 [write denyoom fast]   1 1 1  Shard(sadd)                    set "1.0.0" "Adds one or more members to a set. Creates the key if it doesn't exist.";
-    "srem"        -3 [write fast]           1 1 1  Shard(srem)                    set "1.0.0" "Removes one or more members from a set. Deletes the set if the last member was removed.";
-    "scard"       2  [readonly fast]        1 1 1  Shard(scard)                   set "1.0.0" "Returns the number of members in a set.";
-    "sismember"   3  [readonly fast]        1 1 1  Shard(sismember)               set "1.0.0" "Determines whether a member belongs to a set.";
-    "smismember"  -3 [readonly fast]        1 1 1  Shard(smismember)              set "6.2.0" "Determines whether multiple members belong to a set.";
-    "smembers"    2  [readonly]             1 1 1  Shard(super::whole::smembers)  set "1.0.0" "Returns all members of a set.";
-    "srandmember" -2 [readonly]             1 1 1  Shard(srandmember)             set "1.0.0" "Get one or multiple random members from a set";
-    "spop"        -2 [write fast]           1 1 1  Shard(spop)                    set "1.0.0" "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.";
-    "smove"       4  [write fast]           1 2 1  Conn(coord::coll::smove)       set "1.0.0" "Moves a member from one set to another.";
-    "sinter"      -2 [readonly]             1 -1 1 Conn(coord::coll::sinter)      set "1.0.0" "Returns the intersect of multiple sets.";
-    "sintercard"  -3 [readonly movablekeys] 0 0 0  Conn(coord::coll::sintercard)  set "7.0.0" "Returns the number of members of the intersect of multiple sets.";
-    "sinterstore" -3 [write denyoom]        1 -1 1 Conn(coord::coll::sinterstore) set "1.0.0" "Stores the intersect of multiple sets in a key.";
-    "sunion"      -2 [readonly]             1 -1 1 Conn(coord::coll::sunion)      set "1.0.0" "Returns the union of multiple sets.";
-    "sunionstore" -3 [write denyoom]        1 -1 1 Conn(coord::coll::sunionstore) set "1.0.0" "Stores the union of multiple sets in a key.";
-    "sdiff"       -2 [readonly]             1 -1 1 Conn(coord::coll::sdiff)       set "1.0.0" "Returns the difference of multiple sets.";
-    "sdiffstore"  -3 [write denyoom]        1 -1 1 Conn(coord::coll::sdiffstore)  set "1.0.0" "Stores the difference of multiple sets in a key.";
-    "sscan"       -3 [readonly]             1 1 1  Shard(sscan)                   set "2.8.0" "Iterates over members of a set.";
+    "sadd"        -3 [write denyoom fast]   1 1 1  Shard(sadd)                   set "1.0.0" "Adds one or more members to a set. Creates the key if it doesn't exist.";
+    "srem"        -3 [write fast]           1 1 1  Shard(srem)                   set "1.0.0" "Removes one or more members from a set. Deletes the set if the last member was removed.";
+    "scard"       2  [readonly fast]        1 1 1  Shard(scard)                  set "1.0.0" "Returns the number of members in a set.";
+    "sismember"   3  [readonly fast]        1 1 1  Shard(sismember)              set "1.0.0" "Determines whether a member belongs to a set.";
+    "smismember"  -3 [readonly fast]        1 1 1  Shard(smismember)             set "6.2.0" "Determines whether multiple members belong to a set.";
+    "smembers"    2  [readonly]             1 1 1  Shard(super::whole::smembers) set "1.0.0" "Returns all members of a set.";
+    "srandmember" -2 [readonly]             1 1 1  Shard(srandmember)            set "1.0.0" "Get one or multiple random members from a set";
+    "spop"        -2 [write fast]           1 1 1  Shard(spop)                   set "1.0.0" "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.";
+    "smove"       4  [write fast]           1 2 1  Conn(smove)                   set "1.0.0" "Moves a member from one set to another.";
+    "sinter"      -2 [readonly]             1 -1 1 Conn(sinter)                  set "1.0.0" "Returns the intersect of multiple sets.";
+    "sintercard"  -3 [readonly movablekeys] 0 0 0  Conn(sintercard)              set "7.0.0" "Returns the number of members of the intersect of multiple sets.";
+    "sinterstore" -3 [write denyoom]        1 -1 1 Conn(sinterstore)             set "1.0.0" "Stores the intersect of multiple sets in a key.";
+    "sunion"      -2 [readonly]             1 -1 1 Conn(sunion)                  set "1.0.0" "Returns the union of multiple sets.";
+    "sunionstore" -3 [write denyoom]        1 -1 1 Conn(sunionstore)             set "1.0.0" "Stores the union of multiple sets in a key.";
+    "sdiff"       -2 [readonly]             1 -1 1 Conn(sdiff)                   set "1.0.0" "Returns the difference of multiple sets.";
+    "sdiffstore"  -3 [write denyoom]        1 -1 1 Conn(sdiffstore)              set "1.0.0" "Stores the difference of multiple sets in a key.";
+    "sscan"       -3 [readonly]             1 1 1  Shard(sscan)                  set "2.8.0" "Iterates over members of a set.";
 };
-
 
 const S: KeyType = KeyType::Set;
 
@@ -154,7 +153,9 @@ pub fn spop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let count = match args.peek() {
         None => None,
         Some(_) => {
-            let c = args.int().map_err(|_| CmdError::new("ERR value is out of range, must be positive"))?;
+            let c = args
+                .int()
+                .map_err(|_| CmdError::new("ERR value is out of range, must be positive"))?;
             if c < 0 {
                 return Err(CmdError::new("ERR value is out of range, must be positive"));
             }
@@ -184,4 +185,87 @@ pub fn spop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub fn sscan(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     super::hashes::scan_collection(ctx, argv, r, S)
+}
+
+// ---- commands over sets of several shards (`coord::coll` gathers them) ----
+
+/// SMOVE: `coord::coll::smove` moves the member, across shards when the
+/// two sets live on different ones.
+pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (src, dst, member) = (args.arg()?.clone(), args.arg()?.clone(), args.arg()?.clone());
+    r.int(gather::smove(c.shard, c.db(), src, dst, member).await?);
+    Ok(())
+}
+
+pub async fn sinter(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra(c, argv, r, gather::Op::Inter).await
+}
+
+pub async fn sunion(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra(c, argv, r, gather::Op::Union).await
+}
+
+pub async fn sdiff(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra(c, argv, r, gather::Op::Diff).await
+}
+
+async fn algebra(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: gather::Op) -> CmdResult {
+    let out = gather::combine(c.shard, c.db(), Args::new(argv).rest(), op).await?;
+    reply_members(r, &out);
+    Ok(())
+}
+
+pub async fn sinterstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra_store(c, argv, r, gather::Op::Inter).await
+}
+
+pub async fn sunionstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra_store(c, argv, r, gather::Op::Union).await
+}
+
+pub async fn sdiffstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    algebra_store(c, argv, r, gather::Op::Diff).await
+}
+
+async fn algebra_store(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: gather::Op) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (dst, keys) = (args.arg()?, args.rest());
+    let (shard, db) = (c.shard, c.db());
+    let out = gather::combine(shard, db, keys, op).await?;
+    r.int(gather::store_set(shard, db, dst, out).await?);
+    Ok(())
+}
+
+pub async fn sintercard(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let n = parse_i64(args.bytes()?)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CmdError::new("ERR numkeys should be greater than 0"))?;
+    if n > args.left() as i64 {
+        return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
+    }
+    let keys = &args.rest()[..n as usize];
+    let mut args = Args::at(argv, 2 + n as usize);
+    let mut limit = 0i64;
+    while !args.is_empty() {
+        if args.left() >= 2 && args.flag("limit") {
+            limit = parse_i64(args.bytes()?)
+                .filter(|l| *l >= 0)
+                .ok_or_else(|| CmdError::new("ERR LIMIT can't be negative"))?;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let out = gather::combine(c.shard, c.db(), keys, gather::Op::Inter).await?;
+    let count = out.len() as i64;
+    r.int(if limit > 0 { count.min(limit) } else { count });
+    Ok(())
+}
+
+fn reply_members<T: AsRef<[u8]>>(r: &mut Reply, items: &[T]) {
+    r.set(items.len());
+    for m in items {
+        r.bulk(m.as_ref());
+    }
 }

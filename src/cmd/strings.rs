@@ -4,45 +4,48 @@
 use bytes::Bytes;
 
 use super::args::{int, is, Args};
-use super::Ctx;
+use super::{commands, CommandSpec};
+use super::{Conn, Ctx};
+use crate::clock::now_ms;
+use crate::coord;
 use crate::error::CORRUPT;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
+use crate::shard::ShardState;
 use crate::storage::keys::meta_key;
 use crate::storage::meta::{self, KeyType, Meta};
+use crate::storage::owner;
 use crate::storage::PeerStore;
 use crate::types::bigstr;
+use crate::types::multi;
 use crate::types::string::{self as logic, FloatIncrError};
-use super::{commands, CommandSpec};
-use crate::coord;
 
 /// The string commands (`cmd::table` has the line format).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
-    "get"         2  [readonly fast]      1 1 1  Shard(get)          string "1.0.0" "Returns the string value of a key.";
-    "set"         -3 [write denyoom]      1 1 1  Shard(set)          string "1.0.0" "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.";
-    "setnx"       3  [write denyoom fast] 1 1 1  Shard(setnx)        string "1.0.0" "Set the string value of a key only when the key doesn't exist.";
-    "setex"       4  [write denyoom]      1 1 1  Shard(setex)        string "2.0.0" "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.";
-    "psetex"      4  [write denyoom]      1 1 1  Shard(psetex)       string "2.6.0" "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.";
-    "getset"      3  [write denyoom fast] 1 1 1  Shard(getset)       string "1.0.0" "Returns the previous string value of a key after setting it to a new value.";
-    "getdel"      2  [write fast]         1 1 1  Shard(getdel)       string "6.2.0" "Returns the string value of a key after deleting the key.";
-    "getex"       -2 [write fast]         1 1 1  Shard(getex)        string "6.2.0" "Returns the string value of a key after setting its expiration time.";
-    "mget"        -2 [readonly fast]      1 -1 1 Conn(coord::mget)   string "1.0.0" "Atomically returns the string values of one or more keys.";
-    "mset"        -3 [write denyoom]      1 -1 2 Conn(coord::mset)   string "1.0.1" "Atomically creates or modifies the string values of one or more keys.";
-    "msetnx"      -3 [write denyoom]      1 -1 2 Conn(coord::msetnx) string "1.0.1" "Atomically modifies the string values of one or more keys only when all keys don't exist.";
-    "append"      3  [write denyoom fast] 1 1 1  Shard(append)       string "2.0.0" "Appends a string to the value of a key. Creates the key if it doesn't exist.";
-    "strlen"      2  [readonly fast]      1 1 1  Shard(strlen)       string "2.2.0" "Returns the length of a string value.";
-    "incr"        2  [write denyoom fast] 1 1 1  Shard(incr)         string "1.0.0" "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
-    "decr"        2  [write denyoom fast] 1 1 1  Shard(decr)         string "1.0.0" "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
-    "incrby"      3  [write denyoom fast] 1 1 1  Shard(incrby)       string "1.0.0" "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
-    "decrby"      3  [write denyoom fast] 1 1 1  Shard(decrby)       string "1.0.0" "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.";
-    "incrbyfloat" 3  [write denyoom fast] 1 1 1  Shard(incrbyfloat)  string "2.6.0" "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
-    "getrange"    4  [readonly]           1 1 1  Shard(getrange)     string "2.4.0" "Returns a substring of the string stored at a key.";
-    "substr"      4  [readonly]           1 1 1  Shard(getrange)     string "1.0.0" "Returns a substring from a string value.";
-    "setrange"    4  [write denyoom]      1 1 1  Shard(setrange)     string "2.2.0" "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.";
-    "lcs"         -3 [readonly]           1 2 1  Conn(coord::lcs)    string "7.0.0" "Finds the longest common substring.";
+    "get"         2  [readonly fast]      1 1 1  Shard(get)         string "1.0.0" "Returns the string value of a key.";
+    "set"         -3 [write denyoom]      1 1 1  Shard(set)         string "1.0.0" "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.";
+    "setnx"       3  [write denyoom fast] 1 1 1  Shard(setnx)       string "1.0.0" "Set the string value of a key only when the key doesn't exist.";
+    "setex"       4  [write denyoom]      1 1 1  Shard(setex)       string "2.0.0" "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.";
+    "psetex"      4  [write denyoom]      1 1 1  Shard(psetex)      string "2.6.0" "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.";
+    "getset"      3  [write denyoom fast] 1 1 1  Shard(getset)      string "1.0.0" "Returns the previous string value of a key after setting it to a new value.";
+    "getdel"      2  [write fast]         1 1 1  Shard(getdel)      string "6.2.0" "Returns the string value of a key after deleting the key.";
+    "getex"       -2 [write fast]         1 1 1  Shard(getex)       string "6.2.0" "Returns the string value of a key after setting its expiration time.";
+    "mget"        -2 [readonly fast]      1 -1 1 Conn(mget)         string "1.0.0" "Atomically returns the string values of one or more keys.";
+    "mset"        -3 [write denyoom]      1 -1 2 Conn(mset)         string "1.0.1" "Atomically creates or modifies the string values of one or more keys.";
+    "msetnx"      -3 [write denyoom]      1 -1 2 Conn(msetnx)       string "1.0.1" "Atomically modifies the string values of one or more keys only when all keys don't exist.";
+    "append"      3  [write denyoom fast] 1 1 1  Shard(append)      string "2.0.0" "Appends a string to the value of a key. Creates the key if it doesn't exist.";
+    "strlen"      2  [readonly fast]      1 1 1  Shard(strlen)      string "2.2.0" "Returns the length of a string value.";
+    "incr"        2  [write denyoom fast] 1 1 1  Shard(incr)        string "1.0.0" "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
+    "decr"        2  [write denyoom fast] 1 1 1  Shard(decr)        string "1.0.0" "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
+    "incrby"      3  [write denyoom fast] 1 1 1  Shard(incrby)      string "1.0.0" "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
+    "decrby"      3  [write denyoom fast] 1 1 1  Shard(decrby)      string "1.0.0" "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.";
+    "incrbyfloat" 3  [write denyoom fast] 1 1 1  Shard(incrbyfloat) string "2.6.0" "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
+    "getrange"    4  [readonly]           1 1 1  Shard(getrange)    string "2.4.0" "Returns a substring of the string stored at a key.";
+    "substr"      4  [readonly]           1 1 1  Shard(getrange)    string "1.0.0" "Returns a substring from a string value.";
+    "setrange"    4  [write denyoom]      1 1 1  Shard(setrange)    string "2.2.0" "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.";
+    "lcs"         -3 [readonly]           1 2 1  Conn(lcs)          string "7.0.0" "Finds the longest common substring.";
 };
-
 
 /// A live string key's value and expiry, or None; WRONGTYPE for other types.
 /// A big string is read whole.
@@ -156,7 +159,7 @@ pub struct SetOpts {
 /// Parses SET (`for_getex == false`) or GETEX options: the rest of `args`.
 pub fn parse_set_opts(args: &mut Args, for_getex: bool) -> CmdResult<SetOpts> {
     let mut o = SetOpts::default();
-    while let Ok(a) = args.next() {
+    while let Ok(a) = args.arg() {
         let next = args.peek();
         let has_expire = o.expire.is_some();
         let same_expire = |secs: bool, abs: bool| o.expire.as_ref().is_none_or(|(s, a, _)| *s == secs && *a == abs);
@@ -186,7 +189,7 @@ pub fn parse_set_opts(args: &mut Args, for_getex: bool) -> CmdResult<SetOpts> {
                 return Err(SYNTAX);
             }
             o.expire = Some((secs, abs, v.clone()));
-            args.next()?;
+            args.arg()?;
         } else {
             return Err(SYNTAX);
         }
@@ -485,6 +488,118 @@ pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     let n = write_string(ctx, key, Some(offset as u64), data)?;
     r.int(n as i64);
+    Ok(())
+}
+
+// ---- commands over keys of several shards (`coord` sends the halves) ----
+
+pub async fn mget(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let parts = coord::fan_out(c.shard, db, &coord::keys_from(argv, 1, 1), coord::Access::Read, move |st, ks| {
+        multi::mget_keys(&st.ks, db, ks, now_ms())
+    })
+    .await;
+    let mut values: Vec<Option<Bytes>> = vec![None; argv.len()];
+    for (pos, res) in parts {
+        for (p, v) in pos.into_iter().zip(res?) {
+            values[p] = v;
+        }
+    }
+    r.array(argv.len() - 1);
+    for v in &values[1..] {
+        match v {
+            Some(v) => r.bulk(v),
+            None => r.null(),
+        }
+    }
+    Ok(())
+}
+
+pub async fn mset(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if argv.len().is_multiple_of(2) {
+        return Err(CmdError::new(super::arity_error("mset")));
+    }
+    coord::mset(c.shard, c.db(), argv, false).await?;
+    r.ok();
+    Ok(())
+}
+
+pub async fn msetnx(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if argv.len().is_multiple_of(2) {
+        return Err(CmdError::new(super::arity_error("msetnx")));
+    }
+    let done = coord::mset(c.shard, c.db(), argv, true).await?;
+    r.int(done as i64);
+    Ok(())
+}
+
+pub async fn lcs(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (shard, db) = (c.shard, c.db());
+    let mut args = Args::new(argv);
+    let (a, b) = (args.arg()?, args.arg()?);
+    let (mut want_len, mut want_idx, mut with_len, mut min_len) = (false, false, false, 0i64);
+    while !args.is_empty() {
+        if args.flag("idx") {
+            want_idx = true;
+        } else if args.flag("len") {
+            want_len = true;
+        } else if args.flag("withmatchlen") {
+            with_len = true;
+        } else if args.left() >= 2 && args.flag("minmatchlen") {
+            min_len = args.int()?.max(0);
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let mut values = Vec::with_capacity(2);
+    for key in [a, b] {
+        let key = key.clone();
+        let v = shard
+            .invoke_on(owner(&key, shard.count()), move |st: &ShardState| {
+                st.ks.read(db, &key, now_ms(), |m| match m {
+                    None => Ok(Vec::new()),
+                    Some(m) => match crate::types::bigstr::of(&m)? {
+                        Some(s) => crate::types::bigstr::read_all(&st.ks, db, &key, s),
+                        None => Err(CmdError::new("ERR The specified keys must contain string values")),
+                    },
+                })?
+            })
+            .await?;
+        values.push(v);
+    }
+    if want_len && want_idx {
+        return Err(CmdError::new("ERR If you want both the length and indexes, please just use IDX."));
+    }
+    if (values[0].len() as u64 + 1) * (values[1].len() as u64 + 1) * 4 > shard.state().global.max_string_len() as u64 {
+        return Err(CmdError::new(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let res = crate::types::string::lcs(&values[0], &values[1]);
+    if want_len {
+        r.int(res.seq.len() as i64);
+    } else if want_idx {
+        let kept: Vec<_> = res.matches.iter().filter(|m| (m.1 - m.0 + 1) as i64 >= min_len).collect();
+        r.map(2);
+        r.bulk(b"matches");
+        r.array(kept.len());
+        for (a0, a1, b0, b1) in kept {
+            r.array(if with_len { 3 } else { 2 });
+            r.array(2);
+            r.int(*a0 as i64);
+            r.int(*a1 as i64);
+            r.array(2);
+            r.int(*b0 as i64);
+            r.int(*b1 as i64);
+            if with_len {
+                r.int((a1 - a0 + 1) as i64);
+            }
+        }
+        r.bulk(b"len");
+        r.int(res.seq.len() as i64);
+    } else {
+        r.bulk(&res.seq);
+    }
     Ok(())
 }
 

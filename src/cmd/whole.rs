@@ -2,28 +2,20 @@
 //! up to [`SLICE`] members is answered by its shard in one go, so these
 //! commands batch and pipeline like any shard command. A bigger one is
 //! left to the connection (`error::STREAM`), which reads it in slices from
-//! one snapshot without holding the owner's core (`coord::coll::stream`).
+//! one snapshot without holding the owner's core ([`stream`]).
+
+use std::rc::Rc;
 
 use bytes::Bytes;
+use shards::Shard;
 
 use super::Ctx;
-use crate::error::{CmdResult, STREAM};
+use crate::coord::coll::{self as gather, write_member, Keep, SLICE};
+use crate::error::{CmdError, CmdResult, STREAM};
 use crate::resp::Reply;
+use crate::shard::ShardState;
 use crate::storage::meta::KeyType;
 use crate::types::coll;
-
-/// Members per slice: about a millisecond of iteration on a warm cache.
-pub const SLICE: usize = 1024;
-
-/// What a read keeps of each live member: the members themselves (set
-/// algebra), or their reply bytes (RESP bulk strings) ready to go out.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
-    Entries,
-    Fields,
-    Values,
-    Pairs,
-}
 
 /// Which whole-collection read.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -72,19 +64,6 @@ impl Whole {
     }
 }
 
-/// Writes one member as `keep` says (not `Keep::Entries`).
-pub fn write_member(r: &mut Reply, keep: Keep, member: &[u8], value: &[u8]) {
-    match keep {
-        Keep::Fields => r.bulk(member),
-        Keep::Values => r.bulk(value),
-        Keep::Pairs => {
-            r.bulk(member);
-            r.bulk(value);
-        }
-        Keep::Entries => {}
-    }
-}
-
 fn read(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, w: Whole) -> CmdResult {
     let key = super::args::Args::new(argv).key()?;
     let Some(v) = coll::view(ctx.ks(), ctx.db, key, w.ty(), ctx.now_ms)? else {
@@ -116,4 +95,17 @@ pub fn hvals(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub fn smembers(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     read(ctx, argv, r, Whole::Smembers)
+}
+
+/// HGETALL, HKEYS, HVALS or SMEMBERS of a collection too big for its
+/// shard handler to answer in one go (`cmd::whole`): read in slices from one
+/// snapshot, the reply built from the slices' encoded members.
+pub async fn stream(shard: &Rc<Shard<ShardState>>, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let w = Whole::of(&argv[0]).ok_or_else(|| CmdError::new("ERR internal routing error"))?;
+    let g = gather::gather_with(shard, db, &argv[1], w.ty(), w.keep())
+        .await?
+        .unwrap_or_default();
+    w.header(r, g.count);
+    gather::write_chunks(r, g.wire).await;
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! Whole-collection reads and multi-key set commands.
+//! Whole-collection reads and multi-key set operations (the commands are
+//! in `cmd::whole` and `cmd::sets`).
 //!
 //! A collection is read in slices of [`SLICE`] members. The first slice runs
 //! on the owner together with the meta read and, when more slices follow,
@@ -19,11 +20,7 @@ use bytes::Bytes;
 use super::intent::{self, Op as Intent};
 use super::S;
 use crate::clock::now_ms;
-use crate::cmd::args::{is, parse_i64};
-use crate::cmd::whole::{write_member, Keep, Whole};
-use crate::cmd::args::Args;
-use crate::cmd::Conn;
-use crate::error::{CmdError, CmdResult, CORRUPT, SYNTAX, WRONGTYPE};
+use crate::error::{CmdResult, CORRUPT, WRONGTYPE};
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::storage::intent::IntentRef;
@@ -32,7 +29,31 @@ use crate::storage::owner;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
 
-pub use crate::cmd::whole::SLICE;
+/// Members per slice: about a millisecond of iteration on a warm cache.
+pub const SLICE: usize = 1024;
+
+/// What a read keeps of each live member: the members themselves (set
+/// algebra), or their reply bytes (RESP bulk strings) ready to go out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Entries,
+    Fields,
+    Values,
+    Pairs,
+}
+
+/// Writes one member as `keep` says (not `Keep::Entries`).
+pub fn write_member(r: &mut Reply, keep: Keep, member: &[u8], value: &[u8]) {
+    match keep {
+        Keep::Fields => r.bulk(member),
+        Keep::Values => r.bulk(value),
+        Keep::Pairs => {
+            r.bulk(member);
+            r.bulk(value);
+        }
+        Keep::Entries => {}
+    }
+}
 
 /// One slice of a collection read.
 #[derive(Default)]
@@ -138,7 +159,7 @@ pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Op
 
 /// Appends gathered reply chunks, letting the shard's other clients run
 /// between chunks of a big reply.
-async fn write_chunks(r: &mut Reply, chunks: Vec<Vec<u8>>) {
+pub async fn write_chunks(r: &mut Reply, chunks: Vec<Vec<u8>>) {
     let many = chunks.len() > 1;
     // One allocation up front: growing a 40 MB buffer by doubling copies it
     // in one go, which is a stall of its own.
@@ -161,7 +182,7 @@ async fn set_members(shard: &S, db: u8, key: &Bytes) -> CmdResult<Vec<Vec<u8>>> 
 
 /// Writes `members` as the set at `dst` (replacing any key there), in
 /// slices that stay invisible until the last step. Returns the set's size.
-async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) -> CmdResult<i64> {
+pub async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) -> CmdResult<i64> {
     let target = owner(dst, shard.count());
     let size = members.len() as u64;
     let key = dst.clone();
@@ -187,7 +208,7 @@ async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) -> Cmd
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Op {
+pub enum Op {
     Inter,
     Union,
     Diff,
@@ -196,7 +217,7 @@ enum Op {
 /// SINTER / SUNION / SDIFF over gathered sets, sorted for a stable reply.
 /// Every key is type-checked before any missing key short-cuts the result,
 /// as Redis does.
-async fn combine(shard: &S, db: u8, keys: &[Bytes], op: Op) -> CmdResult<Vec<Vec<u8>>> {
+pub async fn combine(shard: &S, db: u8, keys: &[Bytes], op: Op) -> CmdResult<Vec<Vec<u8>>> {
     let mut sets = Vec::with_capacity(keys.len());
     for k in keys {
         sets.push(set_members(shard, db, k).await?);
@@ -234,100 +255,17 @@ async fn combine(shard: &S, db: u8, keys: &[Bytes], op: Op) -> CmdResult<Vec<Vec
     Ok(out)
 }
 
-fn reply_members<T: AsRef<[u8]>>(r: &mut Reply, items: &[T]) {
-    r.set(items.len());
-    for m in items {
-        r.bulk(m.as_ref());
-    }
-}
-
-/// HGETALL, HKEYS, HVALS or SMEMBERS of a collection too big for its
-/// shard handler to answer in one go (`cmd::whole`): read in slices from one
-/// snapshot, the reply built from the slices' encoded members.
-pub async fn stream(shard: &S, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let w = Whole::of(&argv[0]).ok_or_else(|| CmdError::new("ERR internal routing error"))?;
-    let g = gather_with(shard, db, &argv[1], w.ty(), w.keep()).await?.unwrap_or_default();
-    w.header(r, g.count);
-    write_chunks(r, g.wire).await;
-    Ok(())
-}
-
 // The commands, each an `async fn` the command table names (`Conn(...)`).
-
-pub async fn sinter(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    algebra(c, argv, r, Op::Inter).await
-}
-
-pub async fn sunion(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    algebra(c, argv, r, Op::Union).await
-}
-
-pub async fn sdiff(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    algebra(c, argv, r, Op::Diff).await
-}
-
-async fn algebra(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: Op) -> CmdResult {
-    let out = combine(c.shard, c.db(), Args::new(argv).rest(), op).await?;
-    reply_members(r, &out);
-    Ok(())
-}
-
-pub async fn sinterstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    algebra_store(c, argv, r, Op::Inter).await
-}
-
-pub async fn sunionstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    algebra_store(c, argv, r, Op::Union).await
-}
-
-pub async fn sdiffstore(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    algebra_store(c, argv, r, Op::Diff).await
-}
-
-async fn algebra_store(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: Op) -> CmdResult {
-    let mut args = Args::new(argv);
-    let (dst, keys) = (args.next()?, args.rest());
-    let (shard, db) = (c.shard, c.db());
-    let out = combine(shard, db, keys, op).await?;
-    r.int(store_set(shard, db, dst, out).await?);
-    Ok(())
-}
-
-pub async fn sintercard(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let mut args = Args::new(argv);
-    let n = parse_i64(args.bytes()?)
-        .filter(|n| *n > 0)
-        .ok_or_else(|| CmdError::new("ERR numkeys should be greater than 0"))?;
-    if n > args.left() as i64 {
-        return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
-    }
-    let keys = &args.rest()[..n as usize];
-    let mut args = Args::at(argv, 2 + n as usize);
-    let mut limit = 0i64;
-    while !args.is_empty() {
-        if args.left() >= 2 && args.flag("limit") {
-            limit = parse_i64(args.bytes()?)
-                .filter(|l| *l >= 0)
-                .ok_or_else(|| CmdError::new("ERR LIMIT can't be negative"))?;
-        } else {
-            return Err(SYNTAX);
-        }
-    }
-    let out = combine(c.shard, c.db(), keys, Op::Inter).await?;
-    let count = out.len() as i64;
-    r.int(if limit > 0 { count.min(limit) } else { count });
-    Ok(())
-}
 
 /// SMOVE. On one owner it is one synchronous step and one batch. Across
 /// owners: check both types, then the source's owner removes the member in
 /// one batch with the destination's intent part, and the destination's
 /// owner adds it and deletes that part in one batch; after a crash the next
 /// start completes the move (docs/cross-shard.md).
-pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let (shard, db) = (c.shard, c.db());
-    let mut args = Args::new(argv);
-    let (src, dst, member) = (args.next()?.clone(), args.next()?.clone(), args.next()?.clone());
+pub async fn smove(shard: &S, db: u8, src: Bytes, dst: Bytes, member: Bytes) -> CmdResult<i64> {
+    // The source's name again, for handing a member back (the closures
+    // below take `src`).
+    let src_name = src.clone();
     let n = shard.count();
     let (so, dso) = (owner(&src, n), owner(&dst, n));
     let set_type = move |st: &ShardState, key: &[u8]| -> CmdResult<Option<KeyType>> { st.ks.type_of(db, key, now_ms()) };
@@ -348,14 +286,12 @@ pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                 move_member(st, db, &src, &dst, &member, now)
             })
             .await?;
-        r.int(moved);
-        return Ok(());
+        return Ok(moved);
     }
     let s2 = src.clone();
     let src_type = shard.invoke_on(so, move |st: &ShardState| set_type(st, &s2)).await?;
     let Some(src_type) = src_type else {
-        r.int(0);
-        return Ok(());
+        return Ok(0);
     };
     let d2 = dst.clone();
     let dst_type = shard.invoke_on(dso, move |st: &ShardState| set_type(st, &d2)).await?;
@@ -388,8 +324,7 @@ pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         })
         .await?;
     if !removed {
-        r.int(0);
-        return Ok(());
+        return Ok(0);
     }
     let m2 = member.clone();
     let returned = shard
@@ -417,7 +352,7 @@ pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         })
         .await?;
     if let Some(back) = returned {
-        let src = argv[1].clone();
+        let src = src_name;
         shard
             .invoke_on(so, move |st: &ShardState| {
                 intent::add_member(&st.ks, db, &src, &member, now_ms(), Some(back))
@@ -425,8 +360,7 @@ pub async fn smove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             .await?;
         return Err(WRONGTYPE);
     }
-    r.int(1);
-    Ok(())
+    Ok(1)
 }
 
 /// Removes `member` from `src` and adds it to `dst`, both on this shard, in

@@ -8,7 +8,6 @@
 
 use bytes::Bytes;
 
-use crate::cmd::keys as k;
 use crate::error::{CmdResult, WRONGTYPE};
 use crate::storage::intent::{IntentRef, Rider};
 use crate::storage::meta::KeyType;
@@ -16,6 +15,7 @@ use crate::storage::owner;
 use crate::storage::Engine;
 use crate::types::coll::{Owned, Writer};
 use crate::types::keyspace::Keyspace;
+use crate::types::multi as k;
 
 /// One shard's share of a cross-shard write.
 #[derive(Debug, Clone, PartialEq, Eq)]

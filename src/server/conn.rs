@@ -19,12 +19,11 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use shards::rt::TcpStream;
 use shards::{Shard, Then};
 
-use crate::cmd::{self, CommandSpec, Exec};
-use crate::error::CmdError;
-use crate::resp::{parse_request, Deferred, Limits, Reply};
-use crate::global::Global;
 use crate::client::{Client, ClientInfo};
 use crate::clock::now_ms;
+use crate::cmd::{self, CommandSpec, Exec};
+use crate::global::Global;
+use crate::resp::{parse_request, Deferred, Limits, Reply};
 use crate::server::group::Grouped;
 use crate::server::run::{self, close_group, finish_cmd, internal_error, run_here, share_job, Share, ShareOut};
 use crate::shard::ShardState;
@@ -50,7 +49,7 @@ fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> 
 /// Produces one reply a shard handler left to the connection.
 async fn run_deferred(shard: &Rc<Shard<ShardState>>, st: &ShardState, client: &Client, d: Deferred, out: &mut Reply) {
     let start = Instant::now();
-    let res = std::panic::AssertUnwindSafe(crate::coord::coll::stream(shard, client.db, &d.argv, out))
+    let res = std::panic::AssertUnwindSafe(crate::cmd::whole::stream(shard, client.db, &d.argv, out))
         .catch_unwind()
         .await
         .unwrap_or_else(|_| Err(internal_error(&d.argv)));
@@ -394,7 +393,7 @@ async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mu
                     if let Some(store) = st.peers.get(target) {
                         let start = Instant::now();
                         let next = cmds[i + 1..].iter().map(Vec::as_slice);
-                        let found = crate::coord::misses::peer_get(store, client.db, &cmds[i][1], next, n, out).await;
+                        let found = crate::server::probe::peer_get(store, client.db, &cmds[i][1], next, n, out).await;
                         if let Some(res) = found {
                             match &res {
                                 Ok(hit) => st.ks.note_lookup(*hit),

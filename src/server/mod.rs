@@ -7,6 +7,7 @@
 
 pub mod conn;
 pub mod group;
+pub mod probe;
 pub mod run;
 
 use std::collections::BTreeMap;
@@ -17,12 +18,12 @@ use std::time::{Duration, Instant};
 
 use shards::{Config as RtConfig, Runtime, Shard};
 
+use crate::clock::{now_ms, now_us};
 use crate::config::Config;
+use crate::global::Global;
 use crate::shard::ShardState;
 use crate::storage::{budget, Engine, Fsync, StoreOptions};
 use crate::types::keyspace::Keyspace;
-use crate::clock::{now_ms, now_us};
-use crate::global::Global;
 
 /// Blocks SIGINT/SIGTERM in this thread and every thread started after it.
 /// Must run before anything starts threads (RocksDB starts its own at open):

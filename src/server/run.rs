@@ -16,13 +16,14 @@ use std::time::Instant;
 use bytes::Bytes;
 use shards::Then;
 
-use crate::cmd::{self, CommandSpec, Ctx};
-use crate::coord::misses;
-use crate::error::{CmdError, STREAM};
-use crate::resp::{Deferred, Reply};
 use crate::client::ClientInfo;
 use crate::clock::now_ms;
+use crate::cmd::{self, CommandSpec, Ctx};
+use crate::coord::misses::ROUNDS;
+use crate::error::{CmdError, STREAM};
+use crate::resp::{Deferred, Reply};
 use crate::server::group::Grouped;
+use crate::server::probe;
 use crate::shard::ShardState;
 
 /// Runs one shard command against `st` and records its stats.
@@ -86,7 +87,7 @@ pub fn run_shard_cmd_probed(
 }
 
 /// The commands after the one running, whose key records a fetch reads
-/// ahead (`misses::ahead`).
+/// ahead (`probe::ahead`).
 #[derive(Clone, Copy)]
 pub enum Next<'a> {
     Cmds(&'a [Vec<Bytes>]),
@@ -125,36 +126,36 @@ pub async fn run_here<'a>(
 ) {
     let spec = &cmd::TABLE[idx];
     join_group(group, st, out, several);
-    let probe = misses::probes(st, spec);
+    let probe = probe::probes(st, spec);
     let mut hold = None;
     if !probe && st.ks.store.tiered() {
-        let held = misses::held(st, spec, argv, db);
+        let held = probe::held(st, spec, argv, db);
         let cold = if st.ks.store.check_writes() {
-            misses::cold_keys(st, spec, argv, db)
+            probe::cold_keys(st, spec, argv, db)
         } else {
             Vec::new()
         };
         if held || !cold.is_empty() {
             close_group(group, out, marks);
             if held {
-                misses::after_reads(st, spec, argv, db).await;
+                probe::after_reads(st, spec, argv, db).await;
             }
             if !cold.is_empty() {
-                hold = Some(misses::Hold::new(st, spec, argv, db));
-                misses::fetch(st, cold, next.argvs(), db).await;
+                hold = Some(probe::hold(st, spec, argv, db));
+                probe::fetch(st, cold, next.argvs(), db).await;
             }
             join_group(group, st, out, several);
         }
     }
     let mut round = 0;
-    while !run_shard_cmd_probed(st, idx, f, argv, db, info, out, probe && round < misses::ROUNDS) {
+    while !run_shard_cmd_probed(st, idx, f, argv, db, info, out, probe && round < ROUNDS) {
         // A record is on disk only: the pool reads it (and the next
         // commands' records) while this shard serves other clients; then
         // the command runs again.
         round += 1;
         close_group(group, out, marks);
-        hold.get_or_insert_with(|| misses::Hold::new(st, spec, argv, db));
-        misses::fetch(st, st.ks.store.take_wanted(), next.argvs(), db).await;
+        hold.get_or_insert_with(|| probe::hold(st, spec, argv, db));
+        probe::fetch(st, st.ks.store.take_wanted(), next.argvs(), db).await;
         join_group(group, st, out, several);
     }
 }
@@ -162,7 +163,7 @@ pub async fn run_here<'a>(
 /// Whether `argv` would wait before it runs here: a write whose keys a
 /// read in flight holds, or whose key records are on disk only.
 fn must_wait(st: &ShardState, spec: &CommandSpec, argv: &[Bytes], db: u8) -> bool {
-    misses::held(st, spec, argv, db) || (st.ks.store.check_writes() && !misses::cold_keys(st, spec, argv, db).is_empty())
+    probe::held(st, spec, argv, db) || (st.ks.store.check_writes() && !probe::cold_keys(st, spec, argv, db).is_empty())
 }
 
 /// Writes and closes the open group, if any: before an await, or before a
@@ -207,7 +208,7 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
     let mut from = share.len();
     for (k, (idx, f, argv)) in share.iter().enumerate() {
         let spec = &cmd::TABLE[*idx];
-        let probe = misses::probes(st, spec);
+        let probe = probe::probes(st, spec);
         if tiered && !probe && must_wait(st, spec, argv, db) {
             from = k;
             break;

@@ -1,11 +1,13 @@
 //! Data structure logic on top of the storage layer; no RESP here.
 //!
 //! `keyspace` owns meta records, expiry and key counts for one shard;
-//! `string` is pure string-value logic shared by several commands.
+//! `string` is pure string-value logic shared by several commands;
+//! `multi` holds the per-shard halves of multi-key operations.
 
 pub mod bigstr;
 pub mod coll;
 pub mod hash;
 pub mod keyspace;
+pub mod multi;
 pub mod string;
 pub mod writer;

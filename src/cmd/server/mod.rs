@@ -15,7 +15,6 @@ use super::args::{is, one_of, text, Args};
 use super::keys::help_reply;
 use super::{commands, subcommands, CommandSpec, Conn, SubSpec};
 use crate::clock::{now_ms, now_us};
-use crate::coord;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::global::Global;
 use crate::resp::Reply;
@@ -27,9 +26,9 @@ use logs::{latency, slowlog};
 /// The server commands (`cmd::table` has the line format).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
-    "dbsize"   1  [readonly fast]                                    0 0 0 Conn(coord::dbsize)           server "1.0.0"  "Returns the number of keys in the database.";
-    "flushdb"  -1 [write]                                            0 0 0 Conn(coord::flushdb)          server "1.0.0"  "Remove all keys from the current database.";
-    "flushall" -1 [write]                                            0 0 0 Conn(coord::flushall)         server "1.0.0"  "Removes all keys from all databases.";
+    "dbsize"   1  [readonly fast]                                    0 0 0 Conn(dbsize)                  server "1.0.0"  "Returns the number of keys in the database.";
+    "flushdb"  -1 [write]                                            0 0 0 Conn(flushdb)                 server "1.0.0"  "Remove all keys from the current database.";
+    "flushall" -1 [write]                                            0 0 0 Conn(flushall)                server "1.0.0"  "Removes all keys from all databases.";
     "info"     -1 [loading stale]                                    0 0 0 Conn(info)                    server "1.0.0"  "Returns information and statistics about the server.";
     "config"   -2 []                                                 0 0 0 Conn(config)                  server "2.0.0"  "A container for server configuration commands." subs CONFIG_SUBS;
     "time"     1  [loading stale fast]                               0 0 0 Conn(time)                    server "2.6.0"  "Returns the server time.";
@@ -72,7 +71,6 @@ const LATENCY_SUBS: &[SubSpec] = subcommands! {
     "reset"     -2 [admin noscript loading stale] "Resets the latency data for one or more events.";
     "help"      2  [loading stale]                "Returns helpful text about the different subcommands.";
 };
-
 
 const CONFIG_HELP: &[&str] = &[
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -261,5 +259,42 @@ pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     } else {
         return Err(CmdError::new(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", text(sub))));
     }
+    Ok(())
+}
+
+pub async fn dbsize(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let db = c.db();
+    let counts = c.shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
+    r.int(counts.iter().sum());
+    Ok(())
+}
+
+pub async fn flushdb(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    flush(c, argv, r, false).await
+}
+
+pub async fn flushall(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    flush(c, argv, r, true).await
+}
+
+/// FLUSHDB and FLUSHALL, each with an optional SYNC or ASYNC (both run
+/// the same: a range delete per column family is quick).
+async fn flush(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, all: bool) -> CmdResult {
+    let mut args = Args::new(argv);
+    args.word(&["sync", "async"]);
+    args.finish()?;
+    let db = c.db();
+    let res = c
+        .shard
+        .broadcast(move |st: &ShardState| {
+            if all {
+                (0..st.ks.databases()).try_for_each(|d| st.ks.flush_db(d as u8))
+            } else {
+                st.ks.flush_db(db)
+            }
+        })
+        .await;
+    res.into_iter().collect::<CmdResult<Vec<()>>>()?;
+    r.ok();
     Ok(())
 }
