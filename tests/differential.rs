@@ -84,6 +84,74 @@ fn run_script(name: &str, script: &str, redis: &mut Raw, basalt: &mut Raw, shard
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
+        // Options and their errors, as the argument cursor reads them
+        // (issue 13): missing values, unknown words, leftovers, numbers.
+        "option-grammar",
+        r#"
+        SET k v
+        GETEX k PERSIST EX 1
+        GETEX k EX
+        GETEX k FOO
+        GETEX k PERSIST
+        HSET h f v
+        HRANDFIELD h 1 FOO
+        HRANDFIELD h 1 WITHVALUES x
+        HRANDFIELD h x
+        SADD s a
+        SRANDMEMBER s 1 2
+        SRANDMEMBER s x
+        SPOP s 1 2
+        SPOP s -1
+        SPOP s x
+        COPY k k2 DB
+        COPY k k2 FOO
+        COPY k k
+        COPY k k2 DB 99
+        LCS k k2 MINMATCHLEN
+        LCS k k2 FOO
+        LCS k k2 LEN IDX
+        LCS k k2 MINMATCHLEN x
+        SCAN 0 MATCH
+        SCAN 0 COUNT 0
+        SCAN 0 COUNT x
+        SCAN 0 FOO bar
+        SCAN x
+        SSCAN s 0 NOVALUES
+        SSCAN s 0 COUNT 0
+        SSCAN s 0 MATCH
+        HSCAN h 0 TYPE string
+        FLUSHDB FOO
+        FLUSHDB SYNC x
+        HELLO 3 AUTH
+        HELLO 3 SETNAME
+        HELLO 4
+        HELLO x
+        CLIENT NO-EVICT maybe
+        CLIENT LIST ID x
+        CLIENT LIST TYPE foo
+        CLIENT LIST FOO
+        OBJECT ENCODING missing
+        OBJECT FOO k
+        SINTERCARD 1 s LIMIT
+        SINTERCARD 1 s LIMIT -1
+        SINTERCARD 0 s
+        SINTERCARD 2 s
+        EXPIRE k 10 NX XX
+        EXPIRE k 10 GT LT
+        EXPIRE k x NX
+        EXPIRE k 10 FOO
+        INCRBY k 1.5
+        SETRANGE k -1 x
+        GETRANGE k 0 x
+        HINCRBY h f x
+        HINCRBYFLOAT h f x
+        PING a b
+        AUTH a b c
+        SELECT x
+        SELECT 99
+        "#,
+    ),
+    (
         "get-set",
         r#"
         GET missing

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::args::{is, text};
+use super::args::{is, text, Args};
 use super::keys::help_reply;
 use super::{lookup, subcommands, CommandSpec, Conn, SubSpec, TABLE};
 use crate::error::{CmdError, CmdResult, SYNTAX};
@@ -19,7 +19,6 @@ pub(super) const COMMAND_SUBS: &[SubSpec] = subcommands! {
     "getkeys" -3 [loading stale] "Extracts the key names from an arbitrary command.";
     "help"    2  [loading stale] "Returns helpful text about the different subcommands.";
 };
-
 
 fn acl_categories(flags: &[&str], group: &str) -> Vec<String> {
     let mut cats = Vec::new();
@@ -143,18 +142,20 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
         return Ok(());
     }
-    let sub = text(&argv[1]).to_ascii_lowercase();
+    let mut args = Args::new(argv);
+    let sub = text(args.bytes()?).to_ascii_lowercase();
+    let names = Args::at(argv, 2).rest();
     match sub.as_str() {
         "count" => r.int(TABLE.len() as i64),
         "info" => {
-            if argv.len() == 2 {
+            if names.is_empty() {
                 r.array(TABLE.len());
                 for c in TABLE.iter() {
                     write_info(r, c);
                 }
             } else {
-                r.array(argv.len() - 2);
-                for name in &argv[2..] {
+                r.array(names.len());
+                for name in names {
                     match lookup(name) {
                         Some((_, c)) => write_info(r, c),
                         None => r.null(),
@@ -163,10 +164,10 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
         "docs" => {
-            let found: Vec<&CommandSpec> = if argv.len() == 2 {
+            let found: Vec<&CommandSpec> = if names.is_empty() {
                 TABLE.iter().collect()
             } else {
-                argv[2..].iter().filter_map(|n| lookup(n).map(|(_, c)| c)).collect()
+                names.iter().filter_map(|n| lookup(n).map(|(_, c)| c)).collect()
             };
             r.map(found.len());
             for c in found {
@@ -174,24 +175,23 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
         "list" => {
-            let names: Vec<&str> = match argv.len() {
-                2 => TABLE.iter().map(|c| c.name).collect(),
-                5 if is(&argv[2], "filterby") => {
-                    let v = &argv[4];
-                    if is(&argv[3], "pattern") {
+            let listed: Vec<&str> = match names {
+                [] => TABLE.iter().map(|c| c.name).collect(),
+                [filterby, by, v] if is(filterby, "filterby") => {
+                    if is(by, "pattern") {
                         TABLE
                             .iter()
                             .filter(|c| glob::matches(v, c.name.as_bytes(), true))
                             .map(|c| c.name)
                             .collect()
-                    } else if is(&argv[3], "aclcat") {
+                    } else if is(by, "aclcat") {
                         let want = format!("@{}", text(v).to_ascii_lowercase());
                         TABLE
                             .iter()
                             .filter(|c| acl_categories(c.flags, c.group).contains(&want))
                             .map(|c| c.name)
                             .collect()
-                    } else if is(&argv[3], "module") {
+                    } else if is(by, "module") {
                         Vec::new()
                     } else {
                         return Err(SYNTAX);
@@ -199,13 +199,13 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                 }
                 _ => return Err(SYNTAX),
             };
-            r.array(names.len());
-            for n in names {
+            r.array(listed.len());
+            for n in listed {
                 r.bulk(n.as_bytes());
             }
         }
         "getkeys" => {
-            let cmd = &argv[2..];
+            let cmd = names;
             let Some((_, c)) = lookup(&cmd[0]) else {
                 return Err(CmdError::new("ERR Invalid command specified"));
             };

@@ -8,13 +8,12 @@ use bytes::Bytes;
 
 use super::args::{db_index, int, is, text, Args};
 use super::keys::help_reply;
-use crate::error::{CmdError, CmdResult, SYNTAX};
-use crate::resp::Reply;
+use super::{commands, subcommands, CommandSpec, Conn, SubSpec};
 use crate::client::Client;
 use crate::client::ClientInfo;
+use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::global::Global;
-use crate::shard::ShardState;
-use super::{commands, CommandSpec, subcommands, SubSpec};
+use crate::resp::Reply;
 
 /// The connection commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -43,7 +42,6 @@ const CLIENT_SUBS: &[SubSpec] = subcommands! {
     "no-touch" 3  [noscript loading stale]       "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.";
     "help"     2  [loading stale]                "Returns helpful text about the different subcommands.";
 };
-
 
 pub const SERVER_VERSION: &str = "7.2.0";
 
@@ -160,32 +158,32 @@ pub async fn client(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut proto = if client.resp3 { 3 } else { 2 };
-    let mut j = 1;
-    if argv.len() > 1 {
-        let v = int(&argv[1]).map_err(|_| CmdError::new("ERR Protocol version is not an integer or out of range"))?;
+    let mut args = Args::new(argv);
+    if !args.is_empty() {
+        let v = args
+            .int()
+            .map_err(|_| CmdError::new("ERR Protocol version is not an integer or out of range"))?;
         if !(2..=3).contains(&v) {
             return Err(CmdError::new("NOPROTO unsupported protocol version"));
         }
         proto = v;
-        j = 2;
     }
     let mut name = None;
     let mut authed_now = false;
-    while j < argv.len() {
-        if is(&argv[j], "auth") && j + 2 < argv.len() {
-            check_password(g, Some(&argv[j + 1]), &argv[j + 2])?;
+    while let Some(opt) = args.peek() {
+        if args.left() >= 3 && args.flag("auth") {
+            check_password(g, Some(args.bytes()?), args.bytes()?)?;
             authed_now = true;
-            j += 3;
-        } else if is(&argv[j], "setname") && j + 1 < argv.len() {
-            if !valid_name(&argv[j + 1]) {
+        } else if args.left() >= 2 && args.flag("setname") {
+            let n = args.arg()?;
+            if !valid_name(n) {
                 return Err(CmdError::new(
                     "ERR Client names cannot contain spaces, newlines or special characters.",
                 ));
             }
-            name = Some(argv[j + 1].clone());
-            j += 2;
+            name = Some(n.clone());
         } else {
-            return Err(CmdError::new(format!("ERR Syntax error in HELLO option '{}'", text(&argv[j]))));
+            return Err(CmdError::new(format!("ERR Syntax error in HELLO option '{}'", text(opt))));
         }
     }
     if authed_now {
@@ -287,12 +285,14 @@ const CLIENT_HELP: &[&str] = &[
 ];
 
 fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let sub = text(&argv[1]).to_ascii_lowercase();
+    let mut args = Args::new(argv);
+    let raw_sub = args.arg()?;
+    let sub = text(raw_sub).to_ascii_lowercase();
     let now = crate::clock::now_ms();
     match sub.as_str() {
         "id" => r.int(client.info.id as i64),
         "setname" => {
-            set_name(client, &argv[2])?;
+            set_name(client, args.bytes()?)?;
             r.ok();
         }
         "getname" => {
@@ -306,26 +306,23 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
         "info" => r.verbatim(&(client_line(&client.info, now) + "\n")),
         "list" => {
             let mut ids: Option<Vec<u64>> = None;
-            let mut j = 2;
-            while j < argv.len() {
-                if is(&argv[j], "type") && j + 1 < argv.len() {
-                    let t = text(&argv[j + 1]).to_ascii_lowercase();
+            while !args.is_empty() {
+                if args.left() >= 2 && args.flag("type") {
+                    let raw = args.bytes()?;
+                    let t = text(raw).to_ascii_lowercase();
                     if !["normal", "master", "replica", "pubsub", "slave"].contains(&t.as_str()) {
-                        return Err(CmdError::new(format!("ERR Unknown client type '{}'", text(&argv[j + 1]))));
+                        return Err(CmdError::new(format!("ERR Unknown client type '{}'", text(raw))));
                     }
                     if t != "normal" {
                         ids = Some(Vec::new());
                     }
-                    j += 2;
-                } else if is(&argv[j], "id") && j + 1 < argv.len() {
+                } else if args.left() >= 2 && args.flag("id") {
                     let mut list = ids.take().unwrap_or_default();
-                    j += 1;
-                    while j < argv.len() {
-                        match super::args::parse_i64(&argv[j]) {
+                    for a in args.rest() {
+                        match super::args::parse_i64(a) {
                             Some(v) if v > 0 => list.push(v as u64),
                             _ => return Err(CmdError::new("ERR Invalid client ID")),
                         }
-                        j += 1;
                     }
                     ids = Some(list);
                 } else {
@@ -346,8 +343,8 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
         }
         "kill" => client_kill(g, client, argv, r)?,
         "setinfo" => {
-            let attr = text(&argv[2]).to_ascii_lowercase();
-            let v = &argv[3];
+            let (raw_attr, v) = (args.bytes()?, args.bytes()?);
+            let attr = text(raw_attr).to_ascii_lowercase();
             if !valid_name(v) && !v.is_empty() {
                 return Err(CmdError::new(format!(
                     "ERR {} cannot contain spaces, newlines or special characters.",
@@ -357,7 +354,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
             let slot = match attr.as_str() {
                 "lib-name" => &client.info.lib_name,
                 "lib-ver" => &client.info.lib_ver,
-                _ => return Err(CmdError::new(format!("ERR Unrecognized option '{}'", text(&argv[2])))),
+                _ => return Err(CmdError::new(format!("ERR Unrecognized option '{}'", text(raw_attr)))),
             };
             if let Ok(mut s) = slot.lock() {
                 *s = text(v);
@@ -365,7 +362,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
             r.ok();
         }
         "no-evict" | "no-touch" => {
-            if is(&argv[2], "on") || is(&argv[2], "off") {
+            if args.word(&["on", "off"]).is_some() {
                 r.ok();
             } else {
                 return Err(SYNTAX);
@@ -375,7 +372,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
         _ => {
             return Err(CmdError::new(format!(
                 "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-                text(&argv[1])
+                text(raw_sub)
             )))
         }
     }
@@ -384,9 +381,10 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
 
 fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let clients = g.clients.lock().map_err(|_| CmdError::new("ERR client registry unavailable"))?;
-    if argv.len() == 3 {
+    let mut args = Args::at(argv, 2);
+    if args.left() == 1 {
         // Old form: CLIENT KILL addr:port, reply +OK or an error.
-        let addr = text(&argv[2]);
+        let addr = text(args.bytes()?);
         let Some(c) = clients.values().find(|c| c.addr == addr) else {
             return Err(CmdError::new("ERR No such client"));
         };
@@ -398,11 +396,11 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
         r.ok();
         return Ok(());
     }
-    if !argv.len().is_multiple_of(2) {
+    if !args.left().is_multiple_of(2) {
         return Err(SYNTAX);
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut maxage, mut user, mut ty) = (None, None, None, true, None, None, None);
-    for pair in argv[2..].chunks(2) {
+    for pair in args.rest().chunks(2) {
         let (opt, val) = (text(&pair[0]).to_ascii_lowercase(), &pair[1]);
         match opt.as_str() {
             "id" => match super::args::parse_i64(val) {

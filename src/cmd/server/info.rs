@@ -1,13 +1,15 @@
 //! INFO: every section Redis prints, gathered from every shard.
 
+use std::fmt::Write as _;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use shards::Shard;
 
-use crate::clock::now_ms;
-use crate::cmd::args::{is, text};
+use crate::clock::now_us;
+use crate::cmd::args::{text, Args};
 use crate::cmd::{Conn, TABLE};
 use crate::error::CmdResult;
 use crate::global::Global;
@@ -64,7 +66,10 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
 
 /// Command `idx`'s latency histogram summed over every shard's histograms;
 /// `None` when no shard has recorded a call.
-pub(super) fn command_histogram<'a>(per_shard: impl Iterator<Item = &'a Vec<Option<Box<Histogram<u64>>>>>, idx: usize) -> Option<Box<Histogram<u64>>> {
+pub(super) fn command_histogram<'a>(
+    per_shard: impl Iterator<Item = &'a Vec<Option<Box<Histogram<u64>>>>>,
+    idx: usize,
+) -> Option<Box<Histogram<u64>>> {
     let mut merged: Option<Box<Histogram<u64>>> = None;
     for h in per_shard.filter_map(|hs| hs.get(idx).and_then(|h| h.as_ref())) {
         match &mut merged {
@@ -135,7 +140,7 @@ fn cpu_times() -> (f64, f64) {
 }
 
 async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) -> String {
-    let wanted: Vec<String> = argv[1..].iter().map(|a| text(a).to_ascii_lowercase()).collect();
+    let wanted: Vec<String> = Args::new(argv).rest().iter().map(|a| text(a).to_ascii_lowercase()).collect();
     let all = wanted.iter().any(|w| w == "all" || w == "everything");
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let want = |s: &str| all || wanted.iter().any(|w| w == s) || (default && s != "commandstats" && s != "latencystats");

@@ -1,13 +1,16 @@
 //! SLOWLOG and LATENCY: the per-shard slow logs merged by entry id, the
 //! process-wide latency monitor, and per-command latency histograms.
 
+use std::fmt::Write as _;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use hdrhistogram::Histogram;
 use shards::Shard;
 
 use super::info::command_histogram;
-use crate::cmd::args::{is, text};
+use crate::cmd::args::{is, text, Args};
 use crate::cmd::keys::help_reply;
 use crate::cmd::{Conn, TABLE};
 use crate::error::{CmdError, CmdResult, SYNTAX};
@@ -20,11 +23,13 @@ pub async fn slowlog(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub async fn latency(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    if argv.len() >= 2 && is(&argv[1], "histogram") {
-        latency_histogram(c.shard, argv, r).await;
+    let mut args = Args::new(argv);
+    let sub = args.bytes()?;
+    if is(sub, "histogram") {
+        latency_histogram(c.shard, args.rest(), r).await;
         return Ok(());
     }
-    latency_of(&c.st().global, argv, r)
+    latency_of(&c.st().global, sub, args.rest(), r)
 }
 
 const SLOWLOG_HELP: &[&str] = &[
@@ -44,16 +49,18 @@ const SLOWLOG_HELP: &[&str] = &[
 
 /// SLOWLOG GET/LEN/RESET/HELP over every shard's log, merged by entry id.
 async fn slowlog_of(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let sub = text(&argv[1]).to_ascii_lowercase();
+    let mut args = Args::new(argv);
+    let raw_sub = args.bytes()?;
+    let sub = text(raw_sub).to_ascii_lowercase();
     match sub.as_str() {
-        "get" if argv.len() > 3 => {
+        "get" if args.left() > 1 => {
             return Err(CmdError::new(format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-                text(&argv[1])
+                text(raw_sub)
             )));
         }
         "get" => {
-            let count = match argv.get(2) {
+            let count = match args.peek() {
                 None => 10,
                 // As Redis: one message for non-numbers and numbers below -1.
                 Some(a) => match text(a).parse::<i64>() {
@@ -117,8 +124,8 @@ const LATENCY_HELP: &[&str] = &[
 /// Events: "command" (a command at least `latency-monitor-threshold` ms),
 /// "wal-fsync" (the everysec WAL sync), "write-stall" (RocksDB stopped or
 /// delayed writes).
-fn latency_of(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let sub = text(&argv[1]).to_ascii_lowercase();
+fn latency_of(g: &Global, sub: &[u8], rest: &[Bytes], r: &mut Reply) -> CmdResult {
+    let sub = text(sub).to_ascii_lowercase();
     match sub.as_str() {
         "latest" => {
             let latest = g.latency.latest();
@@ -132,7 +139,7 @@ fn latency_of(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
         "history" => {
-            let h = g.latency.history(&text(&argv[2]));
+            let h = g.latency.history(&text(rest.first().ok_or(SYNTAX)?));
             r.array(h.len());
             for (t, ms) in h {
                 r.array(2);
@@ -141,7 +148,7 @@ fn latency_of(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
         "reset" => {
-            let events: Vec<String> = argv[2..].iter().map(|a| text(a)).collect();
+            let events: Vec<String> = rest.iter().map(|a| text(a)).collect();
             r.int(g.latency.reset(&events) as i64);
         }
         "doctor" => {
@@ -169,9 +176,9 @@ fn latency_of(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 /// cumulative count of calls at or under each power-of-two bucket of
 /// microseconds, as Redis replies it (a map of maps). Unknown commands and
 /// commands never called are left out.
-async fn latency_histogram(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply) {
-    let wanted: Vec<usize> = if argv.len() > 2 {
-        argv[2..].iter().filter_map(|a| crate::cmd::lookup(a).map(|(i, _)| i)).collect()
+async fn latency_histogram(shard: &Rc<Shard<ShardState>>, names: &[Bytes], r: &mut Reply) {
+    let wanted: Vec<usize> = if !names.is_empty() {
+        names.iter().filter_map(|a| crate::cmd::lookup(a).map(|(i, _)| i)).collect()
     } else {
         (0..TABLE.len()).collect()
     };
@@ -200,4 +207,3 @@ async fn latency_histogram(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mu
         }
     }
 }
-
