@@ -101,6 +101,9 @@ fn keys(c: &mut Criterion) {
     c.bench_function("meta_encode_string_100b", |b| b.iter(|| encode_string(0, black_box(&[b'v'; 100]))));
     c.bench_function("meta_decode_string_100b", |b| b.iter(|| Meta::decode(black_box(&value)).is_some()));
     c.bench_function("command_lookup_incrbyfloat", |b| b.iter(|| lookup(black_box(b"INCRBYFLOAT"))));
+    // The last command of the table (a linear scan's worst hit) and a miss.
+    c.bench_function("command_lookup_sscan", |b| b.iter(|| lookup(black_box(b"sscan"))));
+    c.bench_function("command_lookup_unknown", |b| b.iter(|| lookup(black_box(b"LPUSH"))));
 }
 
 /// `BASALT_SPIN_US`: busy-poll before parking, as the server's `shard-spin-us`.

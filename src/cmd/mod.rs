@@ -213,20 +213,23 @@ impl CommandSpec {
     }
 }
 
-/// Finds a command by name, case-insensitively, without allocating: one
-/// hash lookup of the lower-cased name (a linear scan of the table was
-/// 57 ns for INCRBYFLOAT; `cargo bench --bench core -- command_lookup`).
+/// Finds a command by name, case-insensitively, without allocating: the
+/// name is lower-cased and hashed in one pass, then found in the name
+/// index (`table::NameIndex`).
 #[inline]
 pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
     if name.len() > 16 {
         return None;
     }
     let mut lower = [0u8; 16];
+    let mut h = 0;
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
+        h = table::name_hash(h, *d);
     }
-    let i = *table::INDEX.get(&lower[..name.len()])?;
-    Some((i, &TABLE[i]))
+    let table: &'static [CommandSpec] = &TABLE;
+    let i = table::INDEX.find(table, &lower[..name.len()], h)?;
+    Some((i, &table[i]))
 }
 
 /// At most `n` bytes of `a`, stopping at a NUL: C's `%.*s`, which Redis
