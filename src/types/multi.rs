@@ -126,15 +126,7 @@ pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, repl
     if let Some(r) = done {
         ks.store.stage_intent_done(&mut b, r);
     }
-    let exists = ks.read(db, key, now_ms, |m| {
-        m.map(|m| {
-            if replace {
-                ks.stage_delete(&mut b, db, key, &m);
-            }
-        })
-        .is_some()
-    })?;
-    if exists && !replace {
+    if !stage_replace(ks, &mut b, db, key, now_ms, replace)? {
         return Ok(false);
     }
     if !Meta::decode(&v.raw).is_some_and(|m| m.is_expired(now_ms)) {
@@ -142,6 +134,20 @@ pub fn put_value(ks: &Keyspace, db: u8, key: &[u8], v: &Owned, now_ms: u64, repl
     }
     ks.store.write(b)?;
     Ok(true)
+}
+
+/// Makes room for a value at `key`: when a live key is there, stages its
+/// deletion in `b` if `replace`, else says no (false) and stages nothing.
+fn stage_replace(ks: &Keyspace, b: &mut crate::storage::Batch, db: u8, key: &[u8], now_ms: u64, replace: bool) -> CmdResult<bool> {
+    let exists = ks.read(db, key, now_ms, |m| {
+        m.map(|m| {
+            if replace {
+                ks.stage_delete(b, db, key, &m);
+            }
+        })
+        .is_some()
+    })?;
+    Ok(!exists || replace)
 }
 
 /// RENAME, RENAMENX or COPY with both keys on this shard: one batch, so it
@@ -162,15 +168,7 @@ pub fn move_local(
         return Ok(Some(replace));
     }
     let mut b = ks.store.batch();
-    let exists = ks.read(dst_db, dst, now_ms, |m| {
-        m.map(|m| {
-            if replace {
-                ks.stage_delete(&mut b, dst_db, dst, &m);
-            }
-        })
-        .is_some()
-    })?;
-    if exists && !replace {
+    if !stage_replace(ks, &mut b, dst_db, dst, now_ms, replace)? {
         return Ok(Some(false));
     }
     coll::stage_place(ks, &mut b, dst_db, dst, &v, None)?;
