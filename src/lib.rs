@@ -3,10 +3,12 @@
 //!
 //! Module map (each module says its job at its top):
 //! - [`resp`]: RESP request parser and reply writer; depends on nothing else.
-//! - [`server`]: startup, accept loop, connection loop, client registry.
-//! - [`cmd`]: the command table (declared once) and argument parsing + replies
-//!   per command family.
-//! - [`coord`]: multi-key fan-out across shards and whole-keyspace commands.
+//! - [`server`]: startup, accept loop, connection loop, routing and running
+//!   commands on their shards (and a command's misses, `server::probe`).
+//! - [`cmd`]: the commands, each declared on one line beside its handler
+//!   (argument parsing with `cmd::args::Args`, replies), per family.
+//! - [`coord`]: how operations over several shards are split, sent and
+//!   merged; names no command.
 //! - [`types`]: data structure logic on the storage layer; no RESP.
 //! - [`storage`]: the only module that names `rocksdb`: open, column
 //!   families, key and value encoding.
