@@ -123,7 +123,9 @@ const SCRIPTS: &[(&str, &str)] = &[
         FLUSHDB FOO
         FLUSHDB SYNC x
         HELLO 3 AUTH
+        HELLO 3 AUTH default
         HELLO 3 SETNAME
+        CLIENT LIST TYPE
         HELLO 4
         HELLO x
         CLIENT NO-EVICT maybe

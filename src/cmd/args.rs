@@ -95,6 +95,15 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// Consumes the next argument if it is the option word `word` and at
+    /// least `values` arguments follow it. Redis reads a word whose value
+    /// is missing as an unknown word (`SCAN 0 COUNT` is a syntax error, not
+    /// a read past the end).
+    #[inline]
+    pub fn option(&mut self, word: &str, values: usize) -> bool {
+        self.left() > values && self.flag(word)
+    }
+
     /// Consumes the next argument if it is one of `words` (any case), and
     /// says which.
     #[inline]
@@ -158,17 +167,15 @@ impl ScanOpts {
             novalues: false,
         };
         while !a.is_empty() {
-            // A word that takes a value counts only when the value is there.
-            let valued = a.left() >= 2;
-            if valued && a.flag("match") {
+            if a.option("match", 1) {
                 o.pattern = Some(a.arg()?.clone());
-            } else if valued && a.flag("count") {
+            } else if a.option("count", 1) {
                 let c = a.int()?;
                 if c < 1 {
                     return Err(SYNTAX);
                 }
                 o.count = c as usize;
-            } else if valued && kind == ScanKind::Keys && a.flag("type") {
+            } else if kind == ScanKind::Keys && a.option("type", 1) {
                 o.ty = Some(text(a.arg()?).to_ascii_lowercase());
             } else if kind == ScanKind::Hash && a.flag("novalues") {
                 o.novalues = true;
@@ -300,7 +307,8 @@ mod tests {
         assert_eq!(a.key(), Ok(&b"k"[..]));
         assert_eq!(a.bytes(), Ok(&b"v"[..]));
         assert!(!a.flag("px"));
-        assert!(a.flag("EX"));
+        assert!(!a.option("EX", 3), "needs three values after it, two follow");
+        assert!(a.option("EX", 1));
         assert_eq!(a.int(), Ok(10));
         assert_eq!(a.left(), 1);
         assert_eq!(a.finish(), Err(SYNTAX));

@@ -149,11 +149,11 @@ pub async fn select(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub async fn hello(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    hello_with(&c.shard.state().global.clone(), c.client, argv, r)
+    hello_with(&c.shard.state().global, c.client, argv, r)
 }
 
 pub async fn client(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    client_cmd(&c.shard.state().global.clone(), c.client, argv, r)
+    client_cmd(&c.shard.state().global, c.client, argv, r)
 }
 
 fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -171,10 +171,10 @@ fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
     let mut name = None;
     let mut authed_now = false;
     while let Some(opt) = args.peek() {
-        if args.left() >= 3 && args.flag("auth") {
+        if args.option("auth", 2) {
             check_password(g, Some(args.bytes()?), args.bytes()?)?;
             authed_now = true;
-        } else if args.left() >= 2 && args.flag("setname") {
+        } else if args.option("setname", 1) {
             let n = args.arg()?;
             if !valid_name(n) {
                 return Err(CmdError::new(
@@ -307,7 +307,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
         "list" => {
             let mut ids: Option<Vec<u64>> = None;
             while !args.is_empty() {
-                if args.left() >= 2 && args.flag("type") {
+                if args.option("type", 1) {
                     let raw = args.bytes()?;
                     let t = text(raw).to_ascii_lowercase();
                     if !["normal", "master", "replica", "pubsub", "slave"].contains(&t.as_str()) {
@@ -316,7 +316,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
                     if t != "normal" {
                         ids = Some(Vec::new());
                     }
-                } else if args.left() >= 2 && args.flag("id") {
+                } else if args.option("id", 1) {
                     let mut list = ids.take().unwrap_or_default();
                     for a in args.rest() {
                         match super::args::parse_i64(a) {

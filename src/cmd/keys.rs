@@ -437,17 +437,15 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (key, ttl, payload) = (args.key()?, args.int()?, args.bytes()?);
     let (mut replace, mut absttl) = (false, false);
     while !args.is_empty() {
-        // A word that takes a value counts only when the value is there.
-        let valued = args.left() >= 2;
         if args.flag("replace") {
             replace = true;
         } else if args.flag("absttl") {
             absttl = true;
-        } else if valued && args.flag("idletime") {
+        } else if args.option("idletime", 1) {
             if args.int()? < 0 {
                 return Err(CmdError::new("ERR Invalid IDLETIME value, must be >= 0"));
             }
-        } else if valued && args.flag("freq") {
+        } else if args.option("freq", 1) {
             let f = args.int()?;
             if !(0..=255).contains(&f) {
                 return Err(CmdError::new("ERR Invalid FREQ value, must be >= 0 and <= 255"));
@@ -522,7 +520,7 @@ pub async fn copy(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     while !args.is_empty() {
         if args.flag("replace") {
             replace = true;
-        } else if args.left() >= 2 && args.flag("db") {
+        } else if args.option("db", 1) {
             dst_db = db_index(args.bytes()?, c.st().ks.databases())?;
         } else {
             return Err(SYNTAX);

@@ -103,8 +103,6 @@ pub mod flag {
     pub const WRITE: u32 = 1;
     pub const READONLY: u32 = 1 << 1;
     pub const NO_AUTH: u32 = 1 << 2;
-    pub const FAST: u32 = 1 << 3;
-    pub const ADMIN: u32 = 1 << 4;
 }
 
 /// The bits of the flags in `names` that [`flag`] knows; computed at
@@ -125,13 +123,7 @@ pub const fn flag_bits(names: &[&str]) -> u32 {
         }
         true
     }
-    let known: [(&str, u32); 5] = [
-        ("write", flag::WRITE),
-        ("readonly", flag::READONLY),
-        ("no_auth", flag::NO_AUTH),
-        ("fast", flag::FAST),
-        ("admin", flag::ADMIN),
-    ];
+    let known: [(&str, u32); 3] = [("write", flag::WRITE), ("readonly", flag::READONLY), ("no_auth", flag::NO_AUTH)];
     let mut bits = 0;
     let mut i = 0;
     while i < names.len() {
@@ -309,7 +301,7 @@ mod tests {
             assert_eq!(c.is_readonly(), c.flags.contains(&"readonly"), "{}", c.name);
             assert_eq!(c.no_auth(), c.flags.contains(&"no_auth"), "{}", c.name);
         }
-        assert_eq!(flag_bits(&["write", "denyoom", "fast"]), flag::WRITE | flag::FAST);
+        assert_eq!(flag_bits(&["write", "denyoom", "fast"]), flag::WRITE);
         assert_eq!(flag_bits(&[]), 0);
     }
 

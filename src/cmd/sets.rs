@@ -245,11 +245,11 @@ pub async fn sintercard(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult
     if n > args.left() as i64 {
         return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
     }
-    let keys = &args.rest()[..n as usize];
-    let mut args = Args::at(argv, 2 + n as usize);
+    let (keys, options) = args.rest().split_at(n as usize);
+    let mut args = Args::at(options, 0);
     let mut limit = 0i64;
     while !args.is_empty() {
-        if args.left() >= 2 && args.flag("limit") {
+        if args.option("limit", 1) {
             limit = parse_i64(args.bytes()?)
                 .filter(|l| *l >= 0)
                 .ok_or_else(|| CmdError::new("ERR LIMIT can't be negative"))?;

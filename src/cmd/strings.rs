@@ -545,7 +545,7 @@ pub async fn lcs(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             want_len = true;
         } else if args.flag("withmatchlen") {
             with_len = true;
-        } else if args.left() >= 2 && args.flag("minmatchlen") {
+        } else if args.option("minmatchlen", 1) {
             min_len = args.int()?.max(0);
         } else {
             return Err(SYNTAX);
