@@ -39,10 +39,6 @@ pub const INVALID_EXPIRE: &str = "ERR invalid expire time in '{}' command";
 pub const DB_INDEX: CmdError = CmdError(Cow::Borrowed("ERR DB index is out of range"));
 pub const STRING_TOO_LONG: CmdError = CmdError(Cow::Borrowed("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
 
-/// Not an error: a shard handler's way to leave its reply to the
-/// connection (see `resp::Deferred`). Never sent to a client.
-pub const STREAM: CmdError = CmdError(Cow::Borrowed("\0stream"));
-
 /// `ERR invalid expire time in '<cmd>' command`.
 pub fn invalid_expire(cmd: &str) -> CmdError {
     CmdError(Cow::Owned(INVALID_EXPIRE.replace("{}", cmd)))

@@ -3,8 +3,12 @@
 //!
 //! Module map (each module says its job at its top):
 //! - [`resp`]: RESP request parser and reply writer; depends on nothing else.
-//! - [`server`]: startup, accept loop, connection loop, routing and running
-//!   commands on their shards (and a command's misses, `server::probe`).
+//! - [`server`]: startup, accept loop, connection loop (sockets, read,
+//!   parse, write, the group WAL write).
+//! - [`dispatch`]: a parsed batch's way to the handlers: precheck, routing,
+//!   per-shard batching of pipelines, write groups, a command's misses
+//!   (`dispatch::probe`), replies left to the connection, stats; where
+//!   MULTI, blocking and pub/sub mode plug in.
 //! - [`cmd`]: the commands, each declared on one line beside its handler
 //!   (argument parsing with `cmd::args::Args`, replies), per family.
 //! - [`coord`]: how operations over several shards are split, sent and
@@ -28,6 +32,7 @@ pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod coord;
+pub mod dispatch;
 pub mod error;
 pub mod expire;
 pub mod glob;

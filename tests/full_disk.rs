@@ -59,7 +59,7 @@ fn fill(c: &mut Raw) -> (usize, Vec<u8>) {
 }
 
 /// Fills the disk with pipelines of 8 SETs, each pipeline one write group
-/// on a shard (`server::group`), until one is refused. Every SET that was
+/// on a shard (`dispatch::group`), until one is refused. Every SET that was
 /// acknowledged must be readable: a group that failed to write turns all of
 /// its commands' replies into the error, not only the last one's.
 fn fill_pipelined(b: &Basalt) -> usize {

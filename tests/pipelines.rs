@@ -2,9 +2,9 @@
 //! shard, all shards at once (issue 11). The replies must come back in
 //! command order, exactly as redis-server gives them, with reads seeing the
 //! writes before them in the pipeline (each shard's part is one write
-//! group: `server::group`), connection commands (PING, MGET,
+//! group: `dispatch::group`), connection commands (PING, MGET,
 //! SELECT) as barriers, errors in place, and big replies that stream from
-//! the connection (deferred) spliced where they belong.
+//! the connection (`Ctx::later`) spliced where they belong.
 
 mod common;
 
@@ -82,7 +82,7 @@ fn spread_pipelines_answer_like_redis_in_order() {
 }
 
 /// A collection big enough to stream its reply from the connection
-/// (deferred) in the middle of a spread pipeline lands in its place.
+/// (left to the connection) in the middle of a spread pipeline lands in its place.
 #[test]
 fn streamed_replies_keep_their_place_in_a_spread_pipeline() {
     let basalt = Basalt::start(2);

@@ -23,8 +23,9 @@ mod table;
 pub mod whole;
 
 pub use table::TABLE;
-pub(crate) use table::{commands, exec, subcommands};
+pub(crate) use table::{commands, conn_fn, exec, subcommands};
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -43,11 +44,36 @@ pub struct Ctx<'a> {
     pub shard: &'a ShardState,
     pub db: u8,
     pub now_ms: u64,
+    later: Cell<Option<ConnFn>>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    pub fn new(shard: &'a ShardState, db: u8, now_ms: u64) -> Ctx<'a> {
+        Ctx {
+            shard,
+            db,
+            now_ms,
+            later: Cell::new(None),
+        }
+    }
+
     pub fn ks(&self) -> &crate::types::keyspace::Keyspace {
         &self.shard.ks
+    }
+
+    /// Leaves this command's reply to the connection: `f` produces it in
+    /// the connection's task, with the same arguments, at this command's
+    /// place in the reply order (the handler writes nothing). For a reply
+    /// too big to build on the shard in one go (`whole`). The caller
+    /// returns what this returns.
+    pub fn later(&self, f: ConnFn) -> CmdResult {
+        self.later.set(Some(f));
+        Ok(())
+    }
+
+    /// The connection function a handler left its reply to, if any.
+    pub fn take_later(&self) -> Option<ConnFn> {
+        self.later.take()
     }
 }
 

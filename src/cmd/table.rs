@@ -36,24 +36,25 @@ macro_rules! commands {
     (@subs $subs:path) => { $subs };
 }
 
-/// A declaration's `Shard(handler)` or `Conn(handler)`; a connection
-/// handler is an `async fn`, whose future is boxed here.
+/// A declaration's `Shard(handler)` or `Conn(handler)`.
 macro_rules! exec {
     (Shard $f:path) => {
         $crate::cmd::Exec::Shard($f)
     };
     (Conn $f:path) => {
-        $crate::cmd::Exec::Conn({
-            fn boxed<'a>(
-                c: $crate::cmd::Conn<'a>,
-                argv: &'a [bytes::Bytes],
-                r: &'a mut $crate::resp::Reply,
-            ) -> $crate::cmd::ConnFuture<'a> {
-                Box::pin($f(c, argv, r))
-            }
-            boxed
-        })
+        $crate::cmd::Exec::Conn($crate::cmd::conn_fn!($f))
     };
+}
+
+/// The [`ConnFn`](super::ConnFn) of a connection handler written as an
+/// `async fn`: its future boxed.
+macro_rules! conn_fn {
+    ($f:path) => {{
+        fn boxed<'a>(c: $crate::cmd::Conn<'a>, argv: &'a [bytes::Bytes], r: &'a mut $crate::resp::Reply) -> $crate::cmd::ConnFuture<'a> {
+            Box::pin($f(c, argv, r))
+        }
+        boxed as $crate::cmd::ConnFn
+    }};
 }
 
 /// Declares a container command's subcommands, one line each:
@@ -64,7 +65,7 @@ macro_rules! subcommands {
     };
 }
 
-pub(crate) use {commands, exec, subcommands};
+pub(crate) use {commands, conn_fn, exec, subcommands};
 
 /// Every command, family by family.
 pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {

@@ -1,19 +1,16 @@
 //! Whole-collection reads: HGETALL, HKEYS, HVALS, SMEMBERS. A collection of
 //! up to [`SLICE`] members is answered by its shard in one go, so these
 //! commands batch and pipeline like any shard command. A bigger one is
-//! left to the connection (`error::STREAM`), which reads it in slices from
+//! left to the connection (`Ctx::later`), which reads it in slices from
 //! one snapshot without holding the owner's core ([`stream`]).
 
-use std::rc::Rc;
-
 use bytes::Bytes;
-use shards::Shard;
 
-use super::Ctx;
+use super::args::Args;
+use super::{conn_fn, Conn, ConnFn, Ctx};
 use crate::coord::coll::{self as gather, write_member, Keep, SLICE};
-use crate::error::{CmdError, CmdResult, STREAM};
+use crate::error::CmdResult;
 use crate::resp::Reply;
-use crate::shard::ShardState;
 use crate::storage::meta::KeyType;
 use crate::types::coll;
 
@@ -27,15 +24,14 @@ pub enum Whole {
 }
 
 impl Whole {
-    /// The read a command name asks for.
-    pub fn of(name: &[u8]) -> Option<Whole> {
-        Some(match name.to_ascii_lowercase().as_slice() {
-            b"hgetall" => Whole::Hgetall,
-            b"hkeys" => Whole::Hkeys,
-            b"hvals" => Whole::Hvals,
-            b"smembers" => Whole::Smembers,
-            _ => return None,
-        })
+    /// The connection function that streams this read.
+    fn streamer(self) -> ConnFn {
+        match self {
+            Whole::Hgetall => conn_fn!(stream_hgetall),
+            Whole::Hkeys => conn_fn!(stream_hkeys),
+            Whole::Hvals => conn_fn!(stream_hvals),
+            Whole::Smembers => conn_fn!(stream_smembers),
+        }
     }
 
     pub fn ty(self) -> KeyType {
@@ -65,13 +61,13 @@ impl Whole {
 }
 
 fn read(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, w: Whole) -> CmdResult {
-    let key = super::args::Args::new(argv).key()?;
+    let key = Args::new(argv).key()?;
     let Some(v) = coll::view(ctx.ks(), ctx.db, key, w.ty(), ctx.now_ms)? else {
         w.header(r, 0);
         return Ok(());
     };
     if v.c.size > SLICE as u64 {
-        return Err(STREAM);
+        return ctx.later(w.streamer());
     }
     let all = coll::all_members(ctx.ks(), ctx.db, key, &v.c, ctx.now_ms)?;
     w.header(r, all.len());
@@ -98,14 +94,30 @@ pub fn smembers(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 /// HGETALL, HKEYS, HVALS or SMEMBERS of a collection too big for its
-/// shard handler to answer in one go (`cmd::whole`): read in slices from one
-/// snapshot, the reply built from the slices' encoded members.
-pub async fn stream(shard: &Rc<Shard<ShardState>>, db: u8, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let w = Whole::of(&argv[0]).ok_or_else(|| CmdError::new("ERR internal routing error"))?;
-    let g = gather::gather_with(shard, db, &argv[1], w.ty(), w.keep())
+/// shard handler to answer in one go: read in slices from one snapshot,
+/// the reply built from the slices' encoded members.
+async fn stream(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, w: Whole) -> CmdResult {
+    let key = Args::new(argv).arg()?;
+    let g = gather::gather_with(c.shard, c.db(), key, w.ty(), w.keep())
         .await?
         .unwrap_or_default();
     w.header(r, g.count);
     gather::write_chunks(r, g.wire).await;
     Ok(())
+}
+
+async fn stream_hgetall(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    stream(c, argv, r, Whole::Hgetall).await
+}
+
+async fn stream_hkeys(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    stream(c, argv, r, Whole::Hkeys).await
+}
+
+async fn stream_hvals(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    stream(c, argv, r, Whole::Hvals).await
+}
+
+async fn stream_smembers(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    stream(c, argv, r, Whole::Smembers).await
 }

@@ -1,7 +1,7 @@
 //! Keys whose records are on disk only wait for the I/O pool, not the
 //! shard (`storage::tier` has the mechanism; docs/larger-than-memory.md the
 //! design and its measurements). This half works on keys: holds, waits,
-//! and the probed jobs of multi-key commands' shares; `server::probe`
+//! and the probed jobs of multi-key commands' shares; `dispatch::probe`
 //! applies it to a command by its declaration.
 //!
 //! A read-only command runs in probe mode: every point read answers from

@@ -8,4 +8,4 @@ pub mod parse;
 pub mod reply;
 
 pub use parse::{parse_request, Frame, Limits, ProtocolError};
-pub use reply::{format_double, Deferred, Reply};
+pub use reply::{format_double, Reply};

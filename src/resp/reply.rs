@@ -13,19 +13,6 @@
 pub struct Reply {
     pub buf: Vec<u8>,
     pub resp3: bool,
-    /// Replies the connection must produce itself, in order: a command
-    /// that runs on a shard may leave its reply to the connection (a big
-    /// collection streamed in slices). Each names where in `buf` it goes.
-    pub deferred: Vec<Deferred>,
-}
-
-/// A reply left to the connection: it belongs at byte `at` of the buffer
-/// and answers command `idx` (of the command table) with `argv`.
-#[derive(Debug, Clone)]
-pub struct Deferred {
-    pub at: usize,
-    pub idx: usize,
-    pub argv: Vec<bytes::Bytes>,
 }
 
 fn write_i64(buf: &mut Vec<u8>, v: i64) {
@@ -81,7 +68,6 @@ impl Reply {
         Reply {
             buf: Vec::with_capacity(256),
             resp3,
-            deferred: Vec::new(),
         }
     }
 

@@ -1,13 +1,12 @@
-//! The connection loop: read, parse, route, reply.
+//! The connection loop: read, parse, hand the batch to `dispatch`, flush
+//! the WAL, write the replies.
 //!
-// Hot path: everything here runs per request. No allocation per argument
+// Hot path: everything here runs per read. No allocation per argument
 // (arguments are slices of one frozen read chunk), no logging per command,
-// one write per batch of pipelined replies, one cross-shard message per run
-// of consecutive commands for the same remote shard.
+// one write per batch of pipelined replies.
 //
-//! A batch is every complete request in the read buffer. Requests run in
-//! order; a run of consecutive shard-local commands owned by one remote shard
-//! travels as one `invoke_on` and comes back as one reply buffer.
+//! A batch is every complete request in the read buffer; `dispatch::execute`
+//! runs it in order and writes the replies into one buffer.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -17,17 +16,14 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use shards::rt::TcpStream;
-use shards::{Shard, Then};
+use shards::Shard;
 
 use crate::client::{Client, ClientInfo};
 use crate::clock::now_ms;
-use crate::cmd::{self, CommandSpec, Exec};
+use crate::dispatch;
 use crate::global::Global;
-use crate::resp::{parse_request, Deferred, Limits, Reply};
-use crate::server::group::Grouped;
-use crate::server::run::{self, close_group, finish_cmd, internal_error, run_here, share_job, Share, ShareOut};
+use crate::resp::{parse_request, Limits, Reply};
 use crate::shard::ShardState;
-use crate::storage::owner;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// A client whose reads fill the chunk (a long pipeline, a mass insert)
@@ -36,80 +32,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// writes a quarter as often. 1M SETs by `redis-cli --pipe`, 2 shards:
 /// 5.97 s with 16 KiB, 4.97 s with 64 KiB (perf/pipe's workload).
 const BIG_READ_CHUNK: usize = 64 * 1024;
-
-/// Where a shard command runs: the owner of its routing key, or here.
-fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> usize {
-    if spec.first_key > 0 && (spec.first_key as usize) < argv.len() {
-        owner(&argv[spec.first_key as usize], shards)
-    } else {
-        here
-    }
-}
-
-/// Produces one reply a shard handler left to the connection.
-async fn run_deferred(shard: &Rc<Shard<ShardState>>, st: &ShardState, client: &Client, d: Deferred, out: &mut Reply) {
-    let start = Instant::now();
-    let res = std::panic::AssertUnwindSafe(crate::cmd::whole::stream(shard, client.db, &d.argv, out))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|_| Err(internal_error(&d.argv)));
-    if let Err(e) = &res {
-        out.error(&e.0);
-    }
-    finish_cmd(st, d.idx, &d.argv, start, res.err().as_ref(), &client.info);
-}
-
-/// Appends a remote shard's reply bytes, splicing in the replies its
-/// handlers left to the connection at their places.
-async fn splice_deferred(
-    shard: &Rc<Shard<ShardState>>,
-    st: &ShardState,
-    client: &Client,
-    bytes: &[u8],
-    deferred: Vec<Deferred>,
-    out: &mut Reply,
-) {
-    let mut at = 0;
-    for d in deferred {
-        let to = d.at.min(bytes.len()).max(at);
-        out.buf.extend_from_slice(&bytes[at..to]);
-        at = to;
-        run_deferred(shard, st, client, d, out).await;
-    }
-    out.buf.extend_from_slice(&bytes[at..]);
-}
-
-/// Redis's refusal of writes after a failed AOF write; Basalt's WAL is its AOF.
-const MISCONF: &str = "MISCONF Errors writing to the AOF file: No space left on device";
-
-/// What a batch's commands are checked against.
-#[derive(Clone, Copy)]
-struct Gate {
-    requirepass: bool,
-    /// The disk guard refuses writes (`storage::disk`).
-    writes_refused: bool,
-}
-
-/// Checks done before a command runs: unknown, auth, arity, subcommand,
-/// and writes while the disk is full (Redis's `MISCONF` after a failed AOF
-/// write, which refuses PING too, so health checks notice).
-fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
-    let requirepass = gate.requirepass;
-    let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
-        return Err((None, cmd::unknown_command_error(argv)));
-    };
-    if requirepass && !client.authed && !spec.no_auth() {
-        return Err((Some(idx), "NOAUTH Authentication required.".into()));
-    }
-    if !CommandSpec::arity_ok(spec.arity, argv.len()) {
-        return Err((Some(idx), cmd::arity_error(spec.name)));
-    }
-    cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
-    if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
-        return Err((Some(idx), MISCONF.into()));
-    }
-    Ok((idx, spec))
-}
 
 /// Redis's refusal of a non-loopback client in protected mode.
 const DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
@@ -301,8 +223,8 @@ async fn run_batch(
         .collect();
     // A bug outside the handlers' own guards must cost this connection, not
     // the shard: a panic that escaped the connection task wedged its whole
-    // executor (seen while building deferred replies).
-    let ran_ok = std::panic::AssertUnwindSafe(execute(shard, st, client, &mut cmds, out))
+    // executor (seen while building replies left to the connection).
+    let ran_ok = std::panic::AssertUnwindSafe(dispatch::execute(shard, client, &mut cmds, out))
         .catch_unwind()
         .await
         .is_ok();
@@ -317,244 +239,4 @@ async fn run_batch(
         return (true, false);
     }
     (false, more)
-}
-
-async fn execute(shard: &Rc<Shard<ShardState>>, st: &Rc<ShardState>, client: &mut Client, cmds: &mut [Vec<Bytes>], out: &mut Reply) {
-    let g = &st.global;
-    let gate = Gate {
-        requirepass: g.config.requirepass_set.load(Ordering::Relaxed),
-        writes_refused: g.engine.disk.refused(),
-    };
-    let here = shard.id();
-    let n = shard.count();
-    // Consecutive commands run here share one write (`server::group`); the
-    // group closes before anything that awaits or replies out of order.
-    let mut group: Option<Grouped> = None;
-    let mut i = 0;
-    while i < cmds.len() && !client.closing {
-        let checked = precheck(client, &cmds[i], gate);
-        // Where a shard command runs (computed once: it hashes the key).
-        let target = match &checked {
-            Ok((_, spec)) if matches!(spec.exec, Exec::Shard(_)) => Some(target_of(spec, &cmds[i], here, n)),
-            _ => None,
-        };
-        if target != Some(here) {
-            close_group(&mut group, out, &mut []);
-        }
-        let (idx, spec) = match checked {
-            Ok(found) => found,
-            Err((idx, msg)) => {
-                if let Some(idx) = idx {
-                    st.record_rejected(idx);
-                }
-                st.record_error(&msg);
-                out.error(&msg);
-                i += 1;
-                continue;
-            }
-        };
-        client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
-        client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
-        match spec.exec {
-            Exec::Shard(f) => {
-                let target = target.unwrap_or(here);
-                if target == here {
-                    let several = cmds.len() > 1;
-                    let (cur, next) = cmds[i..].split_at(1);
-                    let next = run::Next::Cmds(next);
-                    run_here(
-                        st,
-                        idx,
-                        f,
-                        &cur[0],
-                        next,
-                        client.db,
-                        &client.info,
-                        out,
-                        &mut group,
-                        several,
-                        &mut [],
-                    )
-                    .await;
-                    // A deferred reply belongs right here, at the end of `out`;
-                    // it is produced after an await, so the group closes first.
-                    if !out.deferred.is_empty() {
-                        close_group(&mut group, out, &mut []);
-                    }
-                    for d in std::mem::take(&mut out.deferred) {
-                        run_deferred(shard, st, client, d, out).await;
-                    }
-                    i += 1;
-                    continue;
-                }
-                // A GET of another shard's key reads that shard's column
-                // family from here: no hop (see `strings::get_from`).
-                if spec.name == "get" {
-                    if let Some(store) = st.peers.get(target) {
-                        let start = Instant::now();
-                        let next = cmds[i + 1..].iter().map(Vec::as_slice);
-                        let found = crate::server::probe::peer_get(store, client.db, &cmds[i][1], next, n, out).await;
-                        if let Some(res) = found {
-                            match &res {
-                                Ok(hit) => st.ks.note_lookup(*hit),
-                                Err(e) => out.error(&e.0),
-                            }
-                            finish_cmd(st, idx, &cmds[i], start, res.as_ref().err(), &client.info);
-                            i += 1;
-                            continue;
-                        }
-                    }
-                }
-                // The run of shard commands from here. Spread over several
-                // shards, every shard gets its share at once and replies go
-                // back in order; else it is one message to `target`.
-                let seg = shard_segment(client, cmds, i, gate, here, n);
-                let end = i + seg.len();
-                if seg.iter().any(|(_, _, t)| *t != target) {
-                    run_spread(shard, st, client, &mut cmds[i..end], seg, out).await;
-                    i = end;
-                    continue;
-                }
-                let batch: Vec<_> = seg
-                    .into_iter()
-                    .zip(cmds[i..end].iter_mut())
-                    .map(|((idx, f, _), argv)| (idx, f, std::mem::take(argv)))
-                    .collect();
-                let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
-                let o = shard
-                    .invoke_on_then(target, move |remote: &Rc<ShardState>| share_job(remote, batch, db, resp3, &info))
-                    .await;
-                if o.deferred.is_empty() {
-                    out.buf.extend_from_slice(&o.buf);
-                } else {
-                    splice_deferred(shard, st, client, &o.buf, o.deferred, out).await;
-                }
-                i = end;
-            }
-            Exec::Conn(f) => {
-                let argv = std::mem::take(&mut cmds[i]);
-                let start = Instant::now();
-                let res = std::panic::AssertUnwindSafe(f(cmd::Conn { shard, client }, &argv, out))
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| Err(internal_error(&argv)));
-                if let Err(e) = &res {
-                    out.error(&e.0);
-                }
-                finish_cmd(st, idx, &argv, start, res.err().as_ref(), &client.info);
-                i += 1;
-            }
-        }
-    }
-    close_group(&mut group, out, &mut []);
-}
-
-/// The run of shard commands starting at `from` (which is one): for each,
-/// its command index, handler and target shard.
-fn shard_segment(
-    client: &Client,
-    cmds: &[Vec<Bytes>],
-    from: usize,
-    gate: Gate,
-    here: usize,
-    n: usize,
-) -> Vec<(usize, cmd::ShardFn, usize)> {
-    let mut seg = Vec::new();
-    for argv in &cmds[from..] {
-        match precheck(client, argv, gate) {
-            Ok((idx, spec)) => match spec.exec {
-                Exec::Shard(f) => seg.push((idx, f, target_of(spec, argv, here, n))),
-                Exec::Conn(_) => break,
-            },
-            Err(_) => break,
-        }
-    }
-    seg
-}
-
-/// Runs pipelined shard commands that go to several shards (`seg[k]`:
-/// index, handler and target of `cmds[k]`) as one message per shard, all
-/// shards at once (this shard's share runs here meanwhile), and writes the
-/// replies in command order. Commands for different shards touch different
-/// keys, so only the order within each shard matters, and that is kept.
-/// (Dragonfly calls this pipeline squashing.)
-async fn run_spread(
-    shard: &Rc<Shard<ShardState>>,
-    st: &Rc<ShardState>,
-    client: &Client,
-    cmds: &mut [Vec<Bytes>],
-    seg: Vec<(usize, cmd::ShardFn, usize)>,
-    out: &mut Reply,
-) {
-    // Each command's share and place in it; shares in order of first use.
-    let mut shares: Vec<(usize, Share)> = Vec::new();
-    let mut place = Vec::with_capacity(cmds.len());
-    for ((idx, f, target), argv) in seg.into_iter().zip(cmds.iter_mut()) {
-        let s = match shares.iter().position(|(t, _)| *t == target) {
-            Some(s) => s,
-            None => {
-                shares.push((target, Vec::new()));
-                shares.len() - 1
-            }
-        };
-        place.push((s, shares[s].1.len()));
-        shares[s].1.push((idx, f, std::mem::take(argv)));
-    }
-    if let Some(last) = place.last() {
-        client.info.last_cmd.store(shares[last.0].1[last.1].0 + 1, Ordering::Relaxed);
-    }
-    let (db, resp3) = (client.db, client.resp3);
-    let here = shard.id();
-    let mut futs: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ShareOut> + '_>>> = Vec::with_capacity(shares.len());
-    let mut local = None;
-    for (s, (target, share)) in shares.into_iter().enumerate() {
-        let info = client.info.clone();
-        if target == here {
-            local = Some((s, share, info));
-        } else {
-            futs.push(Box::pin(shard.invoke_on_then(target, move |remote: &Rc<ShardState>| {
-                share_job(remote, share, db, resp3, &info)
-            })));
-        }
-    }
-    // The remote shares are sent first (join_all polls in order), then this
-    // shard's runs while they are under way.
-    let local_at = local.as_ref().map(|(s, _, _)| *s);
-    if let Some((_, share, info)) = local {
-        let st = st.clone();
-        futs.push(Box::pin(async move {
-            match share_job(&st, share, db, resp3, &info) {
-                Then::Now(o) => o,
-                Then::Later(f) => f.await,
-            }
-        }));
-    }
-    let mut outs: Vec<Option<ShareOut>> = shards::join_all(futs).await.into_iter().map(Some).collect();
-    // `outs` is in send order: remote shares by share index, the local last.
-    if let Some(at) = local_at {
-        let l = outs.pop().flatten();
-        outs.insert(at, l);
-    }
-    let mut deferred: Vec<std::vec::IntoIter<Deferred>> = outs
-        .iter_mut()
-        .map(|o| o.as_mut().map(|o| std::mem::take(&mut o.deferred)).unwrap_or_default().into_iter())
-        .collect();
-    for (s, w) in place {
-        let Some(o) = outs[s].as_ref() else { continue };
-        let (start, d0) = if w == 0 { (0, 0) } else { o.marks[w - 1] };
-        let (end, d1) = o.marks[w];
-        if d1 == d0 {
-            out.buf.extend_from_slice(&o.buf[start..end]);
-            continue;
-        }
-        let mine: Vec<Deferred> = deferred[s]
-            .by_ref()
-            .take(d1 - d0)
-            .map(|mut d| {
-                d.at -= start;
-                d
-            })
-            .collect();
-        splice_deferred(shard, st, client, &o.buf[start..end], mine, out).await;
-    }
 }

@@ -1,4 +1,6 @@
-//! The server: startup, the per-shard accept loop, the connection loop.
+//! The server: startup, the per-shard accept loop, the connection loop
+//! (`conn`: sockets, read, parse, write, the group WAL write; what runs the
+//! requests is `dispatch`).
 //!
 //! `run` opens storage, starts one shard per core through the `shards`
 //! runtime, and on every shard binds the same port (SO_REUSEPORT: the kernel
@@ -6,9 +8,6 @@
 //! expiration task. Signals and SHUTDOWN sync the WAL and exit.
 
 pub mod conn;
-pub mod group;
-pub mod probe;
-pub mod run;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;

@@ -1,7 +1,7 @@
 //! One RocksDB write per run of pipelined commands on a shard
 //! (`storage::group` has the rules that keep reads exact).
 //!
-//! The connection opens a group before a run of shard commands that runs
+//! The dispatcher opens a group before a run of shard commands that runs
 //! without a pause (a remote shard's share of a pipeline, or the local run
 //! between two awaits), notes where each command's reply starts, and closes
 //! it before the replies can leave. If a part of the group failed to write,
@@ -12,6 +12,8 @@ use crate::error::CmdError;
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::storage::group::Lost;
+
+use super::Later;
 
 /// An open group and where each command of it starts in the reply buffer.
 pub struct Grouped<'a> {
@@ -40,8 +42,8 @@ impl<'a> Grouped<'a> {
 
     /// Writes and closes the group. When writes were lost, rewrites those
     /// commands' replies in `r` and moves the offsets in `marks` (reply ends
-    /// of the caller's own bookkeeping) and in `r.deferred` to match.
-    pub fn end(mut self, r: &mut Reply, marks: &mut [(usize, usize)]) {
+    /// of the caller's own bookkeeping) and in `later` to match.
+    pub fn end(mut self, r: &mut Reply, marks: &mut [(usize, usize)], later: &mut [Later]) {
         self.open = false;
         let lost = self.st.ks.end_group();
         if lost.is_empty() || self.spans.is_empty() {
@@ -60,8 +62,8 @@ impl<'a> Grouped<'a> {
         for m in marks.iter_mut() {
             m.0 = remap(m.0);
         }
-        for d in r.deferred.iter_mut() {
-            d.at = remap(d.at);
+        for l in later.iter_mut() {
+            l.at = remap(l.at);
         }
         r.buf = buf;
     }
