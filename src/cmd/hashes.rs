@@ -266,9 +266,9 @@ pub fn hrandfield(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-/// HSCAN / SSCAN over one collection. A small collection (Redis would keep
-/// it as a listpack or intset) comes back whole with cursor 0, as Redis
-/// does. Otherwise the cursor counts members visited; the shard remembers
+/// HSCAN / SSCAN over one collection. A small collection (as many members
+/// as Redis would keep as a listpack or intset, by CONFIG's thresholds)
+/// comes back whole with cursor 0, as Redis does. Otherwise the cursor counts members visited; the shard remembers
 /// where each cursor it handed out stops, so resuming is a seek (a cursor
 /// it forgot is resumed by skipping that many members).
 pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) -> CmdResult {
@@ -283,7 +283,13 @@ pub fn scan_collection(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ty: KeyType) ->
         r.array(0);
         return Ok(());
     };
-    let whole = v.c.size <= 128;
+    let enc = ctx.shard.global.config.encodings();
+    let small = if ty == KeyType::Hash {
+        enc.hash_entries
+    } else {
+        enc.set_entries.max(enc.set_intset_entries)
+    };
+    let whole = v.c.size <= small;
     let mut found: Vec<coll::Entry> = Vec::new();
     let mut last: Option<Vec<u8>> = None;
     let mut next = 0u64;

@@ -287,7 +287,10 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             return Ok(());
         }
         Some((_, _, Some(e))) => e,
-        Some((ty, Some(c), None)) => coll::encoding_name(ctx.ks(), ctx.db, key, ty, &c, ctx.now_ms)?,
+        Some((ty, Some(c), None)) => {
+            let enc = ctx.shard.global.config.encodings();
+            coll::encoding_name(ctx.ks(), (ctx.db, key), ty, &c, ctx.now_ms, enc)?
+        }
         Some((_, None, None)) => return Err(CORRUPT),
     };
     if is(sub, "encoding") {

@@ -178,6 +178,21 @@ pub fn run(config: Config) -> Result<(), String> {
     crate::coord::intent::replay(engine, shards, databases, now_ms()).map_err(|e| format!("cannot replay intents: {e}"))?;
     engine.sync_wal().map_err(|e| format!("cannot write the WAL: {e}"))?;
     engine.disk.set_min_free(config.get_int("min-free-disk").max(0) as u64);
+    // The config owns these settings; the engine follows its changes.
+    let e = engine;
+    config.on_set(
+        "min-free-disk",
+        Box::new(move |v| e.disk.set_min_free(v.parse::<u64>().unwrap_or(0))),
+    );
+    let e = engine;
+    config.on_set(
+        "appendfsync",
+        Box::new(move |v| {
+            if let Some(f) = Fsync::parse(v) {
+                e.set_fsync(f);
+            }
+        }),
+    );
     engine.check_disk();
     engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));
     let port = config.get_int("port") as u16;

@@ -3,6 +3,7 @@
 //! metadata exact, member iteration, and whole-value copies for RENAME,
 //! COPY, MOVE and DUMP. No RESP here.
 
+use crate::config::Encodings;
 use crate::error::{CmdResult, CORRUPT, WRONGTYPE};
 use crate::storage::keys;
 use crate::storage::meta::{Coll, KeyType, Meta};
@@ -281,18 +282,20 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
     Ok(())
 }
 
-/// The encoding name OBJECT ENCODING reports, as Redis would for this size
-/// (its default listpack/intset thresholds).
-pub fn encoding_name(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, c: &Coll, now: u64) -> CmdResult<&'static str> {
-    let small = |limit: u64| c.size <= limit;
+/// The encoding name OBJECT ENCODING reports, as Redis would for this
+/// size and these members under the thresholds `enc` (CONFIG's
+/// `hash-max-listpack-*`, `set-max-intset-entries`, `set-max-listpack-*`).
+/// Redis never converts back to the small encoding; Basalt tells from
+/// what the collection holds now.
+pub fn encoding_name(ks: &Keyspace, (db, key): (u8, &[u8]), ty: KeyType, c: &Coll, now: u64, enc: Encodings) -> CmdResult<&'static str> {
     match ty {
         KeyType::Hash => {
-            if !small(128) {
+            if c.size > enc.hash_entries {
                 return Ok("hashtable");
             }
             let (mut long, mut ttl) = (false, false);
             scan_members(ks, None, (db, key), c, None, now, |s, t, v| {
-                long |= s.len() > 64 || v.len() > 64;
+                long |= s.len() as u64 > enc.hash_value || v.len() as u64 > enc.hash_value;
                 ttl |= t != 0;
                 true
             })?;
@@ -303,18 +306,15 @@ pub fn encoding_name(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, c: &Coll, n
             })
         }
         KeyType::Set => {
-            if !small(512) {
-                return Ok("hashtable");
-            }
             let (mut ints, mut long) = (true, false);
             scan_members(ks, None, (db, key), c, None, now, |s, _, _| {
                 ints &= crate::resp::parse::string2ll(s).is_some();
-                long |= s.len() > 64;
-                true
+                long |= s.len() as u64 > enc.set_value;
+                ints || !long
             })?;
-            Ok(if ints {
+            Ok(if ints && c.size <= enc.set_intset_entries {
                 "intset"
-            } else if !long && small(128) {
+            } else if !long && c.size <= enc.set_entries {
                 "listpack"
             } else {
                 "hashtable"

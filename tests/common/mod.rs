@@ -91,9 +91,24 @@ impl Basalt {
         b
     }
 
+    /// Starts with the config file `file` (its first argument, as
+    /// redis-server takes one), the test's own flags after it.
+    pub fn start_with_file(shards: usize, file: &Path) -> Basalt {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let (port, child) = spawn_on_free_port("basalt", |port| Self::spawn(&dir, port, shards, &[], Some(file)));
+        Basalt {
+            port,
+            dir,
+            _tmp: Some(tmp),
+            child: Some(child),
+            shards,
+        }
+    }
+
     /// Starts on an existing data dir (restart tests keep the TempDir themselves).
     pub fn start_in(dir: &Path, shards: usize, extra: &[&str]) -> Basalt {
-        let (port, child) = spawn_on_free_port("basalt", |port| Self::spawn(dir, port, shards, extra));
+        let (port, child) = spawn_on_free_port("basalt", |port| Self::spawn(dir, port, shards, extra, None));
         Basalt {
             port,
             dir: dir.to_path_buf(),
@@ -106,7 +121,7 @@ impl Basalt {
     /// Starts on `port` exactly (a restart on the port a stopped server
     /// used); None when the server exits instead of answering.
     pub fn start_at(dir: &Path, port: u16, shards: usize, extra: &[&str]) -> Option<Basalt> {
-        let mut child = Self::spawn(dir, port, shards, extra);
+        let mut child = Self::spawn(dir, port, shards, extra, None);
         if !wait_ready(port, &mut child, "basalt") {
             let _ = child.wait();
             return None;
@@ -120,9 +135,10 @@ impl Basalt {
         })
     }
 
-    fn spawn(dir: &Path, port: u16, shards: usize, extra: &[&str]) -> Child {
+    fn spawn(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>) -> Child {
         {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
+            cmd.args(file);
             cmd.args([
                 "--port",
                 &port.to_string(),

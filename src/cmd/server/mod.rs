@@ -19,7 +19,6 @@ use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::global::Global;
 use crate::resp::Reply;
 use crate::shard::ShardState;
-use crate::storage::Fsync;
 use info::info;
 use logs::{latency, slowlog};
 
@@ -106,17 +105,7 @@ pub async fn config(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                 return Err(CmdError::new(super::arity_error("config|set")));
             }
             let pairs: Vec<(String, String)> = rest.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
-            let applied = g.config.set_many(&pairs).map_err(CmdError::new)?;
-            for (k, v) in applied {
-                if k == "appendfsync" {
-                    if let Some(f) = Fsync::parse(&v) {
-                        g.engine.set_fsync(f);
-                    }
-                }
-                if k == "min-free-disk" {
-                    g.engine.disk.set_min_free(g.config.get_int("min-free-disk").max(0) as u64);
-                }
-            }
+            g.config.set_many(&pairs).map_err(CmdError::new)?;
             r.ok();
         }
         "resetstat" => {
