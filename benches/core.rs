@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use basalt::cmd::lookup;
 use basalt::resp::{parse_request, Limits, Reply};
-use basalt::storage::keys::{meta_key, slot_of, split_meta_key};
+use basalt::slot::slot_of;
+use basalt::storage::keys::{meta_key, split_meta_key};
 use basalt::storage::meta::{encode_string, Meta};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 

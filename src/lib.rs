@@ -24,6 +24,7 @@
 //! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
 //! - [`config`]: parameters from flags, file and CONFIG.
 //! - [`glob`]: Redis's pattern matching.
+//! - [`slot`]: hash slots (CRC16, hash tags) and the shard owning each.
 //! - [`clock`]: the wall clock.
 //! - [`error`]: the error type that maps to RESP errors.
 
@@ -41,5 +42,6 @@ pub mod monitor;
 pub mod resp;
 pub mod server;
 pub mod shard;
+pub mod slot;
 pub mod storage;
 pub mod types;

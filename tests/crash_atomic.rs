@@ -23,7 +23,7 @@ const NAMES: usize = 6;
 
 /// The shard that owns `key`, as the server computes it.
 fn owner(key: &str) -> usize {
-    basalt::storage::owner(key.as_bytes(), SHARDS)
+    basalt::slot::owner(key.as_bytes(), SHARDS)
 }
 
 /// Two set names of writer `t`, on different shards.

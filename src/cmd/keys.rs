@@ -14,9 +14,8 @@ use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SY
 use crate::glob;
 use crate::resp::Reply;
 use crate::shard::ShardState;
-use crate::storage::keys::SLOTS;
+use crate::slot::{first_slot_of, shard_of_slot, SLOTS};
 use crate::storage::meta::{self, KeyType, Meta};
-use crate::storage::{first_slot_of, shard_of_slot};
 use crate::types::bigstr;
 use crate::types::coll::{self, Owned};
 

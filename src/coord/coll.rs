@@ -23,9 +23,9 @@ use crate::clock::now_ms;
 use crate::error::{CmdResult, CORRUPT, WRONGTYPE};
 use crate::resp::Reply;
 use crate::shard::ShardState;
+use crate::slot::owner;
 use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
-use crate::storage::owner;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
 

@@ -9,9 +9,9 @@
 use bytes::Bytes;
 
 use crate::error::{CmdResult, WRONGTYPE};
+use crate::slot::owner;
 use crate::storage::intent::{IntentRef, Rider};
 use crate::storage::meta::KeyType;
-use crate::storage::owner;
 use crate::storage::Engine;
 use crate::types::coll::{Owned, Writer};
 use crate::types::keyspace::Keyspace;
@@ -188,7 +188,7 @@ pub fn replay(engine: &'static Engine, shards: usize, databases: usize, now: u64
     let spaces = (0..shards)
         .map(|i| {
             let store = engine.shard(i).map_err(|e| e.0)?;
-            Keyspace::open(store, databases).map_err(|e| e.0.to_string())
+            crate::types::open(store, databases).map_err(|e| e.0.to_string())
         })
         .collect::<Result<Vec<Keyspace>, String>>()?;
     let ks_of = |key: &[u8]| &spaces[owner(key, shards)];

@@ -18,9 +18,9 @@ use shards::Shard;
 use crate::clock::now_ms;
 use crate::error::CmdResult;
 use crate::shard::ShardState;
-use crate::storage::first_slot_of;
+use crate::slot::first_slot_of;
+use crate::slot::owner;
 use crate::storage::intent::{IntentRef, Rider};
-use crate::storage::owner;
 use crate::types::multi as k;
 
 pub mod coll;

@@ -63,7 +63,7 @@ use crate::coord::misses::ROUNDS;
 use crate::error::CmdError;
 use crate::resp::Reply;
 use crate::shard::ShardState;
-use crate::storage::owner;
+use crate::slot::owner;
 use group::Grouped;
 
 /// A reply a shard handler left to the connection (`cmd::Ctx::later`):

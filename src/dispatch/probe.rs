@@ -12,8 +12,9 @@ use crate::coord::misses::{after_reads_of, cold_of, held_of, Hold, ROUNDS};
 use crate::error::CmdResult;
 use crate::resp::Reply;
 use crate::shard::ShardState;
+use crate::slot::owner;
 use crate::storage::keys::meta_key;
-use crate::storage::{owner, PeerStore, ShardStore};
+use crate::storage::{PeerStore, ShardStore};
 
 /// How many pipelined commands after a miss have their key records
 /// fetched with it.

@@ -22,7 +22,6 @@ use crate::config::Config;
 use crate::global::Global;
 use crate::shard::ShardState;
 use crate::storage::{budget, Engine, Fsync, StoreOptions};
-use crate::types::keyspace::Keyspace;
 
 /// Blocks SIGINT/SIGTERM in this thread and every thread started after it.
 /// Must run before anything starts threads (RocksDB starts its own at open):
@@ -233,7 +232,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 std::process::exit(1);
             }
         };
-        let ks = match Keyspace::open(store, g2.databases) {
+        let ks = match crate::types::open(store, g2.databases) {
             Ok(ks) => ks,
             Err(e) => {
                 tracing::error!(shard = id, error = %e.0, "cannot count keys");

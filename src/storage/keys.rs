@@ -10,7 +10,9 @@
 //! SCAN walks slots in order. The db byte is at most 254, so the TTL index
 //! (0xFF) sorts after every db.
 //!
-//! This module is pure: no I/O, no RocksDB types.
+//! This module is pure: no I/O, no RocksDB types. Slots are `crate::slot`.
+
+use crate::slot::slot_of;
 
 /// Tag of meta records.
 pub const TAG_META: u8 = b'M';
@@ -21,44 +23,6 @@ pub const TTL_PREFIX: [u8; 2] = [0xFF, b'T'];
 /// First bytes of the hash field expiration index: `0xFF 'F' at(8) db key`
 /// names a hash to repair at `at` (its lowest field TTL).
 pub const FIELD_TTL_PREFIX: [u8; 2] = [0xFF, b'F'];
-
-/// Redis Cluster's hash slot count.
-pub const SLOTS: u16 = 16384;
-
-/// CRC16-CCITT (XMODEM), as Redis Cluster uses for slots: one table
-/// lookup per byte, as Redis's crc16.c (every command hashes its key).
-pub fn crc16(data: &[u8]) -> u16 {
-    data.iter()
-        .fold(0u16, |crc, &b| (crc << 8) ^ CRC16_TABLE[((crc >> 8) as u8 ^ b) as usize])
-}
-
-const CRC16_TABLE: [u16; 256] = {
-    let mut t = [0u16; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut crc = (i as u16) << 8;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-            bit += 1;
-        }
-        t[i] = crc;
-        i += 1;
-    }
-    t
-};
-
-/// The hash slot of a key, honouring `{hash tags}` exactly as Redis Cluster.
-pub fn slot_of(key: &[u8]) -> u16 {
-    let hashed = match memchr::memchr(b'{', key) {
-        Some(open) => match memchr::memchr(b'}', &key[open + 1..]) {
-            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
-            _ => key,
-        },
-        None => key,
-    };
-    crc16(hashed) & (SLOTS - 1)
-}
 
 /// The meta key of `key` in database `db`.
 pub fn meta_key(db: u8, key: &[u8]) -> Vec<u8> {
@@ -166,43 +130,6 @@ pub fn slot_of_record(k: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slots_match_redis_cluster() {
-        // Values from CLUSTER KEYSLOT on a real Redis.
-        assert_eq!(slot_of(b"foo"), 12182);
-        assert_eq!(slot_of(b"bar"), 5061);
-        assert_eq!(slot_of(b"{user1000}.following"), slot_of(b"user1000"));
-        assert_eq!(slot_of(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 16383);
-        assert_eq!(slot_of(b"foo{{bar}}zap"), crc16(b"{bar") & 16383);
-        assert_eq!(crc16(b"123456789"), 0x31C3);
-    }
-
-    #[test]
-    fn table_crc16_agrees_with_the_bitwise_definition() {
-        fn bitwise(data: &[u8]) -> u16 {
-            let mut crc: u16 = 0;
-            for &b in data {
-                crc ^= (b as u16) << 8;
-                for _ in 0..8 {
-                    crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
-                }
-            }
-            crc
-        }
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        for len in 0..200usize {
-            let data: Vec<u8> = (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
-            assert_eq!(crc16(&data), bitwise(&data), "{data:?}");
-        }
-    }
 
     #[test]
     fn meta_keys_sort_by_db_then_slot() {

@@ -32,6 +32,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, ReadOptions, WriteBatch, DB};
 
+use crate::slot::shard_of_slot;
+
 /// Where the shard count the data was written with is kept (default CF).
 const SHARDS_RECORD: &[u8] = b"basalt:shards";
 /// How many records a resharding write batch carries.
@@ -436,23 +438,6 @@ impl Engine {
     }
 }
 
-/// Which shard owns `slot` when there are `shards` shards: contiguous ranges.
-#[inline]
-pub fn shard_of_slot(slot: u16, shards: usize) -> usize {
-    (slot as usize * shards) / keys::SLOTS as usize
-}
-
-/// The shard that owns `key` when there are `shards` shards.
-#[inline]
-pub fn owner(key: &[u8], shards: usize) -> usize {
-    shard_of_slot(keys::slot_of(key), shards)
-}
-
-/// The first slot shard `i` of `shards` owns; `first_slot_of(shards, shards)` is `SLOTS`.
-pub fn first_slot_of(i: usize, shards: usize) -> u16 {
-    (i * keys::SLOTS as usize).div_ceil(shards) as u16
-}
-
 /// A RocksDB snapshot of the process-wide database. It may travel between
 /// shards (rust-rocksdb marks it `Send + Sync`); dropping it releases it.
 pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>);
@@ -727,22 +712,6 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slot_ranges_are_contiguous_and_cover_all() {
-        for shards in 1..=7 {
-            let mut last = 0;
-            for slot in 0..keys::SLOTS {
-                let s = shard_of_slot(slot, shards);
-                assert!(s == last || s == last + 1);
-                if s != last {
-                    assert_eq!(first_slot_of(s, shards), slot);
-                }
-                last = s;
-            }
-            assert_eq!(last, shards - 1);
-        }
-    }
 
     fn open(dir: &Path, shards: usize) -> Engine {
         Engine::open(&test_opts(dir, shards, 1 << 20)).unwrap()

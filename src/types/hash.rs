@@ -151,16 +151,6 @@ pub fn fast_len(c: &Coll, now: u64) -> FastLen {
     }
 }
 
-/// True when a hash's meta cannot prove it still has a live field: it has
-/// no persistent field and some TTL candidate may be due.
-#[inline]
-pub fn may_be_empty(m: &Meta<'_>, now: u64) -> bool {
-    if m.ty != KeyType::Hash {
-        return false;
-    }
-    matches!(m.coll(), Some(Coll { size, hfe: Some(h), .. }) if size > 0 && h.persist == 0 && now >= h.lower)
-}
-
 /// Hashes up to this many fields are repaired actively when a field is due;
 /// a bigger one waits for HLEN or a meta read (a repair scans every field,
 /// which must not stall the core).

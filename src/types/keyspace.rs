@@ -21,7 +21,6 @@ use crate::storage::group::Lost;
 use crate::storage::keys::{self, meta_key, ttl_key};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::storage::{Batch, ShardStore};
-use crate::types::hash;
 
 /// An owned copy of a key's meta value.
 #[derive(Debug, Clone)]
@@ -60,8 +59,24 @@ pub type Bounds = (Vec<u8>, Vec<u8>);
 /// `Some(expire_ms)` of the live key (0: no expiry).
 pub type Prior = Option<u64>;
 
+/// Rewrites the meta record of a hash whose fields may all have expired
+/// (`types::hash::repair`, passed in by `types::open`): the new meta value,
+/// None when no field was live and the key is gone.
+pub type Repair = fn(&Keyspace, u8, &[u8], &[u8], u64) -> CmdResult<Option<Vec<u8>>>;
+
+/// True when a hash's meta cannot prove it still has a live field: it has
+/// no persistent field and some TTL candidate may be due.
+#[inline]
+pub fn may_be_empty(m: &Meta<'_>, now: u64) -> bool {
+    if m.ty != KeyType::Hash {
+        return false;
+    }
+    matches!(m.coll(), Some(Coll { size, hfe: Some(h), .. }) if size > 0 && h.persist == 0 && now >= h.lower)
+}
+
 pub struct Keyspace {
     pub store: ShardStore,
+    repair: Repair,
     counts: Vec<Cell<i64>>,
     expires: Vec<Cell<i64>>,
     last_version: Cell<u64>,
@@ -79,9 +94,10 @@ fn bump(c: &Cell<u64>) {
 impl Keyspace {
     /// Opens a shard's keyspace and counts its keys and the keys with an
     /// expiry (one scan of each db's meta records).
-    pub fn open(store: ShardStore, databases: usize) -> CmdResult<Keyspace> {
+    pub fn open(store: ShardStore, databases: usize, repair: Repair) -> CmdResult<Keyspace> {
         let ks = Keyspace {
             store,
+            repair,
             counts: (0..databases).map(|_| Cell::new(0)).collect(),
             expires: (0..databases).map(|_| Cell::new(0)).collect(),
             last_version: Cell::new(0),
@@ -197,7 +213,7 @@ impl Keyspace {
             Some(raw) => match Meta::decode(raw) {
                 None => Err(CORRUPT),
                 Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.coll()))),
-                Some(m) if hash::may_be_empty(&m, now_ms) => Ok(Some(Step::Repair(raw.to_vec()))),
+                Some(m) if may_be_empty(&m, now_ms) => Ok(Some(Step::Repair(raw.to_vec()))),
                 Some(m) => Ok(f.take().map(|f| Step::Done(f(Some(m))))),
             },
         })??;
@@ -208,7 +224,7 @@ impl Keyspace {
                 self.expire_key(db, key, coll)?;
                 Ok(f(None))
             }
-            (Some(Step::Repair(raw)), Some(f)) => match hash::repair(self, db, key, &raw, now_ms)? {
+            (Some(Step::Repair(raw)), Some(f)) => match (self.repair)(self, db, key, &raw, now_ms)? {
                 Some(fixed) => Ok(f(Meta::decode(&fixed))),
                 None => Ok(f(None)),
             },
@@ -377,7 +393,7 @@ impl Keyspace {
                     && matches!(m.coll(), Some(Coll { size, hfe: Some(h), .. }) if size > h.persist && now_ms >= h.lower)
             });
             if let (true, Some(raw)) = (wanted, raw) {
-                hash::repair(self, *db, key, &raw, now_ms)?;
+                (self.repair)(self, *db, key, &raw, now_ms)?;
             }
             let mut b = self.store.batch();
             self.store.delete(&mut b, entry);
@@ -398,7 +414,7 @@ impl Keyspace {
         mut f: impl FnMut(&[u8], Meta<'_>) -> bool,
     ) -> CmdResult<u16> {
         let lo = keys::meta_slot_start(db, from_slot);
-        let hi = if to_slot >= keys::SLOTS {
+        let hi = if to_slot >= crate::slot::SLOTS {
             keys::meta_db_range(db).1
         } else {
             keys::meta_slot_start(db, to_slot)
@@ -424,7 +440,7 @@ impl Keyspace {
             // A hash that may have no live field left is only listed once a
             // read has proved it has one (the read repairs or deletes it);
             // KEYS, SCAN and RANDOMKEY never show a key GET-family reads miss.
-            if hash::may_be_empty(&m, now_ms) {
+            if may_be_empty(&m, now_ms) {
                 match self.read(db, key, now_ms, |m| m.is_some()) {
                     Ok(true) => {}
                     Ok(false) => return true,
@@ -464,5 +480,5 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
-    Keyspace::open(engine.shard(0).expect("shard 0"), 1).expect("open keyspace")
+    crate::types::open(engine.shard(0).expect("shard 0"), 1).expect("open keyspace")
 }

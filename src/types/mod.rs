@@ -11,3 +11,12 @@ pub mod keyspace;
 pub mod multi;
 pub mod string;
 pub mod writer;
+
+use crate::error::CmdResult;
+use crate::storage::ShardStore;
+
+/// Opens a shard's keyspace with the types' hooks in place (the hash
+/// repair a meta read may need, `keyspace::Repair`).
+pub fn open(store: ShardStore, databases: usize) -> CmdResult<keyspace::Keyspace> {
+    keyspace::Keyspace::open(store, databases, hash::repair)
+}
