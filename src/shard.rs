@@ -61,7 +61,7 @@ pub struct ShardState {
     pub id: usize,
     pub ks: Keyspace,
     /// Every shard's column family, for reads a non-owner may make
-    /// (`cmd::strings::get_from`). Writes go through the owner only.
+    /// (`types::bigstr::peek`). Writes go through the owner only.
     pub peers: Vec<PeerStore>,
     pub global: Arc<Global>,
     /// Indexed like `cmd::TABLE`.

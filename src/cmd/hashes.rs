@@ -8,9 +8,9 @@ use super::Ctx;
 use super::{commands, CommandSpec};
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX};
 use crate::resp::Reply;
-use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
 use crate::types::string::{incr_by_float, FloatIncrError};
+use crate::types::KeyType;
 
 /// The hash commands (`cmd::table` has the line format).
 #[rustfmt::skip]

@@ -10,14 +10,13 @@ use super::{commands, subcommands, CommandSpec, SubSpec};
 use super::{Conn, Ctx};
 use crate::clock::now_ms;
 use crate::coord;
-use crate::error::{invalid_expire, CmdError, CmdResult, CORRUPT, NO_SUCH_KEY, SYNTAX};
+use crate::error::{invalid_expire, CmdError, CmdResult, NO_SUCH_KEY, SYNTAX};
 use crate::glob;
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::slot::{first_slot_of, shard_of_slot, SLOTS};
-use crate::storage::meta::{self, KeyType, Meta};
-use crate::types::bigstr;
-use crate::types::coll::{self, Owned};
+use crate::types::coll;
+use crate::types::dump;
 
 /// The generic (key space) commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -134,7 +133,7 @@ fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: boo
     if when <= ctx.now_ms as i64 {
         ks.delete(ctx.db, key, ctx.now_ms)?;
     } else {
-        ks.put(ctx.db, key, &meta::with_expire(&stored.raw, when as u64), Some(cur))?;
+        ks.set_expire(ctx.db, key, &stored, when as u64)?;
     }
     r.int(1);
     Ok(())
@@ -192,7 +191,7 @@ pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = Args::new(argv).key()?;
     match ks.get(ctx.db, key, ctx.now_ms)? {
         Some(s) if s.meta().expire_ms != 0 => {
-            ks.put(ctx.db, key, &meta::with_expire(&s.raw, 0), Some(s.meta().expire_ms))?;
+            ks.set_expire(ctx.db, key, &s, 0)?;
             r.int(1);
         }
         _ => r.int(0),
@@ -208,32 +207,8 @@ pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if dst == ctx.db {
         return Err(CmdError::new("ERR source and destination objects are the same"));
     }
-    let Some(v) = coll::take(ks, ctx.db, key, ctx.now_ms)? else {
-        r.int(0);
-        return Ok(());
-    };
-    if ks.read(dst, key, ctx.now_ms, |m| m.is_some())? {
-        r.int(0);
-        return Ok(());
-    }
-    let mut b = ks.store.batch();
-    coll::stage_place(ks, &mut b, dst, key, &v, None)?;
-    let src = Meta::decode(&v.raw).ok_or(CORRUPT)?;
-    ks.stage_delete(&mut b, ctx.db, key, &src);
-    ks.store.write(b)?;
-    r.int(1);
+    r.int(coll::move_to_db(ks, ctx.db, key, dst, ctx.now_ms)? as i64);
     Ok(())
-}
-
-/// The encoding name Redis would report for a string value.
-fn string_encoding(v: &[u8]) -> &'static str {
-    if v.len() <= 20 && super::args::parse_i64(v).is_some() {
-        "int"
-    } else if v.len() <= 44 {
-        "embstr"
-    } else {
-        "raw"
-    }
 }
 
 const OBJECT_HELP: &[&str] = &[
@@ -270,27 +245,10 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     let key = args.key()?;
-    let found = ctx.ks().read(ctx.db, key, ctx.now_ms, |m| {
-        m.map(|m| {
-            let string = match m.ty {
-                KeyType::String => Some(string_encoding(m.body)),
-                KeyType::BigString => Some("raw"),
-                _ => None,
-            };
-            (m.ty, m.coll(), string)
-        })
-    })?;
-    let encoding = match found {
-        None => {
-            r.null();
-            return Ok(());
-        }
-        Some((_, _, Some(e))) => e,
-        Some((ty, Some(c), None)) => {
-            let enc = ctx.shard.global.config.encodings();
-            coll::encoding_name(ctx.ks(), (ctx.db, key), ty, &c, ctx.now_ms, enc)?
-        }
-        Some((_, None, None)) => return Err(CORRUPT),
+    let enc = ctx.shard.global.config.encodings();
+    let Some(encoding) = coll::encoding_of(ctx.ks(), ctx.db, key, ctx.now_ms, enc)? else {
+        r.null();
+        return Ok(());
     };
     if is(sub, "encoding") {
         r.bulk(encoding.as_bytes());
@@ -305,131 +263,10 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-/// DUMP payload: `meta format byte, type, body` then a 2-byte payload
-/// version (little endian, as RDB) and a CRC-64 of everything before it.
-const DUMP_VERSION: u16 = 0xBA01;
-
-/// CRC-64/ECMA-182 (the polynomial Redis's DUMP uses, bit by bit).
-pub fn crc64(data: &[u8]) -> u64 {
-    let mut crc: u64 = 0;
-    for &b in data {
-        crc ^= (b as u64) << 56;
-        for _ in 0..8 {
-            crc = if crc & (1 << 63) != 0 {
-                (crc << 1) ^ 0x42F0_E1EB_A9EA_3693
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// Serialises a value (expiry dropped) into a DUMP payload:
-/// `format type body` for a string; `format type bodylen(4) body count(8)
-/// (len(4) member len(4) value)*` for a collection; then the trailer.
-pub fn dump_payload(v: &Owned) -> Vec<u8> {
-    let raw = &v.raw;
-    let mut out = Vec::with_capacity(raw.len() + 2);
-    out.push(raw[0]);
-    out.push(raw[1]);
-    let body = &raw[10.min(raw.len())..];
-    if raw.get(1) == Some(&(KeyType::String as u8)) {
-        out.extend_from_slice(body);
-    } else {
-        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(&(v.members.len() as u64).to_be_bytes());
-        for (m, val) in &v.members {
-            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
-            out.extend_from_slice(m);
-            out.extend_from_slice(&(val.len() as u32).to_be_bytes());
-            out.extend_from_slice(val);
-        }
-    }
-    out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
-    let crc = crc64(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
-}
-
-/// Reads `n` bytes at `*at`, advancing it.
-fn take_bytes<'a>(p: &'a [u8], at: &mut usize, n: usize) -> Option<&'a [u8]> {
-    let s = p.get(*at..at.checked_add(n)?)?;
-    *at += n;
-    Some(s)
-}
-
-fn take_u32(p: &[u8], at: &mut usize) -> Option<usize> {
-    Some(u32::from_be_bytes(take_bytes(p, at, 4)?.try_into().ok()?) as usize)
-}
-
-/// Checks a DUMP payload and rebuilds the value it carries.
-pub fn parse_payload(p: &[u8], expire_ms: u64) -> Option<Owned> {
-    if p.len() < 12 {
-        return None;
-    }
-    let (body, trailer) = p.split_at(p.len() - 10);
-    let version = u16::from_le_bytes([trailer[0], trailer[1]]);
-    let mut crc = [0u8; 8];
-    crc.copy_from_slice(&trailer[2..]);
-    if version != DUMP_VERSION || crc64(&p[..p.len() - 8]) != u64::from_le_bytes(crc) {
-        return None;
-    }
-    let mut raw = Vec::with_capacity(body.len() + 8);
-    raw.extend_from_slice(&body[..2]);
-    raw.extend_from_slice(&expire_ms.to_be_bytes());
-    let mut members = Vec::new();
-    if body[1] == KeyType::String as u8 {
-        raw.extend_from_slice(&body[2..]);
-    } else {
-        let mut at = 2;
-        let n = take_u32(body, &mut at)?;
-        raw.extend_from_slice(take_bytes(body, &mut at, n)?);
-        let count = u64::from_be_bytes(take_bytes(body, &mut at, 8)?.try_into().ok()?);
-        for _ in 0..count {
-            let ml = take_u32(body, &mut at)?;
-            let m = take_bytes(body, &mut at, ml)?.to_vec();
-            let vl = take_u32(body, &mut at)?;
-            members.push((m, take_bytes(body, &mut at, vl)?.to_vec()));
-        }
-        if at != body.len() {
-            return None;
-        }
-    }
-    // Only layouts this build can read are accepted.
-    let m = Meta::decode(&raw)?;
-    match m.ty {
-        KeyType::String => {}
-        KeyType::BigString => {
-            // Chunks named by a 4-byte index, none longer than a chunk or
-            // past the length.
-            let len = m.coll()?.size;
-            let ok = |(k, v): &(Vec<u8>, Vec<u8>)| {
-                <[u8; 4]>::try_from(&k[..]).is_ok_and(|i| {
-                    let start = u32::from_be_bytes(i) as u64 * bigstr::CHUNK as u64;
-                    v.len() <= bigstr::CHUNK && start + v.len() as u64 <= len
-                })
-            };
-            if len <= bigstr::INLINE_MAX as u64 || !members.iter().all(ok) {
-                return None;
-            }
-        }
-        KeyType::Hash | KeyType::Set => {
-            let c = m.coll()?;
-            if c.size != members.len() as u64 && c.hfe.is_none() {
-                return None;
-            }
-        }
-        _ => return None,
-    }
-    Some(Owned { raw, members })
-}
-
 pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match coll::take(ctx.ks(), ctx.db, Args::new(argv).key()?, ctx.now_ms)? {
         None => r.null(),
-        Some(v) => r.bulk(&dump_payload(&v)),
+        Some(v) => r.bulk(&dump::payload(&v)),
     }
     Ok(())
 }
@@ -470,7 +307,7 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         (t, true) => t as u64,
         (t, false) => ctx.now_ms.saturating_add(t as u64),
     };
-    let v = parse_payload(payload, expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
+    let v = dump::parse(payload, expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
     if expire_ms != 0 && expire_ms <= ctx.now_ms {
         if existed {
             ks.delete(ctx.db, key, ctx.now_ms)?;
@@ -615,44 +452,4 @@ pub async fn randomkey(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
         None => r.null(),
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dump_payload_round_trip_and_corruption() {
-        let raw = meta::encode_string(12345, b"hello");
-        let p = dump_payload(&Owned { raw, members: vec![] });
-        let back = parse_payload(&p, 0).unwrap();
-        assert_eq!(back.raw, meta::encode_string(0, b"hello"));
-        let set = meta::Coll {
-            version: 5,
-            size: 2,
-            hfe: None,
-        };
-        let v = Owned {
-            raw: set.encode(KeyType::Set, 0),
-            members: vec![(b"a".to_vec(), vec![]), (b"b".to_vec(), vec![])],
-        };
-        let back = parse_payload(&dump_payload(&v), 0).unwrap();
-        assert_eq!((back.raw, back.members), (v.raw.clone(), v.members.clone()));
-        let mut lying = v.clone();
-        lying.members.pop();
-        assert!(parse_payload(&dump_payload(&lying), 0).is_none(), "size must match");
-        for i in 0..p.len() {
-            let mut bad = p.clone();
-            bad[i] ^= 0x01;
-            assert!(parse_payload(&bad, 0).is_none(), "flip at {i} accepted");
-        }
-        assert!(parse_payload(b"short", 0).is_none());
-    }
-
-    #[test]
-    fn encodings_like_redis() {
-        assert_eq!(string_encoding(b"12345"), "int");
-        assert_eq!(string_encoding(b"hello"), "embstr");
-        assert_eq!(string_encoding(&[b'a'; 45]), "raw");
-    }
 }

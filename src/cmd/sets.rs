@@ -10,8 +10,8 @@ use super::{Conn, Ctx};
 use crate::coord::coll as gather;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::resp::Reply;
-use crate::storage::meta::KeyType;
 use crate::types::coll::{self, Rng, View, Writer};
+use crate::types::KeyType;
 
 /// The set commands (`cmd::table` has the line format).
 #[rustfmt::skip]

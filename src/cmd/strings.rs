@@ -8,14 +8,10 @@ use super::{commands, CommandSpec};
 use super::{Conn, Ctx};
 use crate::clock::now_ms;
 use crate::coord;
-use crate::error::CORRUPT;
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, NOT_INT, OVERFLOW, STRING_TOO_LONG, SYNTAX, WRONGTYPE};
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::slot::owner;
-use crate::storage::keys::meta_key;
-use crate::storage::meta::{self, KeyType, Meta};
-use crate::storage::PeerStore;
 use crate::types::bigstr;
 use crate::types::multi;
 use crate::types::string::{self as logic, FloatIncrError};
@@ -47,90 +43,31 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "lcs"         -3 [readonly]           1 2 1  Conn(lcs)          string "7.0.0" "Finds the longest common substring.";
 };
 
-/// A live string key's value and expiry, or None; WRONGTYPE for other types.
-/// A big string is read whole.
+/// A live string key's value and expiry (`types::bigstr::read`).
 fn read_string(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Vec<u8>, u64)>> {
-    let Some(stored) = ctx.ks().get(ctx.db, key, ctx.now_ms)? else {
-        return Ok(None);
-    };
-    let m = stored.meta();
-    let s = bigstr::of(&m)?.ok_or(WRONGTYPE)?;
-    Ok(Some((bigstr::read_all(ctx.ks(), ctx.db, key, s)?, m.expire_ms)))
+    bigstr::read(ctx.ks(), ctx.db, key, ctx.now_ms)
 }
 
-/// [`read_string`] for a value that must be a number: a big string cannot
-/// be one, so it is refused with `not_number` without reading it.
+/// A live string key's value that must be a number (`types::bigstr::read_number`).
 fn read_number(ctx: &Ctx, key: &[u8], not_number: CmdError) -> CmdResult<Option<(Vec<u8>, u64)>> {
-    ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
-        None => Ok(None),
-        Some(Meta {
-            ty: KeyType::String,
-            expire_ms,
-            body,
-        }) => Ok(Some((body.to_vec(), expire_ms))),
-        Some(Meta {
-            ty: KeyType::BigString, ..
-        }) => Err(not_number),
-        Some(_) => Err(WRONGTYPE),
-    })?
+    bigstr::read_number(ctx.ks(), ctx.db, key, ctx.now_ms, not_number)
+}
+
+/// GET's reply for a value (None: nil); true when there was one.
+pub fn reply_value(r: &mut Reply, v: Option<&[u8]>) -> bool {
+    match v {
+        Some(v) => r.bulk(v),
+        None => r.null(),
+    }
+    v.is_some()
 }
 
 pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = Args::new(argv).key()?;
     // Zero-copy: the value goes from RocksDB's pinned slice to the reply.
-    let found = ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
-        None => {
-            r.null();
-            Ok(false)
-        }
-        Some(Meta {
-            ty: KeyType::String, body, ..
-        }) => {
-            r.bulk(body);
-            Ok(true)
-        }
-        Some(m) => match bigstr::of(&m)? {
-            Some(s) => {
-                r.bulk(&bigstr::read_all(ctx.ks(), ctx.db, key, s)?);
-                Ok(true)
-            }
-            None => Err(WRONGTYPE),
-        },
-    })??;
+    let found = bigstr::with_value(ctx.ks(), ctx.db, key, ctx.now_ms, |v| reply_value(r, v))?;
     ctx.ks().note_lookup(found);
     Ok(())
-}
-
-/// GET read straight from the owner's column family by another shard
-/// (RocksDB is thread-safe; the owner applied every write acknowledged
-/// before). It writes nothing, so an expired key reads as missing and is
-/// left for its owner to delete. None when only the owner can answer: a
-/// big string, or another type (a hash whose fields all expired reads as
-/// missing there, not WRONGTYPE).
-pub fn get_from(store: &PeerStore, db: u8, key: &[u8], now_ms: u64, r: &mut Reply) -> Option<CmdResult<bool>> {
-    let found = store.get_with(&meta_key(db, key), |v| match v.map(Meta::decode) {
-        None => Some(Ok(None)),
-        Some(None) => Some(Err(CORRUPT)),
-        Some(Some(m)) if m.is_expired(now_ms) => Some(Ok(None)),
-        Some(Some(Meta {
-            ty: KeyType::String, body, ..
-        })) => {
-            r.bulk(body);
-            Some(Ok(Some(())))
-        }
-        Some(Some(_)) => None,
-    });
-    match found {
-        Err(e) => Some(Err(e.into())),
-        Ok(None) => None,
-        Ok(Some(Err(e))) => Some(Err(e)),
-        Ok(Some(Ok(hit))) => {
-            if hit.is_none() {
-                r.null();
-            }
-            Some(Ok(hit.is_some()))
-        }
-    }
 }
 
 /// How SET-like commands treat an existing expiry.
@@ -352,8 +289,8 @@ pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         Some(at) if at <= ctx.now_ms => {
             ks.delete(ctx.db, key, ctx.now_ms)?;
         }
-        Some(at) => ks.put(ctx.db, key, &meta::with_expire(&stored.raw, at), Some(old_expire))?,
-        None if o.persist && old_expire != 0 => ks.put(ctx.db, key, &meta::with_expire(&stored.raw, 0), Some(old_expire))?,
+        Some(at) => ks.set_expire(ctx.db, key, &stored, at)?,
+        None if o.persist && old_expire != 0 => ks.set_expire(ctx.db, key, &stored, 0)?,
         None => {}
     }
     r.bulk(&v);

@@ -11,8 +11,8 @@ use super::{conn_fn, Conn, ConnFn, Ctx};
 use crate::coord::coll::{self as gather, write_member, Keep, SLICE};
 use crate::error::CmdResult;
 use crate::resp::Reply;
-use crate::storage::meta::KeyType;
 use crate::types::coll;
+use crate::types::KeyType;
 
 /// Which whole-collection read.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -216,7 +216,7 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                     continue;
                 }
                 // A GET of another shard's key reads that shard's column
-                // family from here: no hop (see `strings::get_from`).
+                // family from here: no hop (see `types::bigstr::peek`).
                 if spec.name == "get" {
                     if let Some(store) = st.peers.get(target) {
                         let start = Instant::now();

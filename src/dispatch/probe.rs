@@ -15,13 +15,14 @@ use crate::shard::ShardState;
 use crate::slot::owner;
 use crate::storage::keys::meta_key;
 use crate::storage::{PeerStore, ShardStore};
+use crate::types::bigstr;
 
 /// How many pipelined commands after a miss have their key records
 /// fetched with it.
 const AHEAD: usize = 64;
 
 /// A GET of another shard's key, read from that shard's column family here
-/// (`strings::get_from`), probed as local reads are: a record on disk only
+/// (`types::bigstr::peek`), probed as local reads are: a record on disk only
 /// is fetched by the pool while this shard goes on, with the records of
 /// that shard's keys in the commands of `next` (a pipeline of GETs over
 /// two shards would otherwise go to the pool one GET at a time). None when
@@ -41,7 +42,7 @@ pub async fn peer_get<'a>(
     loop {
         let at = out.buf.len();
         s.set_probe(probe && round < ROUNDS);
-        let found = cmd::strings::get_from(store, db, key, now_ms(), out);
+        let found = bigstr::peek(store, db, key, now_ms(), |v| cmd::strings::reply_value(out, v));
         s.set_probe(false);
         if !s.missed() {
             return found;

@@ -15,10 +15,10 @@
 //! as a collection whose members are its chunks: the generic code moves,
 //! re-versions and drops them.
 
-use crate::error::{CmdResult, CORRUPT};
+use crate::error::{CmdError, CmdResult, CORRUPT, WRONGTYPE};
 use crate::storage::keys;
 use crate::storage::meta::{self, Coll, KeyType, Meta};
-use crate::storage::Batch;
+use crate::storage::{Batch, PeerStore};
 use crate::types::keyspace::{Keyspace, Prior};
 
 /// Bytes per chunk record.
@@ -107,6 +107,71 @@ pub fn read_all(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>) -> CmdResult<Vec<
     match s {
         Str::Inline(v) => Ok(v.to_vec()),
         Str::Big { version, len } => read_range(ks, db, key, version, len, 0, len),
+    }
+}
+
+/// A live string key's value and expiry, or None; WRONGTYPE for other
+/// types. A big string is read whole.
+pub fn read(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<Option<(Vec<u8>, u64)>> {
+    let Some(stored) = ks.get(db, key, now)? else {
+        return Ok(None);
+    };
+    let m = stored.meta();
+    let s = of(&m)?.ok_or(WRONGTYPE)?;
+    Ok(Some((read_all(ks, db, key, s)?, m.expire_ms)))
+}
+
+/// [`read`] for a value that must be a number: a big string cannot be one,
+/// so it is refused with `not_number` without reading it.
+pub fn read_number(ks: &Keyspace, db: u8, key: &[u8], now: u64, not_number: CmdError) -> CmdResult<Option<(Vec<u8>, u64)>> {
+    ks.read(db, key, now, |m| match m {
+        None => Ok(None),
+        Some(Meta {
+            ty: KeyType::String,
+            expire_ms,
+            body,
+        }) => Ok(Some((body.to_vec(), expire_ms))),
+        Some(Meta {
+            ty: KeyType::BigString, ..
+        }) => Err(not_number),
+        Some(_) => Err(WRONGTYPE),
+    })?
+}
+
+/// GET: `f` sees a live string's value (None: no such key); WRONGTYPE for
+/// other types. An inline value is borrowed from the read (no copy).
+pub fn with_value<R>(ks: &Keyspace, db: u8, key: &[u8], now: u64, f: impl FnOnce(Option<&[u8]>) -> R) -> CmdResult<R> {
+    ks.read(db, key, now, |m| match m {
+        None => Ok(f(None)),
+        Some(Meta {
+            ty: KeyType::String, body, ..
+        }) => Ok(f(Some(body))),
+        Some(m) => match of(&m)? {
+            Some(s) => Ok(f(Some(&read_all(ks, db, key, s)?))),
+            None => Err(WRONGTYPE),
+        },
+    })?
+}
+
+/// GET read straight from the owner's column family by another shard
+/// (RocksDB is thread-safe; the owner applied every write acknowledged
+/// before): `f` sees the value, None for a missing key. It writes nothing,
+/// so an expired key reads as missing and is left for its owner to delete.
+/// None when only the owner can answer: a big string, or another type (a
+/// hash whose fields all expired reads as missing there, not WRONGTYPE).
+pub fn peek<R>(store: &PeerStore, db: u8, key: &[u8], now: u64, f: impl FnOnce(Option<&[u8]>) -> R) -> Option<CmdResult<R>> {
+    let found = store.get_with(&keys::meta_key(db, key), |v| match v.map(Meta::decode) {
+        None => Some(Ok(f(None))),
+        Some(None) => Some(Err(CORRUPT)),
+        Some(Some(m)) if m.is_expired(now) => Some(Ok(f(None))),
+        Some(Some(Meta {
+            ty: KeyType::String, body, ..
+        })) => Some(Ok(f(Some(body)))),
+        Some(Some(_)) => None,
+    });
+    match found {
+        Err(e) => Some(Err(e.into())),
+        Ok(found) => found,
     }
 }
 

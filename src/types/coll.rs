@@ -282,12 +282,62 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
     Ok(())
 }
 
+/// OBJECT ENCODING of a live key: `int`, `embstr` or `raw` for a string
+/// (as Redis's `createStringObject` and `tryObjectEncoding` choose), a
+/// collection's name from [`encoding_name`]; None when the key is missing.
+pub fn encoding_of(ks: &Keyspace, db: u8, key: &[u8], now: u64, enc: Encodings) -> CmdResult<Option<&'static str>> {
+    let found = ks.read(db, key, now, |m| {
+        m.map(|m| {
+            let string = match m.ty {
+                KeyType::String => Some(string_encoding(m.body)),
+                KeyType::BigString => Some("raw"),
+                _ => None,
+            };
+            (m.ty, m.coll(), string)
+        })
+    })?;
+    match found {
+        None => Ok(None),
+        Some((_, _, Some(e))) => Ok(Some(e)),
+        Some((ty, Some(c), None)) => encoding_name(ks, (db, key), ty, &c, now, enc).map(Some),
+        Some((_, None, None)) => Err(CORRUPT),
+    }
+}
+
+/// The encoding name Redis would report for a string value.
+fn string_encoding(v: &[u8]) -> &'static str {
+    if v.len() <= 20 && crate::resp::parse::string2ll(v).is_some() {
+        "int"
+    } else if v.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
+    }
+}
+
+/// MOVE: `key` of `db` to `dst` with its members and expiry, when `key` is
+/// live and `dst` has no live key of that name; false otherwise.
+pub fn move_to_db(ks: &Keyspace, db: u8, key: &[u8], dst: u8, now: u64) -> CmdResult<bool> {
+    let Some(v) = take(ks, db, key, now)? else {
+        return Ok(false);
+    };
+    if ks.read(dst, key, now, |m| m.is_some())? {
+        return Ok(false);
+    }
+    let mut b = ks.store.batch();
+    stage_place(ks, &mut b, dst, key, &v, None)?;
+    let src = Meta::decode(&v.raw).ok_or(CORRUPT)?;
+    ks.stage_delete(&mut b, db, key, &src);
+    ks.store.write(b)?;
+    Ok(true)
+}
+
 /// The encoding name OBJECT ENCODING reports, as Redis would for this
 /// size and these members under the thresholds `enc` (CONFIG's
 /// `hash-max-listpack-*`, `set-max-intset-entries`, `set-max-listpack-*`).
 /// Redis never converts back to the small encoding; Basalt tells from
 /// what the collection holds now.
-pub fn encoding_name(ks: &Keyspace, (db, key): (u8, &[u8]), ty: KeyType, c: &Coll, now: u64, enc: Encodings) -> CmdResult<&'static str> {
+fn encoding_name(ks: &Keyspace, (db, key): (u8, &[u8]), ty: KeyType, c: &Coll, now: u64, enc: Encodings) -> CmdResult<&'static str> {
     match ty {
         KeyType::Hash => {
             if c.size > enc.hash_entries {
@@ -383,6 +433,13 @@ mod tests {
 
     use crate::storage::gc;
     use crate::types::keyspace::for_test as keyspace;
+
+    #[test]
+    fn encodings_like_redis() {
+        assert_eq!(string_encoding(b"12345"), "int");
+        assert_eq!(string_encoding(b"hello"), "embstr");
+        assert_eq!(string_encoding(&[b'a'; 45]), "raw");
+    }
 
     /// A mode-0 (legacy layout) hash written by hand: bare values, no HFE meta.
     fn legacy_hash(ks: &Keyspace, key: &[u8], fields: &[(&[u8], &[u8])]) {

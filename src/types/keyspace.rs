@@ -22,6 +22,9 @@ use crate::storage::keys::{self, meta_key, ttl_key};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::storage::{Batch, ShardStore};
 
+/// The meta cache's counters, as INFO reports them.
+pub use crate::storage::cache::CacheStats;
+
 /// An owned copy of a key's meta value.
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -290,6 +293,17 @@ impl Keyspace {
     /// Stores `raw` as `key`'s meta value in one write.
     pub fn put(&self, db: u8, key: &[u8], raw: &[u8], prior: Prior) -> CmdResult<()> {
         self.put_over(db, key, raw, prior, None)
+    }
+
+    /// The shard's meta cache counters (zero when it has none).
+    pub fn meta_cache_stats(&self) -> CacheStats {
+        self.store.meta_cache_stats().unwrap_or_default()
+    }
+
+    /// Sets the expiry of live key `stored` (`at` in ms, 0: none),
+    /// rewriting only its meta record (a collection's members stay).
+    pub fn set_expire(&self, db: u8, key: &[u8], stored: &Stored, at: u64) -> CmdResult<()> {
+        self.put(db, key, &meta::with_expire(&stored.raw, at), Some(stored.meta().expire_ms))
     }
 
     /// [`Keyspace::put`] over a key that was collection `old` (SET over a

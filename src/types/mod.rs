@@ -4,8 +4,13 @@
 //! `string` is pure string-value logic shared by several commands;
 //! `multi` holds the per-shard halves of multi-key operations.
 
+/// The type of a key, as its meta record says (TYPE's and SCAN TYPE's
+/// names come from it).
+pub use crate::storage::meta::KeyType;
+
 pub mod bigstr;
 pub mod coll;
+pub mod dump;
 pub mod hash;
 pub mod keyspace;
 pub mod multi;

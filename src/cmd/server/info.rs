@@ -15,7 +15,7 @@ use crate::error::CmdResult;
 use crate::global::Global;
 use crate::resp::Reply;
 use crate::shard::{CmdStat, ShardState};
-use crate::storage::cache::CacheStats;
+use crate::types::keyspace::CacheStats;
 
 pub async fn info(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let g = c.st().global.clone();
@@ -59,7 +59,7 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             errors: st.errors.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rates: st.rates.borrow().mean(),
             connections: st.connections.get(),
-            meta_cache: st.ks.store.meta_cache_stats().unwrap_or_default(),
+            meta_cache: st.ks.meta_cache_stats(),
         })
         .await
 }
