@@ -38,7 +38,19 @@ fn main() {
         .cargo_metadata(true)
         .probe("liburing")
         .is_ok();
-    if !system {
+    // pkg-config's own rerun lines make cargo rerun this script only when
+    // its variables change: a build made before liburing-dev was installed
+    // would keep the old copy (and RocksDB's MultiRead then spins forever).
+    // A header that does not exist yet keeps this script rerunning until
+    // it does.
+    println!("cargo:rerun-if-changed=/usr/include/liburing.h");
+    println!("cargo:rerun-if-changed=build.rs");
+    if system {
+        // A copy built by an earlier run would still be found first: the
+        // linker searches this OUT_DIR before the system's directory.
+        let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+        let _ = fs::remove_file(out.join("liburing.a"));
+    } else {
         Build::new()
             .file(src.join("setup.c"))
             .file(src.join("queue.c"))
