@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::blocked::{Gone, Waiter};
+
 /// Per-connection state that connection commands change.
 pub struct Client {
     pub info: Arc<ClientInfo>,
@@ -34,18 +36,56 @@ pub struct ClientInfo {
     pub db: AtomicU8,
     pub resp: AtomicU8,
     pub killed: AtomicBool,
+    /// The wait of a client blocked on keys (BLPOP...): CLIENT UNBLOCK and
+    /// KILL end it; CLIENT LIST shows `flags=b` while it is set.
+    pub waiter: Mutex<Option<Arc<Waiter>>>,
 }
 
 impl ClientInfo {
     /// Closes the socket under the connection: its pending read returns 0.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
+        if let Some(w) = self.waiter() {
+            w.give_up(Gone::Closed);
+        }
         // SAFETY: `fd` stays open while the client is registered; the
         // connection unregisters (under the registry lock we hold) before
         // its socket is closed, so this never touches a reused descriptor.
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
         }
+    }
+
+    /// The client's wait, while it is blocked.
+    pub fn waiter(&self) -> Option<Arc<Waiter>> {
+        self.waiter.lock().ok().and_then(|w| w.clone())
+    }
+
+    pub fn set_waiter(&self, w: Option<Arc<Waiter>>) {
+        if let Ok(mut slot) = self.waiter.lock() {
+            *slot = w;
+        }
+    }
+
+    /// Whether the connection is gone: killed, or its peer closed (a peek
+    /// at the socket reads end of file or an error). A blocked client's
+    /// task checks this while it waits, since it reads nothing meanwhile.
+    pub fn peer_closed(&self) -> bool {
+        if self.killed.load(Ordering::SeqCst) {
+            return true;
+        }
+        let mut b = [0u8; 1];
+        // SAFETY: `fd` stays open while the client is registered (see
+        // `kill`); a non-blocking peek neither consumes nor waits.
+        let n = unsafe { libc::recv(self.fd, b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        if n == 0 {
+            return true;
+        }
+        n < 0
+            && !matches!(
+                std::io::Error::last_os_error().raw_os_error(),
+                Some(libc::EAGAIN) | Some(libc::EINTR)
+            )
     }
 
     pub fn text(m: &Mutex<String>) -> String {

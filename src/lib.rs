@@ -19,6 +19,8 @@
 //! - [`shard`]: one shard's state and counters.
 //! - [`global`]: what every shard shares: configuration, the engine, the
 //!   client registry.
+//! - [`blocked`]: clients blocked on keys: each waiter and each shard's
+//!   queues of them (the serving is `coord::blocking`).
 //! - [`client`]: a connection's state and what CLIENT LIST reads of it.
 //! - [`expire`]: active expiration (and the shard's ~100 ms housekeeping tick).
 //! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
@@ -28,6 +30,7 @@
 //! - [`clock`]: the wall clock.
 //! - [`error`]: the error type that maps to RESP errors.
 
+pub mod blocked;
 pub mod client;
 pub mod clock;
 pub mod cmd;

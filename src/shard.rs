@@ -81,6 +81,8 @@ pub struct ShardState {
     /// HSCAN/SSCAN cursors handed out: (db, key, version, cursor) -> the
     /// last member returned, so the next call seeks instead of skipping.
     pub scan_cursors: RefCell<HashMap<ScanCursor, Vec<u8>>>,
+    /// Clients blocked on this shard's keys (`coord::blocking`).
+    pub blocked: crate::blocked::Blocked,
 }
 
 /// Names one collection cursor: (db, key, incarnation, cursor value).
@@ -102,6 +104,7 @@ impl ShardState {
             rates: RefCell::new(RateSamples::default()),
             connections: Cell::new(0),
             scan_cursors: RefCell::new(HashMap::new()),
+            blocked: Default::default(),
         }
     }
 

@@ -1,9 +1,10 @@
 //! Issue 10 item 6: writes that span shards are all-or-nothing across
-//! kill -9. Writers run cross-shard MSET, RENAME and SMOVE (and same-shard
-//! ones) while the server is killed at random moments; after each restart
-//! every group must be whole: an MSET's keys all hold one MSET's value, a
-//! renamed key exists under exactly one name with all its fields, a moved
-//! member is in exactly one set. A bounded number of cycles (about 20 s).
+//! kill -9. Writers run cross-shard MSET, RENAME, SMOVE and LMOVE (and
+//! same-shard ones) while the server is killed at random moments; after
+//! each restart every group must be whole: an MSET's keys all hold one
+//! MSET's value, a renamed key exists under exactly one name with all its
+//! fields, a moved member is in exactly one set, a moved list element is in
+//! exactly one list, once. A bounded number of cycles (about 20 s).
 
 mod common;
 
@@ -41,6 +42,16 @@ fn elsewhere(key: &str, prefix: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Two list names of writer `t`, on different shards.
+fn list_names(t: usize) -> (String, String) {
+    let a = format!("list:a:{t}");
+    let b = elsewhere(&a, &format!("list:b:{t}"));
+    (a, b)
+}
+
+/// The elements writer `t`'s two lists share between them.
+const LIST_ELEMENTS: [&str; 5] = ["e0", "e1", "e2", "e3", "e4"];
+
 fn group_keys(t: usize) -> Vec<String> {
     (0..GROUP).map(|i| format!("grp:{t}:{i}")).collect()
 }
@@ -68,7 +79,7 @@ fn writer(port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64) {
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         i += 1;
-        let ok = match rng.below(3) {
+        let ok = match rng.below(4) {
             0 => {
                 let mut cmd = redis::cmd("MSET");
                 for k in &keys {
@@ -81,6 +92,18 @@ fn writer(port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64) {
                 let r = redis::cmd("RENAME").arg(&ren[at]).arg(&ren[next]).query::<()>(&mut c);
                 at = next;
                 r.is_ok()
+            }
+            2 => {
+                let (la, lb) = list_names(t);
+                let (from, to) = if rng.below(2) == 0 { (la, lb) } else { (lb, la) };
+                let ends = ["LEFT", "RIGHT"];
+                redis::cmd("LMOVE")
+                    .arg(from)
+                    .arg(to)
+                    .arg(ends[rng.below(2)])
+                    .arg(ends[rng.below(2)])
+                    .query::<Option<String>>(&mut c)
+                    .is_ok()
             }
             _ => {
                 let (from, to) = if in_a { (&sa, &sb) } else { (&sb, &sa) };
@@ -137,6 +160,15 @@ fn check_whole(b: &Basalt, cycle: usize) {
             .map(|s| redis::cmd("SCARD").arg(*s).query(&mut c).expect("SCARD"))
             .collect();
         assert_eq!(cards[0] + cards[1], 3, "cycle {cycle}: two anchors and m, counted: {cards:?}");
+        let (la, lb) = list_names(t);
+        let mut elements: Vec<String> = redis::cmd("LRANGE").arg(&la).arg(0).arg(-1).query(&mut c).expect("LRANGE");
+        let more: Vec<String> = redis::cmd("LRANGE").arg(&lb).arg(0).arg(-1).query(&mut c).expect("LRANGE");
+        elements.extend(more);
+        elements.sort();
+        assert_eq!(
+            elements, LIST_ELEMENTS,
+            "cycle {cycle}: writer {t}'s list elements in {la} and {lb}"
+        );
     }
     // The key counts rebuilt at start agree with the keys there are.
     let all: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).expect("KEYS");
@@ -166,6 +198,9 @@ fn cross_shard_writes_are_whole_after_kill_9() {
             // Each set keeps one anchor member so it never vanishes; m moves.
             let _: () = redis::cmd("SADD").arg(&sa).arg("anchor").arg("m").query(&mut c).expect("SADD");
             let _: () = redis::cmd("SADD").arg(&sb).arg("anchor").query(&mut c).expect("SADD");
+            let (la, lb) = list_names(t);
+            assert_ne!(owner(&la), owner(&lb));
+            let _: () = redis::cmd("RPUSH").arg(&la).arg(&LIST_ELEMENTS).query(&mut c).expect("RPUSH");
         }
     }
     for cycle in 0..CYCLES {

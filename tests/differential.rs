@@ -2,85 +2,11 @@
 //! Debian's redis-server and to Basalt (with 1 shard and with 4 shards), and
 //! every reply must be byte-for-byte the same.
 //!
-//! Script lines are split on spaces; `"..."` quotes an argument. A line
-//! starting with `~` compares an array reply as an unordered set (KEYS,
-//! whose order Redis does not define).
+//! The script format is `common::run_script`'s.
 
 mod common;
 
-use common::{show, Basalt, Raw, RedisServer};
-
-fn split(line: &str) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut any = false;
-    for ch in line.chars() {
-        match ch {
-            '"' => {
-                quoted = !quoted;
-                any = true;
-            }
-            ' ' if !quoted => {
-                if any || !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur).into_bytes());
-                }
-                any = false;
-            }
-            c => cur.push(c),
-        }
-    }
-    if any || !cur.is_empty() {
-        out.push(cur.into_bytes());
-    }
-    out
-}
-
-/// Splits an array reply into its element byte strings (flat arrays only).
-fn elements(reply: &[u8]) -> Vec<Vec<u8>> {
-    let mut items: Vec<Vec<u8>> = Vec::new();
-    let text = reply.to_vec();
-    let mut lines = text.split(|&b| b == b'\n').skip(1);
-    while let Some(l) = lines.next() {
-        if l.is_empty() {
-            continue;
-        }
-        let mut item = l.to_vec();
-        if l.starts_with(b"$") && l != b"$-1\r" {
-            if let Some(body) = lines.next() {
-                item.extend_from_slice(body);
-            }
-        }
-        items.push(item);
-    }
-    items.sort();
-    items
-}
-
-fn run_script(name: &str, script: &str, redis: &mut Raw, basalt: &mut Raw, shards: usize) {
-    redis.cmd(&["FLUSHALL"]);
-    basalt.cmd(&["FLUSHALL"]);
-    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let (unordered, line) = match line.strip_prefix('~') {
-            Some(rest) => (true, rest.trim()),
-            None => (false, line),
-        };
-        let args = split(line);
-        let want = redis.cmd(&args);
-        let got = basalt.cmd(&args);
-        let same = if unordered {
-            elements(&want) == elements(&got)
-        } else {
-            want == got
-        };
-        assert!(
-            same,
-            "[{name}, {shards} shards] `{line}`\n redis:  {}\n basalt: {}",
-            show(&want),
-            show(&got)
-        );
-    }
-}
+use common::{run_script, show, split, Basalt, Raw, RedisServer};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (

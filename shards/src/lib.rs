@@ -178,6 +178,43 @@ async fn wait_reply<R: Send + 'static>(slot: Arc<ReplySlot<R>>) -> R {
     .await
 }
 
+/// The sending half of a [`Shard::oneshot`]: any shard may send, and the
+/// first value sent is the one received (later ones are dropped).
+pub struct Sender<R> {
+    slot: Arc<ReplySlot<R>>,
+    ring: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl<R: Send + 'static> Sender<R> {
+    /// Delivers `v` and wakes the receiving shard. False when a value was
+    /// already sent.
+    pub fn send(&self, v: R) -> bool {
+        let Ok(mut slot) = self.slot.value.lock() else { return false };
+        if self.slot.ready.load(Ordering::Acquire) {
+            return false;
+        }
+        *slot = Some(v);
+        self.slot.ready.store(true, Ordering::Release);
+        drop(slot);
+        (self.ring)();
+        true
+    }
+}
+
+/// The receiving half of a [`Shard::oneshot`], awaited on the shard that
+/// made it.
+pub struct Receiver<R> {
+    slot: Arc<ReplySlot<R>>,
+}
+
+impl<R: Send + 'static> Receiver<R> {
+    /// Waits for the value. A wait dropped before it came (a timeout won a
+    /// race) may be started again.
+    pub async fn recv(&self) -> R {
+        wait_reply(self.slot.clone()).await
+    }
+}
+
 /// A shard's incoming jobs from every other shard, and its doorbell.
 struct Inbox<S> {
     queue: Mutex<VecDeque<Job<S>>>,
@@ -268,6 +305,18 @@ impl<S: 'static> Shard<S> {
     /// Jobs waiting in every shard's inbox, in shard order (INFO's queue depth).
     pub fn queue_depths(&self) -> Vec<usize> {
         self.inboxes.iter().map(|i| i.queue.lock().map_or(0, |q| q.len())).collect()
+    }
+
+    /// A one-shot channel into this shard: the [`Receiver`] is awaited
+    /// here, the [`Sender`] may travel to any shard.
+    pub fn oneshot<R: Send + 'static>(&self) -> (Sender<R>, Receiver<R>) {
+        let slot = Arc::new(ReplySlot {
+            value: Mutex::new(None),
+            ready: AtomicBool::new(false),
+        });
+        let home = self.inboxes[self.id].clone();
+        let ring: Arc<dyn Fn() + Send + Sync> = Arc::new(move || home.bell.ring());
+        (Sender { slot: slot.clone(), ring }, Receiver { slot })
     }
 
     /// Runs `job` on shard `target` and returns its result. On the local

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::args::{db_index, int, is, text, Args};
 use super::keys::help_reply;
 use super::{commands, subcommands, CommandSpec, Conn, SubSpec};
+use crate::blocked::Gone;
 use crate::client::Client;
 use crate::client::ClientInfo;
 use crate::error::{CmdError, CmdResult, SYNTAX};
@@ -38,6 +39,7 @@ const CLIENT_SUBS: &[SubSpec] = subcommands! {
     "info"     2  [noscript loading stale]       "Returns information about the connection.";
     "kill"     -3 [admin noscript loading stale] "Terminates open connections.";
     "setinfo"  4  [noscript loading stale]       "Sets information specific to the client or connection.";
+    "unblock"  -3 [admin noscript loading stale] "Unblocks a client blocked by a blocking command from a different connection.";
     "no-evict" 3  [admin noscript loading stale] "Sets the client eviction mode of the connection.";
     "no-touch" 3  [noscript loading stale]       "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.";
     "help"     2  [loading stale]                "Returns helpful text about the different subcommands.";
@@ -221,7 +223,7 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let age = c.created.elapsed().as_secs();
     let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -229,6 +231,7 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         ClientInfo::text(&c.name),
         age,
         idle,
+        if c.waiter().is_some() { "b" } else { "N" },
         c.db.load(Ordering::Relaxed),
         match c.last_cmd.load(Ordering::Relaxed) {
             0 => "NULL".to_string(),
@@ -276,6 +279,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Will not touch LRU/LFU stats when this mode is on.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "SETINFO <option> <value>",
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",
@@ -342,6 +347,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
             r.verbatim(&out);
         }
         "kill" => client_kill(g, client, argv, r)?,
+        "unblock" => client_unblock(g, argv, r)?,
         "setinfo" => {
             let (raw_attr, v) = (args.bytes()?, args.bytes()?);
             let attr = text(raw_attr).to_ascii_lowercase();
@@ -376,6 +382,27 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
             )))
         }
     }
+    Ok(())
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when the client was blocked on
+/// keys and is now not, else 0.
+fn client_unblock(g: &Global, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if argv.len() > 4 {
+        return Err(CmdError::new(
+            "ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.",
+        ));
+    }
+    let why = match argv.get(3) {
+        None => Gone::Unblocked,
+        Some(a) if is(a, "timeout") => Gone::Unblocked,
+        Some(a) if is(a, "error") => Gone::UnblockedError,
+        Some(_) => return Err(CmdError::new("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")),
+    };
+    let id = int(&argv[2])?;
+    let target = g.clients.lock().ok().and_then(|c| c.values().find(|c| c.id as i64 == id).cloned());
+    let done = target.and_then(|c| c.waiter()).is_some_and(|w| w.give_up(why));
+    r.int(done as i64);
     Ok(())
 }
 

@@ -16,6 +16,7 @@ pub mod command;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod strings;

@@ -150,6 +150,8 @@ pub struct Encodings {
     pub set_intset_entries: u64,
     pub set_entries: u64,
     pub set_value: u64,
+    /// `list-max-listpack-size`: N > 0 entries, or -1..-5 for 4..64 KiB.
+    pub list_size: i64,
 }
 
 /// A change hook: runs after CONFIG SET changed its parameter, with the
@@ -177,6 +179,7 @@ pub struct Config {
     pub latency_monitor_threshold: AtomicU64,
     pub latency_tracking: AtomicBool,
     enc: [AtomicU64; 5],
+    list_size: std::sync::atomic::AtomicI64,
     hooks: Mutex<Vec<(&'static str, Hook)>>,
 }
 
@@ -251,6 +254,7 @@ impl Config {
             latency_monitor_threshold: AtomicU64::new(0),
             latency_tracking: AtomicBool::new(true),
             enc: Default::default(),
+            list_size: Default::default(),
             hooks: Mutex::new(Vec::new()),
         };
         cfg.mirror();
@@ -280,6 +284,7 @@ impl Config {
             set_intset_entries: e(2),
             set_entries: e(3),
             set_value: e(4),
+            list_size: self.list_size.load(Ordering::Relaxed),
         }
     }
 
@@ -316,6 +321,7 @@ impl Config {
         for (slot, name) in self.enc.iter().zip(names) {
             slot.store(int(name).max(0) as u64, Ordering::Relaxed);
         }
+        self.list_size.store(int("list-max-listpack-size"), Ordering::Relaxed);
     }
 
     /// Whether a parameter still has its built-in default (the memory

@@ -14,7 +14,8 @@ const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data liv
 const CLUSTER: &str = "no cluster mode yet";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
 const EXPIRE: &str = "active expiration runs a fixed effort per tick (the expire section)";
-const FAMILY: &str = "lists, sorted sets, streams and HyperLogLogs do not exist yet";
+const FAMILY: &str = "sorted sets, streams and HyperLogLogs do not exist yet";
+const QUICKLIST: &str = "list elements are RocksDB records, compressed by block with the rest of the data (bottommost-compression): there are no quicklist nodes to compress";
 const FILES: &str = "RocksDB's WAL and SST files replace RDB and AOF: every write is in the WAL (appendfsync says when it is synced), BGSAVE makes a checkpoint";
 const HZ: &str = "the housekeeping tick is fixed by hz";
 const LAZYFREE: &str = "deleting a big collection already costs one record: its members are reclaimed by compaction, off the command";
@@ -166,8 +167,8 @@ pub(super) const PARAMS: &[Param] = &[
     inert("lazyfree-lazy-user-flush", "no", Bool, LAZYFREE),
     inert("lfu-decay-time", "1", Int(0, I32), EVICTION),
     inert("lfu-log-factor", "10", Int(0, I32), EVICTION),
-    inert("list-compress-depth", "0", Int(0, I32), FAMILY),
-    inert("list-max-listpack-size", "-2", Int(-I32 - 1, I32), FAMILY).alias("list-max-ziplist-size"),
+    inert("list-compress-depth", "0", Int(0, I32), QUICKLIST),
+    live("list-max-listpack-size", "-2", Int(-I32 - 1, I32)).alias("list-max-ziplist-size"),
     inert("locale-collate", "", Str, LOCALE),
     inert("masterauth", "", Str, REPL),
     inert("masteruser", "", Str, REPL),

@@ -15,6 +15,7 @@ use crate::storage::meta::KeyType;
 use crate::storage::Engine;
 use crate::types::coll::{Owned, Writer};
 use crate::types::keyspace::Keyspace;
+use crate::types::list::{self, End};
 use crate::types::multi as k;
 
 /// One shard's share of a cross-shard write.
@@ -32,11 +33,34 @@ pub enum Op {
         member: Vec<u8>,
         back: Option<Vec<u8>>,
     },
+    /// LMOVE's destination across shards: push `element` at `end` of the
+    /// list `key`; if `key` is not a list by then, the element goes back to
+    /// `back` (the source, at the end it came from).
+    Push {
+        db: u8,
+        key: Vec<u8>,
+        element: Vec<u8>,
+        end: End,
+        back: Option<(Vec<u8>, End)>,
+    },
 }
 
 const MSET: u8 = 1;
 const PLACE: u8 = 2;
 const SADD: u8 = 3;
+const PUSH: u8 = 4;
+
+fn end_byte(e: End) -> u8 {
+    (e == End::Right) as u8
+}
+
+fn end_of(b: u8) -> Option<End> {
+    match b {
+        0 => Some(End::Left),
+        1 => Some(End::Right),
+        _ => None,
+    }
+}
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u64).to_be_bytes());
@@ -112,6 +136,25 @@ impl Op {
                     None => out.push(0),
                 }
             }
+            Op::Push {
+                db,
+                key,
+                element,
+                end,
+                back,
+            } => {
+                out.extend_from_slice(&[PUSH, *db]);
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, element);
+                out.push(end_byte(*end));
+                match back {
+                    Some((b, e)) => {
+                        out.extend_from_slice(&[1, end_byte(*e)]);
+                        put_bytes(&mut out, b);
+                    }
+                    None => out.push(0),
+                }
+            }
         }
         out
     }
@@ -153,6 +196,26 @@ impl Op {
                     _ => return None,
                 };
                 Op::Sadd { db, key, member, back }
+            }
+            PUSH => {
+                let key = r.bytes()?.to_vec();
+                let element = r.bytes()?.to_vec();
+                let end = end_of(r.u8()?)?;
+                let back = match r.u8()? {
+                    0 => None,
+                    1 => {
+                        let e = end_of(r.u8()?)?;
+                        Some((r.bytes()?.to_vec(), e))
+                    }
+                    _ => return None,
+                };
+                Op::Push {
+                    db,
+                    key,
+                    element,
+                    end,
+                    back,
+                }
             }
             _ => return None,
         };
@@ -197,7 +260,7 @@ pub fn replay(engine: &'static Engine, shards: usize, databases: usize, now: u64
         match Op::decode(&body) {
             None => tracing::error!(id = r.id, part = r.part, "unreadable intent record dropped"),
             Some(op) => {
-                if let Err(e) = apply_replayed(&op, now, &ks_of) {
+                if let Err(e) = apply_replayed(&op, r, now, &ks_of) {
                     tracing::error!(id = r.id, part = r.part, error = %e.0, "intent replay failed; dropped");
                 }
             }
@@ -209,7 +272,7 @@ pub fn replay(engine: &'static Engine, shards: usize, databases: usize, now: u64
     Ok(n)
 }
 
-fn apply_replayed<'a>(op: &Op, now: u64, ks_of: &dyn Fn(&[u8]) -> &'a Keyspace) -> CmdResult {
+fn apply_replayed<'a>(op: &Op, r: IntentRef, now: u64, ks_of: &dyn Fn(&[u8]) -> &'a Keyspace) -> CmdResult {
     match op {
         Op::Mset { db, pairs } => {
             // The shard count may have changed since: each pair to its owner.
@@ -222,6 +285,18 @@ fn apply_replayed<'a>(op: &Op, now: u64, ks_of: &dyn Fn(&[u8]) -> &'a Keyspace) 
         }
         Op::Sadd { db, key, member, back } => match (add_member(ks_of(key), *db, key, member, now, None), back) {
             (Err(e), Some(src)) if e == WRONGTYPE => add_member(ks_of(src), *db, src, member, now, None)?,
+            (other, _) => other?,
+        },
+        // A push is not idempotent: it deletes its part in the same batch,
+        // so a replay cut short never pushes twice.
+        Op::Push {
+            db,
+            key,
+            element,
+            end,
+            back,
+        } => match (list::push_one(ks_of(key), *db, key, *end, element, now, Some(r)), back) {
+            (Err(e), Some((src, from))) if e == WRONGTYPE => list::push_one(ks_of(src), *db, src, *from, element, now, Some(r))?,
             (other, _) => other?,
         },
     }
@@ -252,6 +327,20 @@ mod tests {
                 key: b"s".to_vec(),
                 member: b"x".to_vec(),
                 back: Some(b"src".to_vec()),
+            },
+            Op::Push {
+                db: 1,
+                key: b"l".to_vec(),
+                element: b"e".to_vec(),
+                end: End::Right,
+                back: Some((b"src".to_vec(), End::Left)),
+            },
+            Op::Push {
+                db: 1,
+                key: b"l".to_vec(),
+                element: vec![],
+                end: End::Left,
+                back: None,
             },
             Op::Sadd {
                 db: 9,

@@ -23,9 +23,12 @@ use crate::slot::owner;
 use crate::storage::intent::{IntentRef, Rider};
 use crate::types::multi as k;
 
+pub mod blocking;
 pub mod coll;
 pub mod intent;
+pub mod list;
 pub mod misses;
+pub mod serve;
 
 use intent::Op;
 

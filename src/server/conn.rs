@@ -71,6 +71,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         db: 0.into(),
         resp: 2.into(),
         killed: false.into(),
+        waiter: Default::default(),
     });
     {
         let admitted = match g.clients.lock() {

@@ -191,7 +191,9 @@ impl ShardStore {
     }
 
     /// Writes what the group holds, if anything; the group stays open.
-    pub(super) fn flush_group(&self) -> Result<(), StorageError> {
+    /// A served blocked client calls it before its reply leaves: its pop
+    /// must be in RocksDB before another connection learns of it.
+    pub fn flush_group(&self) -> Result<(), StorageError> {
         let mut p = self.group.pending.borrow_mut();
         if p.count == 0 {
             return Ok(());

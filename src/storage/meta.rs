@@ -130,6 +130,7 @@ pub struct Hfe {
 /// ```text
 /// version(8) size(8)                                        every collection; hash mode 0
 /// version(8) size(8) mode(1)=1 persist(8) lower(8) upper(8) hash in field-expiration mode
+/// version(8) size(8) mode(1)=2 head(8)                      list
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
 /// fields already expired or removed by compaction, see `types::hash`).
@@ -140,9 +141,13 @@ pub struct Coll {
     /// Some: a hash in field-expiration mode (mode 1); values carry an
     /// 8-byte expire prefix. None: plain members (sets, mode-0 hashes).
     pub hfe: Option<Hfe>,
+    /// Some: a list; the index of its first element (elements are at
+    /// `head .. head + size`, see `types::list`).
+    pub list_head: Option<u64>,
 }
 
 const MODE_HFE: u8 = 1;
+const MODE_LIST: u8 = 2;
 
 fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
@@ -156,6 +161,17 @@ impl Coll {
             version,
             size: 0,
             hfe: hfe.then(Hfe::default),
+            list_head: None,
+        }
+    }
+
+    /// An empty list's body: its first push lands at `head` or `head - 1`.
+    pub fn new_list(version: u64, head: u64) -> Coll {
+        Coll {
+            version,
+            size: 0,
+            hfe: None,
+            list_head: Some(head),
         }
     }
 
@@ -165,16 +181,25 @@ impl Coll {
             return None;
         }
         let (version, size) = (be64(body), be64(&body[8..]));
-        let hfe = match body.get(16) {
-            None => None,
-            Some(&MODE_HFE) if body.len() >= 41 => Some(Hfe {
-                persist: be64(&body[17..]),
-                lower: be64(&body[25..]),
-                upper: be64(&body[33..]),
-            }),
+        let (hfe, list_head) = match body.get(16) {
+            None => (None, None),
+            Some(&MODE_HFE) if body.len() >= 41 => (
+                Some(Hfe {
+                    persist: be64(&body[17..]),
+                    lower: be64(&body[25..]),
+                    upper: be64(&body[33..]),
+                }),
+                None,
+            ),
+            Some(&MODE_LIST) if body.len() >= 25 => (None, Some(be64(&body[17..]))),
             Some(_) => return None,
         };
-        Some(Coll { version, size, hfe })
+        Some(Coll {
+            version,
+            size,
+            hfe,
+            list_head,
+        })
     }
 
     pub fn encode_body(&self) -> Vec<u8> {
@@ -186,6 +211,9 @@ impl Coll {
             v.extend_from_slice(&h.persist.to_be_bytes());
             v.extend_from_slice(&h.lower.to_be_bytes());
             v.extend_from_slice(&h.upper.to_be_bytes());
+        } else if let Some(head) = self.list_head {
+            v.push(MODE_LIST);
+            v.extend_from_slice(&head.to_be_bytes());
         }
         v
     }
@@ -235,6 +263,7 @@ mod tests {
             version: 9,
             size: 3,
             hfe: None,
+            list_head: None,
         };
         assert_eq!(plain.encode_body().len(), 16);
         let hfe = Coll {
@@ -245,8 +274,11 @@ mod tests {
                 lower: 5,
                 upper: 10,
             }),
+            list_head: None,
         };
-        for c in [plain, hfe] {
+        let list = Coll::new_list(9, 1 << 63);
+        assert_eq!(list.encode_body().len(), 25);
+        for c in [plain, hfe, list] {
             let raw = c.encode(KeyType::Hash, 0);
             assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
         }

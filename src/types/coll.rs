@@ -275,7 +275,12 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
     let mut b = ks.store.batch();
     stage_replace(ks, &mut b, db, key, now)?;
     if size > 0 {
-        let c = Coll { version, size, hfe: None };
+        let c = Coll {
+            version,
+            size,
+            hfe: None,
+            list_head: None,
+        };
         ks.stage_put(&mut b, db, key, &c.encode(ty, 0), None);
     }
     ks.store.write(b)?;
@@ -355,6 +360,10 @@ fn encoding_name(ks: &Keyspace, (db, key): (u8, &[u8]), ty: KeyType, c: &Coll, n
                 (false, false) => "listpack",
             })
         }
+        KeyType::List => match crate::types::list::List::open(ks, db, key, now, false)? {
+            Some(l) => l.encoding(enc),
+            None => Err(CORRUPT),
+        },
         KeyType::Set => {
             let (mut ints, mut long) = (true, false);
             scan_members(ks, None, (db, key), c, None, now, |s, _, _| {
@@ -447,6 +456,7 @@ mod tests {
             version: ks.next_version(1),
             size: fields.len() as u64,
             hfe: None,
+            list_head: None,
         };
         let mut b = ks.store.batch();
         for (f, v) in fields {

@@ -116,9 +116,14 @@ pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
                 return None;
             }
         }
+        KeyType::List => {
+            if !crate::types::list::members_fit(&m.coll()?, &members) {
+                return None;
+            }
+        }
         KeyType::Hash | KeyType::Set => {
             let c = m.coll()?;
-            if c.size != members.len() as u64 && c.hfe.is_none() {
+            if (c.size != members.len() as u64 && c.hfe.is_none()) || c.list_head.is_some() || (c.hfe.is_some() && m.ty == KeyType::Set) {
                 return None;
             }
         }
@@ -142,6 +147,7 @@ mod tests {
             version: 5,
             size: 2,
             hfe: None,
+            list_head: None,
         };
         let v = Owned {
             raw: set.encode(KeyType::Set, 0),

@@ -259,6 +259,7 @@ mod tests {
             version: 1,
             size,
             hfe: Some(Hfe { persist, lower, upper }),
+            list_head: None,
         }
     }
 
@@ -326,7 +327,8 @@ mod tests {
                 &Coll {
                     version: 1,
                     size: 4,
-                    hfe: None
+                    hfe: None,
+                    list_head: None,
                 },
                 u64::MAX
             ),

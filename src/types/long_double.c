@@ -3,6 +3,7 @@
  * long double, and f64 gives different digits (0.1 + 0.2, 5005.6 ...). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,5 +40,18 @@ int basalt_incrbyfloat(const char *cur, size_t cur_len, const char *inc, size_t 
     }
     if (l == 2 && out[0] == '-' && out[1] == '0') { out[0] = '0'; l = 1; }
     *out_len = (size_t)l;
+    return 0;
+}
+
+/* getTimeoutFromObjectOrReply for seconds: 0 and the milliseconds (rounded
+ * up) in `ms`, 1 if `s` is not a float, 2 if out of range, 3 if negative. */
+int basalt_timeout_ms(const char *s, size_t len, long long *ms) {
+    long double v;
+    if (!parse_ld(s, len, &v)) return 1;
+    v *= 1000.0L;
+    if (v > (long double)LLONG_MAX) return 2;
+    v = ceill(v);
+    if (v < 0) return 3;
+    *ms = (long long)v;
     return 0;
 }

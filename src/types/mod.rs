@@ -13,6 +13,7 @@ pub mod coll;
 pub mod dump;
 pub mod hash;
 pub mod keyspace;
+pub mod list;
 pub mod multi;
 pub mod string;
 pub mod writer;

@@ -52,6 +52,32 @@ extern "C" {
         out_cap: usize,
         out_len: *mut usize,
     ) -> i32;
+    fn basalt_timeout_ms(s: *const u8, len: usize, ms: *mut i64) -> i32;
+}
+
+/// Why a blocking command's timeout was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TimeoutError {
+    NotFloat,
+    OutOfRange,
+    Negative,
+}
+
+/// Seconds as Redis reads a blocking command's timeout (`strtold`, hex and
+/// exponents included, times 1000 in `long double`, rounded up): the
+/// milliseconds.
+pub fn timeout_ms(secs: &[u8]) -> Result<u64, TimeoutError> {
+    let s = nul_terminated(secs);
+    let mut ms = 0i64;
+    // SAFETY: `s` is NUL-terminated with its length given; `ms` is a valid
+    // place for the one value the helper writes.
+    let rc = unsafe { basalt_timeout_ms(s.as_ptr(), secs.len(), &mut ms) };
+    match rc {
+        0 => Ok(ms.max(0) as u64),
+        1 => Err(TimeoutError::NotFloat),
+        2 => Err(TimeoutError::OutOfRange),
+        _ => Err(TimeoutError::Negative),
+    }
 }
 
 /// Why INCRBYFLOAT refused.
@@ -179,6 +205,23 @@ mod tests {
         let mut v = b"Hello".to_vec();
         set_range(&mut v, 7, b"W");
         assert_eq!(v, b"Hello\0\0W");
+    }
+
+    #[test]
+    fn timeouts_like_redis() {
+        assert_eq!(timeout_ms(b"0"), Ok(0));
+        assert_eq!(timeout_ms(b"0.0001"), Ok(1));
+        assert_eq!(timeout_ms(b"-0.0001"), Ok(0));
+        assert_eq!(timeout_ms(b"1.5"), Ok(1500));
+        assert_eq!(timeout_ms(b"0x10"), Ok(16000));
+        assert_eq!(timeout_ms(b"1e400"), Err(TimeoutError::OutOfRange));
+        assert_eq!(timeout_ms(b"inf"), Err(TimeoutError::OutOfRange));
+        assert_eq!(timeout_ms(b"-inf"), Err(TimeoutError::Negative));
+        assert_eq!(timeout_ms(b"-1"), Err(TimeoutError::Negative));
+        assert_eq!(timeout_ms(b"nan"), Err(TimeoutError::NotFloat));
+        assert_eq!(timeout_ms(b" 1"), Err(TimeoutError::NotFloat));
+        assert_eq!(timeout_ms(b""), Err(TimeoutError::NotFloat));
+        assert_eq!(timeout_ms(b"1x"), Err(TimeoutError::NotFloat));
     }
 
     #[test]

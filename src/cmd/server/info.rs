@@ -169,9 +169,10 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
             g.connected(),
-            g.config.maxclients.load(Ordering::Relaxed)
+            g.config.maxclients.load(Ordering::Relaxed),
+            g.clients.lock().map_or(0, |c| c.values().filter(|c| c.waiter().is_some()).count()),
         );
     }
     if want("memory") {

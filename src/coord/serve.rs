@@ -1,0 +1,116 @@
+//! Serving blocked clients, on the owner of the key that got data
+//! (docs/cross-shard.md, "Blocking"): a write that fills a key calls
+//! [`key_ready`] after its command, and the key's waiters are served in
+//! arrival order while it holds data. Also the shard-local pops that
+//! serving, LMPOP and a cross-shard LMOVE share. `coord::blocking` is the
+//! client's side (registering, waiting, timeouts); `coord::list` the moves.
+
+use bytes::Bytes;
+
+use super::intent::Op as Intent;
+use crate::blocked::{Served, Wait, Waiter};
+use crate::clock::now_ms;
+use crate::error::CmdResult;
+use crate::shard::ShardState;
+use crate::slot::owner;
+use crate::storage::intent::IntentRef;
+use crate::types::list::{self, End, List};
+
+/// A key of this shard got data: serves its waiters now, or after the run
+/// that holds serving back (`Blocked::hold`). One hash lookup when nobody
+/// is blocked on it.
+pub fn key_ready(st: &ShardState, db: u8, key: &[u8]) {
+    if !st.blocked.has_waiters(db, key) || st.blocked.defer(db, key) {
+        return;
+    }
+    serve(st, db, key);
+}
+
+/// Serves the waiters of `key`, first come first served, while it holds data.
+fn serve(st: &ShardState, db: u8, key: &[u8]) {
+    while let Some(w) = st.blocked.first(db, key) {
+        if !has_data(st, db, key) {
+            return;
+        }
+        st.blocked.remove(db, key, &w);
+        if w.claim() {
+            w.deliver(Ok(take_for(st, &w, key)));
+        }
+    }
+}
+
+pub(super) fn has_data(st: &ShardState, db: u8, key: &[u8]) -> bool {
+    matches!(List::open(&st.ks, db, key, now_ms(), false), Ok(Some(l)) if !l.is_empty())
+}
+
+/// Does what claimed waiter `w` waits to do, on `key` of this shard, and
+/// writes it out of any open write group: the waiter's connection replies
+/// at once, so what it took must be in RocksDB by then.
+pub(super) fn take_for(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
+    let served = take(st, w, key)?;
+    st.ks.store.flush_group()?;
+    Ok(served)
+}
+
+fn take(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
+    let db = w.db;
+    let served = |elements, pending| Served {
+        key: Bytes::copy_from_slice(key),
+        elements,
+        pending,
+    };
+    match &w.wait {
+        Wait::Pop { end, count } => {
+            let got = pop_some(st, db, key, *end, count.unwrap_or(1))?.unwrap_or_default();
+            Ok(served(got, None))
+        }
+        Wait::Move { dst, from, to } => {
+            if owner(dst, st.global.shards) == st.id {
+                let moved = list::move_element(&st.ks, db, key, dst, (*from, *to), now_ms())?;
+                if moved.is_some() {
+                    key_ready(st, db, dst);
+                }
+                Ok(served(moved.into_iter().collect(), None))
+            } else {
+                let part = IntentRef {
+                    id: st.global.engine.next_intent_id(),
+                    part: 0,
+                };
+                let moved = pop_for_move(st, db, key, *from, dst, *to, part)?;
+                Ok(served(moved.into_iter().collect(), Some(part)))
+            }
+        }
+    }
+}
+
+/// The source half of a cross-shard move, on the source's owner: pops at
+/// `from` of `src` in the batch that records intent part `part` (push it
+/// at `to` of `dst`, or back to `src` if `dst` is no list by then).
+pub fn pop_for_move(st: &ShardState, db: u8, src: &[u8], from: End, dst: &[u8], to: End, part: IntentRef) -> CmdResult<Option<Vec<u8>>> {
+    let Some(mut l) = List::open(&st.ks, db, src, now_ms(), false)? else {
+        return Ok(None);
+    };
+    let Some(element) = l.pop(from)? else { return Ok(None) };
+    let carried = Intent::Push {
+        db,
+        key: dst.to_vec(),
+        element: element.clone(),
+        end: to,
+        back: Some((src.to_vec(), from)),
+    }
+    .encode();
+    l.stage_intent(part, &carried);
+    l.commit()?;
+    Ok(Some(element))
+}
+
+/// Pops up to `count` elements at `end` of `key` on its owner; None when
+/// the key is missing.
+pub fn pop_some(st: &ShardState, db: u8, key: &[u8], end: End, count: u64) -> CmdResult<Option<Vec<Vec<u8>>>> {
+    let Some(mut l) = List::open(&st.ks, db, key, now_ms(), false)? else {
+        return Ok(None);
+    };
+    let got = l.pop_many(end, count)?;
+    l.commit()?;
+    Ok((!got.is_empty()).then_some(got))
+}
