@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{run_script, show, split, Basalt, Raw, RedisServer};
+use common::{run_scripts, show, split, Basalt, Raw, RedisServer};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -692,12 +692,7 @@ const SCRIPTS: &[(&str, &str)] = &[
 ];
 
 fn differential(shards: usize) {
-    let redis = RedisServer::start();
-    let basalt = Basalt::start(shards);
-    let (mut r, mut b) = (redis.raw(), basalt.raw());
-    for (name, script) in SCRIPTS {
-        run_script(name, script, &mut r, &mut b, shards);
-    }
+    run_scripts(SCRIPTS, shards);
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::VecDeque;
 
-use common::{run_script, show, Basalt, Raw, RedisServer, Rng};
+use common::{run_script, run_scripts, show, Basalt, Raw, RedisServer, Rng};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -326,12 +326,7 @@ const SCRIPTS: &[(&str, &str)] = &[
 ];
 
 fn differential(shards: usize) {
-    let redis = RedisServer::start();
-    let basalt = Basalt::start(shards);
-    let (mut r, mut b) = (redis.raw(), basalt.raw());
-    for (name, script) in SCRIPTS {
-        run_script(name, script, &mut r, &mut b, shards);
-    }
+    run_scripts(SCRIPTS, shards);
 }
 
 #[test]

@@ -334,18 +334,13 @@ pub async fn smove(shard: &S, db: u8, src: Bytes, dst: Bytes, member: Bytes) -> 
                     // The destination stopped being a set since the check:
                     // the member goes back to the source (Redis would have
                     // refused), through one more intent part.
-                    let back = IntentRef { id: part.id, part: 1 };
                     let op = Intent::Sadd {
                         db,
                         key: src.to_vec(),
                         member: m2.to_vec(),
                         back: None,
                     };
-                    let mut b = st.ks.store.batch();
-                    st.ks.store.stage_intent_done(&mut b, part);
-                    st.ks.store.stage_intent(&mut b, back, &op.encode());
-                    st.ks.store.write(b)?;
-                    Ok(Some(back))
+                    intent::hand_back(&st.ks, part, &op).map(Some)
                 }
                 other => other.map(|_| None),
             }

@@ -226,6 +226,19 @@ impl Op {
 /// SADD of one member, in a batch that deletes intent part `done` when
 /// given (and holds whatever `b` already staged). WRONGTYPE (nothing
 /// written) when `key` is not a set.
+/// A move's destination refused its part (it stopped being the right type
+/// since the check): in one batch, deletes part `part` and records part 1
+/// of the same intent, `back` (putting the item back in the source).
+/// Returns part 1, for the source's owner to apply.
+pub fn hand_back(ks: &Keyspace, part: IntentRef, back: &Op) -> CmdResult<IntentRef> {
+    let r = IntentRef { id: part.id, part: 1 };
+    let mut b = ks.store.batch();
+    ks.store.stage_intent_done(&mut b, part);
+    ks.store.stage_intent(&mut b, r, &back.encode());
+    ks.store.write(b)?;
+    Ok(r)
+}
+
 pub fn add_member(ks: &Keyspace, db: u8, key: &[u8], member: &[u8], now: u64, done: Option<IntentRef>) -> CmdResult {
     let mut to = Writer::upsert(ks, db, key, KeyType::Set, now)?;
     if let Some(r) = done {

@@ -85,7 +85,6 @@ pub async fn finish_move(
         .invoke_on(dso, move |st: &ShardState| -> CmdResult<Option<IntentRef>> {
             match list::push_one(&st.ks, db, &dst, to, &e2, now_ms(), Some(part)) {
                 Err(e) if e == WRONGTYPE => {
-                    let back = IntentRef { id: part.id, part: 1 };
                     let op = Intent::Push {
                         db,
                         key: src.to_vec(),
@@ -93,11 +92,7 @@ pub async fn finish_move(
                         end: from,
                         back: None,
                     };
-                    let mut b = st.ks.store.batch();
-                    st.ks.store.stage_intent_done(&mut b, part);
-                    st.ks.store.stage_intent(&mut b, back, &op.encode());
-                    st.ks.store.write(b)?;
-                    Ok(Some(back))
+                    super::intent::hand_back(&st.ks, part, &op).map(Some)
                 }
                 Err(e) => Err(e),
                 Ok(()) => {

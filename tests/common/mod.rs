@@ -401,6 +401,17 @@ fn elements(reply: &[u8]) -> Vec<Vec<u8>> {
 /// first): every reply must be byte-for-byte the same. A line starting with
 /// `~` compares an array reply as an unordered set (KEYS, whose order Redis
 /// does not define); `#` starts a comment line.
+/// Runs every `(name, script)` against a fresh redis-server and a fresh
+/// Basalt with `shards` shards ([`run_script`]).
+pub fn run_scripts(scripts: &[(&str, &str)], shards: usize) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    for (name, script) in scripts {
+        run_script(name, script, &mut r, &mut b, shards);
+    }
+}
+
 pub fn run_script(name: &str, script: &str, redis: &mut Raw, basalt: &mut Raw, shards: usize) {
     redis.cmd(&["FLUSHALL"]);
     basalt.cmd(&["FLUSHALL"]);
