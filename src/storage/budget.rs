@@ -85,9 +85,9 @@ pub fn plan(asked: Asked, cgroup: Option<u64>) -> Plan {
     }
     let share = |pct: u64| total / 100 * pct;
     let memtables = share(MEMTABLES_PCT);
-    // Each column family may hold its active memtable and one being
-    // flushed within the cap.
-    let per_cf = (memtables / (2 * asked.shards.max(1))).max(MIN_WRITE_BUFFER);
+    // Each shard has two column families (meta records, members); each
+    // may hold its active memtable and one being flushed within the cap.
+    let per_cf = (memtables / (4 * asked.shards.max(1))).max(MIN_WRITE_BUFFER);
     Plan {
         total,
         source,
@@ -168,8 +168,8 @@ mod tests {
         assert_eq!(p.block_cache, gib / 100 * BLOCK_CACHE_PCT);
         assert_eq!(p.meta_cache, gib / 100 * META_CACHE_PCT);
         assert_eq!(p.memtables, gib / 100 * MEMTABLES_PCT);
-        // Two shards, two memtables each within the cap.
-        assert_eq!(p.write_buffer, gib / 100 * MEMTABLES_PCT / 4);
+        // Two shards of two column families, two memtables each within the cap.
+        assert_eq!(p.write_buffer, gib / 100 * MEMTABLES_PCT / 8);
         assert!(p.block_cache + p.meta_cache + p.memtables < p.total * 6 / 10);
         let p = plan(asked(gib), Some(4 * gib));
         assert_eq!((p.total, p.source), (gib, Source::Maxmemory));

@@ -14,7 +14,8 @@
 //! friends write a result's members before the meta record that names them.
 //! Meta records and index entries are never filtered.
 //!
-//! The filter reads meta records of the column family it compacts, so it
+//! The filter runs on the member families (`shard-<i>-sub`) and reads meta
+//! records from the same shard's meta family (`shard-<i>`), so it
 //! needs the open database: [`Engine::enable_gc`](super::Engine::enable_gc)
 //! hands it over once the engine is `'static`; until then the filter keeps
 //! everything.

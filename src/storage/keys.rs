@@ -105,6 +105,30 @@ pub fn sub_range(db: u8, key: &[u8], version: u64) -> (Vec<u8>, Vec<u8>) {
     (sub_prefix(db, key, version), sub_prefix(db, key, version.wrapping_add(1)))
 }
 
+/// Whether `k` is a member record (tag `S`): those live in the shard's
+/// member column family, every other record in its meta column family.
+#[inline]
+pub fn is_sub(k: &[u8]) -> bool {
+    k.len() >= 2 && k[1] == TAG_SUB && k[0] != 0xFF
+}
+
+/// Which column families a range `[from, to)` reaches: (meta, members).
+/// A range inside one db's member block reaches the members only; one
+/// that cannot hold a member record (meta, the indexes) the meta ones only;
+/// FLUSHDB's whole-db range both.
+pub fn range_families(from: &[u8], to: &[u8]) -> (bool, bool) {
+    let sub_block = |k: &[u8]| k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_SUB;
+    if sub_block(from) && (sub_block(to) || (to.len() == 2 && to[0] == from[0] && to[1] == TAG_SUB + 1)) && from[0] == to[0] {
+        return (false, true);
+    }
+    // The member blocks are [d 'S', d 'T') for every db d below 0xFF.
+    let reaches_sub = (0..0xFFu8).any(|d| {
+        let (lo, hi) = ([d, TAG_SUB], [d, TAG_SUB + 1]);
+        from < &hi[..] && to > &lo[..]
+    });
+    (true, reaches_sub)
+}
+
 /// Splits a TTL or field expiration index key into (ms, db, user key).
 pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
     if k.len() < 11 || (k[..2] != TTL_PREFIX && k[..2] != FIELD_TTL_PREFIX) {
@@ -130,6 +154,21 @@ pub fn slot_of_record(k: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_name_the_families_they_reach() {
+        let (lo, hi) = sub_range(3, b"k", 1);
+        assert_eq!(range_families(&lo, &hi), (false, true));
+        assert_eq!(range_families(&[3, TAG_SUB], &[3, TAG_SUB + 1]), (false, true));
+        let (lo, hi) = meta_db_range(3);
+        assert_eq!(range_families(&lo, &hi), (true, false));
+        let (lo, hi) = db_range(3);
+        assert_eq!(range_families(&lo, &hi), (true, true));
+        assert_eq!(range_families(&TTL_PREFIX, &ttl_key(9, 0, b"")), (true, false));
+        assert_eq!(range_families(&FIELD_TTL_PREFIX, &field_ttl_key(9, 0, b"")), (true, false));
+        assert!(is_sub(&sub_key(0, b"k", 1, b"m")));
+        assert!(!is_sub(&meta_key(0, b"k")) && !is_sub(&ttl_key(1, 0, b"k")));
+    }
 
     #[test]
     fn meta_keys_sort_by_db_then_slot() {

@@ -1,7 +1,8 @@
 //! Storage: the only module that names `rocksdb`.
 //!
-//! One RocksDB instance holds a column family `shard-<i>` per shard; only the
-//! owning core writes its column family. This module opens the database,
+//! One RocksDB instance holds two column families per shard, `shard-<i>`
+//! (meta records and the TTL indexes) and `shard-<i>-sub` (collection
+//! members); only the owning core writes them. This module opens the database,
 //! moves data when the shard count changes, and gives each shard a
 //! [`ShardStore`]: point reads, atomic write batches, bounded range
 //! iteration, range deletes. Key and value layouts live in [`keys`] and
@@ -36,6 +37,11 @@ use crate::slot::shard_of_slot;
 
 /// Where the shard count the data was written with is kept (default CF).
 const SHARDS_RECORD: &[u8] = b"basalt:shards";
+/// Where the record layout is kept (default CF): absent in data written
+/// before members got their own column family.
+const LAYOUT_RECORD: &[u8] = b"basalt:layout";
+/// Members in `shard-<i>-sub`, the rest in `shard-<i>`.
+const LAYOUT: &str = "2";
 /// How many records a resharding write batch carries.
 const RESHARD_BATCH: usize = 4096;
 
@@ -161,8 +167,33 @@ pub struct Engine {
     memtables: Option<rocksdb::WriteBufferManager>,
 }
 
+/// Shard `i`'s meta column family: meta records, the TTL indexes.
 fn cf_name(i: usize) -> String {
     format!("shard-{i}")
+}
+
+/// Shard `i`'s member column family. Apart from the meta records, a
+/// flush of members written near one place (a list's end, a stream's tail)
+/// makes L0 files that overlap only that place: with both in one family,
+/// every L0 file spanned from its first meta key to its last member, and
+/// each L0 compaction rewrote all of the base level in between (a 10M
+/// list's RPOP rewrote the whole 48 MB list every 30 s).
+fn sub_cf_name(i: usize) -> String {
+    format!("shard-{i}-sub")
+}
+
+/// Both column families of every shard.
+fn shard_cf_names(shards: usize) -> impl Iterator<Item = String> {
+    (0..shards).flat_map(|i| [cf_name(i), sub_cf_name(i)])
+}
+
+/// The column family a record of slot owner `shard` belongs in.
+fn home_of(k: &[u8], shard: usize) -> String {
+    if keys::is_sub(k) {
+        sub_cf_name(shard)
+    } else {
+        cf_name(shard)
+    }
 }
 
 impl Engine {
@@ -200,15 +231,24 @@ impl Engine {
         let path = opts.dir.join("db");
         let existing = DB::list_cf(&db_opts, &path).unwrap_or_default();
         let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default").collect();
-        for i in 0..opts.shards {
-            if !names.contains(&cf_name(i)) {
-                names.push(cf_name(i));
+        for n in shard_cf_names(opts.shards) {
+            if !names.contains(&n) {
+                names.push(n);
             }
         }
-        let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
-        let mut descriptors: Vec<ColumnFamilyDescriptor> = gc_slots
+        // Member families get the compaction filter; it reads the meta
+        // family of the same shard (`enable_gc`).
+        let gc_slots: Vec<(String, gc::Slot)> = names
             .iter()
-            .map(|(n, slot)| ColumnFamilyDescriptor::new(n, options::cf_options(&cache, opts, slot.clone())))
+            .filter(|n| n.ends_with("-sub"))
+            .map(|n| (n.clone(), gc::Slot::default()))
+            .collect();
+        let mut descriptors: Vec<ColumnFamilyDescriptor> = names
+            .iter()
+            .map(|n| {
+                let slot = gc_slots.iter().find(|(m, _)| m == n).map(|(_, s)| s.clone());
+                ColumnFamilyDescriptor::new(n, options::cf_options(&cache, opts, slot))
+            })
             .collect();
         // The default column family (shard count, intents, the disk probe)
         // gets the shards' write buffer size. RocksDB resumes writes after a
@@ -221,10 +261,12 @@ impl Engine {
         descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         Self::reshard(&mut db, &names, opts.shards)?;
-        for stale in names.iter().filter(|n| !(0..opts.shards).any(|i| &&cf_name(i) == n)) {
+        let wanted: Vec<String> = shard_cf_names(opts.shards).collect();
+        for stale in names.iter().filter(|n| !wanted.contains(n)) {
             db.drop_cf(stale)?;
         }
         db.put(SHARDS_RECORD, opts.shards.to_string())?;
+        db.put(LAYOUT_RECORD, LAYOUT)?;
         db.flush_wal(true)?;
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(&db));
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
@@ -250,17 +292,19 @@ impl Engine {
         })
     }
 
-    /// Moves every record whose slot now belongs to another shard. Safe to
-    /// rerun after a crash: a record's target depends only on its slot.
+    /// Moves every record whose slot now belongs to another shard, or that
+    /// was written before members had a family of their own. Safe to rerun
+    /// after a crash: a record's target depends only on its slot and tag.
     fn reshard(db: &mut DB, names: &[String], shards: usize) -> Result<(), StorageError> {
         let stored = db
             .get(SHARDS_RECORD)?
             .and_then(|v| String::from_utf8(v).ok())
             .and_then(|s| s.parse::<usize>().ok());
-        if stored == Some(shards) || stored.is_none() {
+        let layout = db.get(LAYOUT_RECORD)?;
+        if stored.is_none() || (stored == Some(shards) && layout.as_deref() == Some(LAYOUT.as_bytes())) {
             return Ok(());
         }
-        tracing::info!(from = ?stored, to = shards, "shard count changed: moving records to their new column families");
+        tracing::info!(from = ?stored, to = shards, "moving records to their column families (shard count or layout changed)");
         let mut moved = 0usize;
         for name in names {
             let Some(src) = db.cf_handle(name) else { continue };
@@ -270,7 +314,7 @@ impl Engine {
             while it.valid() {
                 let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
                 if let Some(slot) = keys::slot_of_record(k) {
-                    let target = cf_name(shard_of_slot(slot, shards));
+                    let target = home_of(k, shard_of_slot(slot, shards));
                     if &target != name {
                         if let Some(dst) = db.cf_handle(&target) {
                             batch.put_cf(dst, k, v);
@@ -295,7 +339,8 @@ impl Engine {
     /// until then): call once the engine lives for the rest of the process.
     pub fn enable_gc(&'static self) {
         for (name, slot) in &self.gc_slots {
-            if let Some(cf) = self.db.cf_handle(name) {
+            let meta = name.strip_suffix("-sub").unwrap_or(name);
+            if let Some(cf) = self.db.cf_handle(meta) {
                 let _ = slot.set((&self.db, cf));
             }
         }
@@ -315,14 +360,16 @@ impl Engine {
 
     /// The store of shard `i`.
     pub fn shard(&'static self, i: usize) -> Result<ShardStore, StorageError> {
-        let cf = self
-            .db
-            .cf_handle(&cf_name(i))
-            .ok_or_else(|| StorageError(format!("missing column family {}", cf_name(i))))?;
+        let handle = |name: String| {
+            self.db
+                .cf_handle(&name)
+                .ok_or_else(|| StorageError(format!("missing column family {name}")))
+        };
         Ok(ShardStore {
             engine: self,
             db: &self.db,
-            cf,
+            cf: handle(cf_name(i))?,
+            sub: handle(sub_cf_name(i))?,
             cache: self.meta_caches.get(i).cloned().flatten(),
             group: Default::default(),
             probe: Default::default(),
@@ -414,8 +461,8 @@ impl Engine {
         self.db.flush_wal(true)?;
         // Every column family: `DB::flush` alone flushes only the default
         // one, and the shards' memtables came back from the WAL on restart.
-        for i in 0..self.meta_caches.len() {
-            if let Some(cf) = self.db.cf_handle(&cf_name(i)) {
+        for name in shard_cf_names(self.meta_caches.len()) {
+            if let Some(cf) = self.db.cf_handle(&name) {
                 self.db.flush_cf(cf)?;
             }
         }
@@ -456,13 +503,16 @@ pub struct Batch {
     hashes: Vec<u64>,
 }
 
-/// One shard's view of the database: its column family and its meta cache.
+/// One shard's view of the database: its column families and its meta cache.
 /// Only the shard's own thread writes through it (and, before the shards
 /// start, intent replay): the cache is exact only under that rule.
 pub struct ShardStore {
     engine: &'static Engine,
     db: &'static DB,
+    /// Meta records and the indexes.
     cf: &'static ColumnFamily,
+    /// Collection members (`keys::is_sub`).
+    sub: &'static ColumnFamily,
     cache: Option<Arc<cache::MetaCache>>,
     group: group::GroupState,
     probe: tier::Probe,
@@ -531,15 +581,25 @@ impl ShardStore {
         Batch::default()
     }
 
+    /// The column family record `key` lives in.
+    #[inline]
+    fn cf_of(&self, key: &[u8]) -> &'static ColumnFamily {
+        if keys::is_sub(key) {
+            self.sub
+        } else {
+            self.cf
+        }
+    }
+
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
-        b.wb.put_cf(self.cf, key, value);
+        b.wb.put_cf(self.cf_of(key), key, value);
         self.note(b, key, || Some(Bytes::copy_from_slice(value)));
     }
 
     #[inline]
     pub fn delete(&self, b: &mut Batch, key: &[u8]) {
-        b.wb.delete_cf(self.cf, key);
+        b.wb.delete_cf(self.cf_of(key), key);
         self.note(b, key, || None);
     }
 
@@ -556,7 +616,13 @@ impl ShardStore {
     }
 
     pub fn delete_range(&self, b: &mut Batch, from: &[u8], to: &[u8]) {
-        b.wb.delete_range_cf(self.cf, from, to);
+        let (meta, sub) = keys::range_families(from, to);
+        if meta {
+            b.wb.delete_range_cf(self.cf, from, to);
+        }
+        if sub {
+            b.wb.delete_range_cf(self.sub, from, to);
+        }
         b.has_range = true;
         if !cache::range_spares_meta(from, to) {
             b.clears_meta = true;
@@ -605,6 +671,18 @@ impl ShardStore {
         Ok(())
     }
 
+    /// The one column family a scan of `[from, to)` reads: a scan never
+    /// spans both (only FLUSHDB's range delete does).
+    fn range_cf(&self, from: &[u8], to: &[u8]) -> &'static ColumnFamily {
+        let (meta, sub) = keys::range_families(from, to);
+        debug_assert!(meta != sub, "a scan reaches one column family");
+        if sub && !meta {
+            self.sub
+        } else {
+            self.cf
+        }
+    }
+
     /// Visits records in `[from, to)` in key order until `f` returns false.
     pub fn scan(&self, from: &[u8], to: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
         self.scan_from(None, from, None, to, f)
@@ -635,7 +713,7 @@ impl ShardStore {
         if let Some(s) = snap {
             ro.set_snapshot(&s.0);
         }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
         match after {
             Some(a) => {
                 it.seek(a);
@@ -661,7 +739,7 @@ impl ShardStore {
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(from.to_vec());
         ro.set_iterate_upper_bound(to.to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
         it.seek_to_last();
         let found = it.valid().then(|| it.key().map(|k| k.to_vec())).flatten();
         it.status()?;
@@ -671,7 +749,9 @@ impl ShardStore {
     /// Compacts the whole column family now (tests; compaction filters run).
     pub fn compact_all(&self) {
         let _ = self.flush_group();
-        self.db.compact_range_cf(self.cf, None::<&[u8]>, None::<&[u8]>);
+        for cf in [self.cf, self.sub] {
+            self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+        }
     }
 
     /// Counts records in `[from, to)` without decoding values.
@@ -680,7 +760,7 @@ impl ShardStore {
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(to.to_vec());
         ro.fill_cache(false);
-        let mut it = self.db.raw_iterator_cf_opt(self.cf, ro);
+        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
         it.seek(from);
         let mut n = 0;
         while it.valid() {
@@ -717,33 +797,92 @@ mod tests {
         Engine::open(&test_opts(dir, shards, 1 << 20)).unwrap()
     }
 
-    fn where_is(e: &Engine, shards: usize, key: &[u8]) -> Vec<usize> {
-        (0..shards)
-            .filter(|&i| e.db.get_cf(e.db.cf_handle(&cf_name(i)).unwrap(), key).unwrap().is_some())
+    /// The column families holding `key`.
+    fn where_is(e: &Engine, shards: usize, key: &[u8]) -> Vec<String> {
+        shard_cf_names(shards)
+            .filter(|n| e.db.get_cf(e.db.cf_handle(n).unwrap(), key).unwrap().is_some())
             .collect()
+    }
+
+    #[test]
+    fn members_have_their_own_column_family() {
+        let dir = tempfile::tempdir().unwrap();
+        let e: &'static Engine = Box::leak(Box::new(open(dir.path(), 1)));
+        let s = e.shard(0).unwrap();
+        let (meta, member, ttl) = (keys::meta_key(0, b"h"), keys::sub_key(0, b"h", 7, b"f"), keys::ttl_key(5, 0, b"h"));
+        let mut b = s.batch();
+        for k in [&meta, &member, &ttl] {
+            s.put(&mut b, k, b"v");
+        }
+        s.write(b).unwrap();
+        assert_eq!(where_is(e, 1, &meta), vec![cf_name(0)]);
+        assert_eq!(where_is(e, 1, &member), vec![sub_cf_name(0)]);
+        assert_eq!(where_is(e, 1, &ttl), vec![cf_name(0)]);
+        let mut seen = Vec::new();
+        let (lo, hi) = keys::sub_range(0, b"h", 7);
+        s.scan(&lo, &hi, |k, _| {
+            seen.push(k.to_vec());
+            true
+        })
+        .unwrap();
+        assert_eq!(seen, vec![member.clone()]);
+        assert_eq!(s.last_key(&lo, &hi).unwrap(), Some(member.clone()));
+        assert_eq!(s.count(&lo, &hi).unwrap(), 1);
+        let (mlo, mhi) = keys::meta_db_range(0);
+        assert_eq!(s.count(&mlo, &mhi).unwrap(), 1);
+        // FLUSHDB's range delete reaches both families.
+        let (dlo, dhi) = keys::db_range(0);
+        let mut b = s.batch();
+        s.delete_range(&mut b, &dlo, &dhi);
+        s.write(b).unwrap();
+        assert!(where_is(e, 1, &meta).is_empty() && where_is(e, 1, &member).is_empty());
+        assert_eq!(where_is(e, 1, &ttl), vec![cf_name(0)], "the index is outside every db");
+    }
+
+    #[test]
+    fn members_written_in_one_family_move_to_their_own_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = keys::sub_key(3, b"list", 9, &5u64.to_be_bytes());
+        let meta = keys::meta_key(3, b"list");
+        {
+            // As data written before the member families existed: members
+            // in `shard-<i>`, no layout record.
+            let e = open(dir.path(), 2);
+            let owner = shard_of_slot(keys::slot_of_record(&member).unwrap(), 2);
+            let cf = e.db.cf_handle(&cf_name(owner)).unwrap();
+            e.db.put_cf(cf, &member, b"m").unwrap();
+            e.db.put_cf(cf, &meta, b"x").unwrap();
+            e.db.delete(LAYOUT_RECORD).unwrap();
+        }
+        let e = open(dir.path(), 2);
+        let owner = shard_of_slot(keys::slot_of_record(&member).unwrap(), 2);
+        assert_eq!(where_is(&e, 2, &member), vec![sub_cf_name(owner)]);
+        assert_eq!(where_is(&e, 2, &meta), vec![cf_name(owner)]);
     }
 
     #[test]
     fn reopening_with_another_shard_count_moves_records() {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<Vec<u8>> = (0..300).map(|i| format!("key:{i}").into_bytes()).collect();
-        let records: Vec<Vec<u8>> = names.iter().flat_map(|n| [keys::meta_key(0, n), keys::ttl_key(99, 0, n)]).collect();
+        let records: Vec<Vec<u8>> = names
+            .iter()
+            .flat_map(|n| [keys::meta_key(0, n), keys::ttl_key(99, 0, n), keys::sub_key(0, n, 1, b"m")])
+            .collect();
         {
             let e = open(dir.path(), 1);
-            let cf = e.db.cf_handle(&cf_name(0)).unwrap();
             for r in &records {
-                e.db.put_cf(cf, r, b"v").unwrap();
+                e.db.put_cf(e.db.cf_handle(&home_of(r, 0)).unwrap(), r, b"v").unwrap();
             }
         }
         for shards in [4, 3, 1] {
             let e = open(dir.path(), shards);
             for r in &records {
                 let want = shard_of_slot(keys::slot_of_record(r).unwrap(), shards);
-                assert_eq!(where_is(&e, shards, r), vec![want]);
+                assert_eq!(where_is(&e, shards, r), vec![home_of(r, want)]);
             }
             let mut cfs = DB::list_cf(&Options::default(), dir.path().join("db")).unwrap();
             cfs.sort();
-            assert_eq!(cfs.len(), shards + 1, "stale column families dropped: {cfs:?}");
+            assert_eq!(cfs.len(), 2 * shards + 1, "stale column families dropped: {cfs:?}");
         }
     }
 }

@@ -1,22 +1,22 @@
 //! RocksDB's statistics as INFO reports them.
 
-use super::{cf_name, Engine};
+use super::{cf_name, shard_cf_names, Engine};
 
 impl Engine {
-    /// A RocksDB integer property summed over every shard's column family.
+    /// A RocksDB integer property summed over every shard column family.
     pub fn property_sum(&self, shards: usize, name: &str) -> u64 {
-        (0..shards)
-            .filter_map(|i| self.db.cf_handle(&cf_name(i)))
+        shard_cf_names(shards)
+            .filter_map(|n| self.db.cf_handle(&n))
             .filter_map(|cf| self.db.property_int_value_cf(cf, name).ok().flatten())
             .sum()
     }
 
     /// Compaction write amplification: RocksDB's "Sum" W-Amp (bytes written
-    /// by flushes and compactions per byte flushed), averaged over the
-    /// shards that have flushed. 0 before the first flush.
+    /// by flushes and compactions per byte flushed), averaged over the column families
+    /// that have flushed. 0 before the first flush.
     pub fn write_amp(&self, shards: usize) -> f64 {
-        let amps: Vec<f64> = (0..shards)
-            .filter_map(|i| self.db.cf_handle(&cf_name(i)))
+        let amps: Vec<f64> = shard_cf_names(shards)
+            .filter_map(|n| self.db.cf_handle(&n))
             .filter_map(|cf| self.db.property_value_cf(cf, "rocksdb.cfstats").ok().flatten())
             .filter_map(|text| sum_row_w_amp(&text))
             .filter(|a| *a > 0.0)

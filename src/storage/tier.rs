@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use rocksdb::{DBPinnableSlice, ErrorKind, ReadOptions, ReadTier};
 
-use super::{cache, ShardStore, StorageError};
+use super::{cache, keys, ShardStore, StorageError};
 
 /// What a memory-only read found.
 #[derive(Debug, PartialEq, Eq)]
@@ -83,8 +83,8 @@ impl super::Engine {
     /// the shards' memtables, empties the block cache (but what tables pin)
     /// and the meta caches.
     pub fn drop_caches(&self) -> Result<(), StorageError> {
-        for i in 0..self.meta_caches.len() {
-            if let Some(cf) = self.db.cf_handle(&super::cf_name(i)) {
+        for name in super::shard_cf_names(self.meta_caches.len()) {
+            if let Some(cf) = self.db.cf_handle(&name) {
                 self.db.flush_cf(cf)?;
             }
         }
@@ -163,7 +163,7 @@ impl ShardStore {
         if let Some(v) = self.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(InMemory::Done(f(v.as_deref())));
         }
-        match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
+        match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => Ok(InMemory::Done(f(v.as_deref()))),
             Err(e) if e.kind() == ErrorKind::Incomplete => {
                 self.probe.credit.set(WRITE_CREDIT);
@@ -202,7 +202,7 @@ impl ShardStore {
         if self.group.active() && self.group_read(key)?.is_some() {
             return Ok(false);
         }
-        match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
+        match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => {
                 c.insert(key.into(), v.map(|v| bytes::Bytes::copy_from_slice(&v)));
                 Ok(false)
@@ -220,9 +220,9 @@ impl ShardStore {
     #[inline]
     pub(super) fn read_db(&self, key: &[u8]) -> Result<Option<DBPinnableSlice<'static>>, StorageError> {
         if !self.probe.on.get() {
-            return Ok(self.db.get_pinned_cf(self.cf, key)?);
+            return Ok(self.db.get_pinned_cf(self.cf_of(key), key)?);
         }
-        match self.db.get_pinned_cf_opt(self.cf, key, &self.probe.ro) {
+        match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => Ok(v),
             // Answered as absent, so the command goes on and names every
             // record it would read (all of HMGET's fields, not one per
@@ -337,6 +337,7 @@ impl ShardStore {
         t.keys.fetch_add(keys.len() as u64, Ordering::Relaxed);
         let job = Job {
             cf: self.cf,
+            sub: self.sub,
             keys,
             done: done.clone(),
             delay: Duration::from_micros(t.delay_us.load(Ordering::Relaxed)),
@@ -376,7 +377,10 @@ impl Future for Unheld<'_> {
 }
 
 struct Job {
+    /// The shard's meta family (which also names the shard) and its
+    /// member family; each key is read from its own.
     cf: &'static rocksdb::ColumnFamily,
+    sub: &'static rocksdb::ColumnFamily,
     keys: Vec<Vec<u8>>,
     done: Arc<Done>,
     delay: Duration,
@@ -528,28 +532,38 @@ fn read_batch(db: &'static rocksdb::DB, batches: &AtomicU64, jobs: Vec<Job>) {
         if done[i] {
             continue;
         }
-        let cf = jobs[i].cf;
+        let (cf, sub) = (jobs[i].cf, jobs[i].sub);
         let same: Vec<usize> = (i..jobs.len()).filter(|&j| !done[j] && std::ptr::eq(jobs[j].cf, cf)).collect();
         let mut keys: Vec<&[u8]> = same.iter().flat_map(|&j| jobs[j].keys.iter().map(Vec::as_slice)).collect();
         keys.sort_unstable();
         keys.dedup();
-        batches.fetch_add(1, Ordering::Relaxed);
-        // Errors are left for the command's own read to report.
-        // A lone key is read with a plain Get (RocksDB's pread): a buffered
-        // io_uring read that misses the page cache goes to a kernel worker,
-        // one more thread switch (GET -P1 12.2k -> 13.4k, one run each).
-        let got = if keys.len() == 1 {
-            vec![db.get_pinned_cf(cf, keys[0])]
-        } else {
-            db.batched_multi_get_cf(cf, &keys, true)
-        };
+        // Member keys sort after a db's meta keys but before the next db's:
+        // split them out, one read per family.
+        let (members, metas): (Vec<&[u8]>, Vec<&[u8]>) = keys.iter().partition(|k| keys::is_sub(k));
         let keep = same.iter().any(|&j| jobs[j].keep);
-        let found: Vec<(&[u8], Option<bytes::Bytes>)> = keys
-            .iter()
-            .zip(got)
-            .filter(|(k, _)| keep && cache::is_meta(k))
-            .filter_map(|(k, v)| v.ok().map(|v| (*k, v.map(|v| bytes::Bytes::copy_from_slice(&v)))))
-            .collect();
+        let mut found: Vec<(&[u8], Option<bytes::Bytes>)> = Vec::new();
+        for (family, keys) in [(sub, members), (cf, metas)] {
+            if keys.is_empty() {
+                continue;
+            }
+            batches.fetch_add(1, Ordering::Relaxed);
+            // Errors are left for the command's own read to report.
+            // A lone key is read with a plain Get (RocksDB's pread): a buffered
+            // io_uring read that misses the page cache goes to a kernel worker,
+            // one more thread switch (GET -P1 12.2k -> 13.4k, one run each).
+            let got = if keys.len() == 1 {
+                vec![db.get_pinned_cf(family, keys[0])]
+            } else {
+                db.batched_multi_get_cf(family, &keys, true)
+            };
+            found.extend(
+                keys.iter()
+                    .zip(got)
+                    .filter(|(k, _)| keep && cache::is_meta(k))
+                    .filter_map(|(k, v)| v.ok().map(|v| (*k, v.map(|v| bytes::Bytes::copy_from_slice(&v))))),
+            );
+        }
+        found.sort_unstable_by(|a, b| a.0.cmp(b.0));
         for &j in &same {
             done[j] = true;
             let job = &jobs[j];
@@ -573,7 +587,7 @@ fn read_batch(db: &'static rocksdb::DB, batches: &AtomicU64, jobs: Vec<Job>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{cf_name, keys, test_opts, Engine};
+    use super::super::{keys, sub_cf_name, test_opts, Engine};
     use super::*;
 
     #[test]
@@ -591,7 +605,7 @@ mod tests {
         // In the memtable: memory.
         assert_eq!(s.get_in_memory(&k(5), copy).unwrap(), InMemory::Done(Some(100)));
         // Flushed to an SST whose data blocks were never read: disk only.
-        e.db.flush_cf(e.db.cf_handle(&cf_name(0)).unwrap()).unwrap();
+        e.db.flush_cf(e.db.cf_handle(&sub_cf_name(0)).unwrap()).unwrap();
         assert_eq!(s.get_in_memory(&k(5), copy).unwrap(), InMemory::NeedsIo);
         // A normal read loads the block; then memory answers, and so it
         // does for the neighbours in the same 4 KiB block.
@@ -653,8 +667,14 @@ mod tests {
             s.put(&mut batch, &b, if std::ptr::eq(s.cf, s0.cf) { b"B0" } else { b"B1" });
             s.write(batch).unwrap();
         }
+        // A member record of shard 0: read from its member family.
+        let m = keys::sub_key(0, b"h", 1, b"f");
+        let mut batch = s0.batch();
+        s0.put(&mut batch, &m, b"M");
+        s0.write(batch).unwrap();
         let job = |s: &ShardStore, keys: Vec<Vec<u8>>, keep: bool| Job {
             cf: s.cf,
+            sub: s.sub,
             keys,
             done: Arc::new(Done::default()),
             delay: Duration::ZERO,
@@ -665,13 +685,14 @@ mod tests {
             job(&s0, vec![b.clone(), a.clone()], true),
             job(&s1, vec![b.clone()], true),
             job(&s0, vec![gone.clone(), b.clone()], true),
-            job(&s0, vec![a.clone()], false),
+            job(&s0, vec![a.clone(), m.clone()], false),
         ];
         let dones: Vec<Arc<Done>> = jobs.iter().map(|j| j.done.clone()).collect();
         let batches = AtomicU64::new(0);
         read_batch(&e.db, &batches, jobs);
-        // One MultiGet per column family.
-        assert_eq!(batches.load(Ordering::Relaxed), 2);
+        // One read per column family: shard 0's meta and member families,
+        // shard 1's meta family.
+        assert_eq!(batches.load(Ordering::Relaxed), 3);
         assert!(dones.iter().all(|d| d.ready.load(Ordering::Acquire)));
         let kept = |d: &Done| d.values.lock().unwrap().clone();
         let v = |x: &'static [u8]| Some(bytes::Bytes::from_static(x));
@@ -680,5 +701,8 @@ mod tests {
         // An absent record is kept as absent (the meta cache then knows).
         assert_eq!(kept(&dones[2]), vec![(gone, None), (b, v(b"B0"))]);
         assert!(kept(&dones[3]).is_empty());
+        // The member was read from its family: its block is in memory now.
+        let copy = |v: Option<&[u8]>| v.map(<[u8]>::to_vec);
+        assert_eq!(s0.get_in_memory(&m, copy).unwrap(), InMemory::Done(Some(b"M".to_vec())));
     }
 }
