@@ -4,9 +4,11 @@
 //! shard (shared, atomics and locks). Below the commands and the server,
 //! which both use them.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use bytes::Bytes;
 
 use crate::blocked::{Gone, Waiter};
 
@@ -17,6 +19,28 @@ pub struct Client {
     pub resp3: bool,
     pub authed: bool,
     pub closing: bool,
+    /// The transaction being queued, from MULTI to EXEC or DISCARD.
+    pub multi: Option<Multi>,
+    /// EXEC is running the queue: blocking commands answer at once, as if
+    /// their timeout had passed (Redis's `CLIENT_DENY_BLOCKING`).
+    pub in_exec: bool,
+}
+
+/// A transaction between MULTI and EXEC.
+#[derive(Default)]
+pub struct Multi {
+    /// The commands queued, checked (known, arity) but not run.
+    pub queue: Vec<Vec<Bytes>>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub dirty: bool,
+}
+
+impl Client {
+    /// Leaves MULTI (EXEC, DISCARD, RESET): the queue, if any.
+    pub fn end_multi(&mut self) -> Option<Multi> {
+        self.info.multi.store(-1, Ordering::Relaxed);
+        self.multi.take()
+    }
 }
 
 /// What CLIENT LIST / KILL know of a connection.
@@ -36,6 +60,8 @@ pub struct ClientInfo {
     pub db: AtomicU8,
     pub resp: AtomicU8,
     pub killed: AtomicBool,
+    /// Commands queued in MULTI; -1 outside MULTI (CLIENT LIST `multi=`).
+    pub multi: AtomicI64,
     /// The wait of a client blocked on keys (BLPOP...): CLIENT UNBLOCK and
     /// KILL end it; CLIENT LIST shows `flags=b` while it is set.
     pub waiter: Mutex<Option<Arc<Waiter>>>,

@@ -34,6 +34,7 @@ fn acl_categories(flags: &[&str], group: &str) -> Vec<String> {
         "string" => cats.push("@string".into()),
         "generic" => cats.push("@keyspace".into()),
         "connection" => cats.push("@connection".into()),
+        "transactions" => cats.push("@transaction".into()),
         _ => {}
     }
     cats

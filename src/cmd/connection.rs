@@ -124,6 +124,7 @@ pub async fn reset(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     client.info.db.store(0, Ordering::Relaxed);
     client.info.resp.store(2, Ordering::Relaxed);
+    client.end_multi();
     r.simple("RESET");
     Ok(())
 }
@@ -223,7 +224,7 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let age = c.created.elapsed().as_secs();
     let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -231,8 +232,9 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         ClientInfo::text(&c.name),
         age,
         idle,
-        if c.waiter().is_some() { "b" } else { "N" },
+        client_flags(c),
         c.db.load(Ordering::Relaxed),
+        c.multi.load(Ordering::Relaxed),
         match c.last_cmd.load(Ordering::Relaxed) {
             0 => "NULL".to_string(),
             i => super::TABLE.get(i - 1).map_or("NULL".to_string(), |s| s.name.to_string()),
@@ -241,6 +243,21 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         ClientInfo::text(&c.lib_name),
         ClientInfo::text(&c.lib_ver),
     )
+}
+
+/// CLIENT LIST's `flags`: `x` in MULTI, `b` blocked, `N` neither.
+fn client_flags(c: &ClientInfo) -> String {
+    let mut f = String::new();
+    if c.multi.load(Ordering::Relaxed) >= 0 {
+        f.push('x');
+    }
+    if c.waiter().is_some() {
+        f.push('b');
+    }
+    if f.is_empty() {
+        f.push('N');
+    }
+    f
 }
 
 const CLIENT_HELP: &[&str] = &[

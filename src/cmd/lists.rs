@@ -410,15 +410,17 @@ fn reply_key_elements(r: &mut Reply, key: &[u8], got: &[Vec<u8>]) {
     r.bulk_array(got);
 }
 
-/// The timeout of a blocking command, in seconds as Redis reads it.
-fn timeout_of(a: &[u8]) -> CmdResult<Option<std::time::Duration>> {
-    blocking::parse_timeout(a)
+/// The timeout of a blocking command, in seconds as Redis reads it; inside
+/// EXEC, after checking it, none: the command does not block.
+fn timeout_of(c: &Conn<'_>, a: &[u8]) -> CmdResult<Option<std::time::Duration>> {
+    let t = blocking::parse_timeout(a)?;
+    Ok(if c.client.in_exec { blocking::NO_BLOCK } else { t })
 }
 
 async fn bpop(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, end: End) -> CmdResult {
     let all = Args::new(argv).rest();
     let (keys, timeout) = all.split_at(all.len().saturating_sub(1));
-    let timeout = timeout_of(timeout.first().ok_or(SYNTAX)?)?;
+    let timeout = timeout_of(&c, timeout.first().ok_or(SYNTAX)?)?;
     match blocking::pop(c.shard, &c.client.info, c.db(), keys.to_vec(), end, None, timeout).await? {
         Some((key, got)) => {
             r.array(2);
@@ -440,7 +442,7 @@ pub async fn brpop(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub async fn blmpop(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (keys, end, count) = mpop_args(argv, 2)?;
-    let timeout = timeout_of(Args::new(argv).bytes()?)?;
+    let timeout = timeout_of(&c, Args::new(argv).bytes()?)?;
     match blocking::pop(c.shard, &c.client.info, c.db(), keys, end, Some(count), timeout).await? {
         Some((key, got)) => reply_key_elements(r, &key, &got),
         None => r.null_array(),
@@ -452,31 +454,29 @@ pub async fn blmove(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
     let (src, dst) = (args.arg()?.clone(), args.arg()?.clone());
     let (from, to) = (end_of(args.bytes()?)?, end_of(args.bytes()?)?);
-    let timeout = timeout_of(args.bytes()?)?;
-    reply_blocked_move(
-        r,
-        blocking::lmove(c.shard, &c.client.info, c.db(), (src, dst), (from, to), timeout).await?,
-    );
+    let timeout = timeout_of(&c, args.bytes()?)?;
+    let moved = blocking::lmove(c.shard, &c.client.info, c.db(), (src, dst), (from, to), timeout).await?;
+    reply_blocked_move(r, moved, c.client.in_exec);
     Ok(())
 }
 
 pub async fn brpoplpush(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
     let (src, dst) = (args.arg()?.clone(), args.arg()?.clone());
-    let timeout = timeout_of(args.bytes()?)?;
-    reply_blocked_move(
-        r,
-        blocking::lmove(c.shard, &c.client.info, c.db(), (src, dst), (End::Right, End::Left), timeout).await?,
-    );
+    let timeout = timeout_of(&c, args.bytes()?)?;
+    let moved = blocking::lmove(c.shard, &c.client.info, c.db(), (src, dst), (End::Right, End::Left), timeout).await?;
+    reply_blocked_move(r, moved, c.client.in_exec);
     Ok(())
 }
 
 /// A blocking move that times out replies a null array (`*-1` in RESP2),
 /// as every timed-out blocked list client does in Redis
 /// (`replyToBlockedClientTimedOut`), though LMOVE's miss is a null bulk.
-fn reply_blocked_move(r: &mut Reply, moved: Option<Vec<u8>>) {
+/// Inside EXEC it never blocked, and answers LMOVE's null bulk.
+fn reply_blocked_move(r: &mut Reply, moved: Option<Vec<u8>>, in_exec: bool) {
     match moved {
         Some(v) => r.bulk(&v),
+        None if in_exec => r.null(),
         None => r.null_array(),
     }
 }

@@ -17,6 +17,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod multi;
 pub mod server;
 pub mod sets;
 pub mod strings;

@@ -43,6 +43,12 @@ pub use crate::blocked::Wait;
 /// How often a blocked client checks that its connection is still open.
 const HANGUP_CHECK: Duration = Duration::from_millis(100);
 
+/// The timeout of a blocking command that must not block (inside EXEC):
+/// it answers from the data there is, or as if its timeout had passed.
+/// No parsed timeout is zero: 0 means forever, and anything above rounds
+/// up to a millisecond.
+pub const NO_BLOCK: Option<Duration> = Some(Duration::ZERO);
+
 /// A blocking command's timeout, as Redis's `getTimeoutFromObjectOrReply`
 /// reads seconds (`types::string::timeout_ms`); 0 blocks forever.
 pub fn parse_timeout(a: &[u8]) -> CmdResult<Option<Duration>> {
@@ -194,6 +200,9 @@ pub async fn pop(
     if let Some(hit) = super::list::mpop(shard, db, &keys, end, count.unwrap_or(1)).await? {
         return Ok(Some(hit));
     }
+    if timeout == NO_BLOCK {
+        return Ok(None);
+    }
     block(shard, client, db, keys, Wait::Pop { end, count }, timeout).await
 }
 
@@ -209,6 +218,9 @@ pub async fn lmove(
 ) -> CmdResult<Option<Vec<u8>>> {
     if let Some(v) = super::list::lmove(shard, db, src.clone(), dst.clone(), from, to).await? {
         return Ok(Some(v));
+    }
+    if timeout == NO_BLOCK {
+        return Ok(None);
     }
     let wait = Wait::Move { dst, from, to };
     Ok(block(shard, client, db, vec![src], wait, timeout)

@@ -31,12 +31,13 @@
 //! meanwhile. Both keep the commands of one connection in order and group
 //! their writes (`group`).
 //!
-//! Where the next connection modes plug in, all in [`execute`]'s loop,
-//! right after the precheck (marked `MODES` there):
-//! - **MULTI/EXEC**: a client in MULTI queues the checked request (a
-//!   precheck error marks the transaction failed, as Redis's EXECABORT)
-//!   instead of running it; EXEC runs the queue as one batch through this
-//!   same loop, with the keys' shards held.
+//! Connection modes, in [`execute`]'s loop right after the precheck
+//! (marked `MODES` there):
+//! - **MULTI/EXEC**: a client in MULTI queues the checked request instead
+//!   of running it (a precheck error marks the transaction failed, as
+//!   Redis's EXECABORT); EXEC runs the queue as one batch through this same
+//!   loop ([`exec`]). Not yet isolated from other clients: the shards are
+//!   not held while the queue runs (issue 15).
 //! - **Blocked clients** (BLPOP, BZPOPMIN, XREAD BLOCK): a `Conn` handler
 //!   that parks on its keys' shards; nothing here changes, except that a
 //!   blocked connection does not read its next requests until woken.
@@ -181,15 +182,42 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                 if let Some(idx) = idx {
                     st.record_rejected(idx);
                 }
+                // As Redis's `rejectCommand`: the transaction is spoiled,
+                // and a refused EXEC ends it with the reason.
+                if let Some(m) = client.multi.as_mut() {
+                    m.dirty = true;
+                    if idx.is_some_and(|i| cmd::TABLE[i].name == "exec") {
+                        client.end_multi();
+                        let why = msg.strip_prefix("ERR ").unwrap_or(&msg);
+                        let e = format!("EXECABORT Transaction discarded because of: {why}");
+                        st.record_error(&e);
+                        out.error(&e);
+                        i += 1;
+                        continue;
+                    }
+                }
                 st.record_error(&msg);
                 out.error(&msg);
                 i += 1;
                 continue;
             }
         };
-        // MODES: MULTI queueing and the pub/sub command filter go here.
+        // MODES: MULTI queueing here; the pub/sub command filter goes here.
         client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
         client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
+        if client.multi.is_some() && !cmd::multi::runs_in_multi(spec.name) {
+            close_group(&mut group, out, &mut [], &mut later);
+            queue(client, std::mem::take(&mut cmds[i]), out);
+            i += 1;
+            continue;
+        }
+        if client.multi.is_some() && spec.name == "exec" {
+            close_group(&mut group, out, &mut [], &mut later);
+            let argv = std::mem::take(&mut cmds[i]);
+            exec(shard, client, idx, &argv, out).await;
+            i += 1;
+            continue;
+        }
         match spec.exec {
             Exec::Shard(f) => {
                 let target = target.unwrap_or(here);
@@ -275,6 +303,45 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         }
     }
     close_group(&mut group, out, &mut [], &mut later);
+}
+
+/// Queues a checked command of a client in MULTI.
+fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
+    if let Some(m) = client.multi.as_mut() {
+        // A spoiled transaction keeps nothing: EXEC will refuse it.
+        if !m.dirty {
+            m.queue.push(argv);
+            client.info.multi.store(m.queue.len() as i64, Ordering::Relaxed);
+        }
+    }
+    out.simple("QUEUED");
+}
+
+/// EXEC of a client in MULTI: EXECABORT when a command was refused while
+/// queueing, else the queue's replies as one array, the queue run as one
+/// batch through [`execute`] (so a command's stats, slow log and errors
+/// are its own, as Redis's `call` records them inside EXEC). Blocking
+/// commands in it answer at once (`Client::in_exec`).
+async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx: usize, argv: &[Bytes], out: &mut Reply) {
+    let st = shard.state();
+    let start = Instant::now();
+    let Some(m) = client.end_multi() else { return };
+    if m.dirty {
+        let e = CmdError::new(cmd::multi::EXECABORT);
+        out.error(&e.0);
+        finish_cmd(st, idx, argv, start, Some(&e), &client.info);
+        return;
+    }
+    let mut queue = m.queue;
+    out.array(queue.len());
+    // As Redis, the client shows as in MULTI (`flags=x multi=<n>`) while
+    // EXEC runs its queue.
+    client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
+    client.in_exec = true;
+    Box::pin(execute(shard, client, &mut queue, out)).await;
+    client.in_exec = false;
+    client.info.multi.store(-1, Ordering::Relaxed);
+    finish_cmd(st, idx, argv, start, None, &client.info);
 }
 
 /// Who a command runs for: the connection's db and client, and whether

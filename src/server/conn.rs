@@ -71,6 +71,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         db: 0.into(),
         resp: 2.into(),
         killed: false.into(),
+        multi: (-1).into(),
         waiter: Default::default(),
     });
     {
@@ -97,6 +98,8 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         resp3: false,
         authed,
         closing: false,
+        multi: None,
+        in_exec: false,
     };
     // `rbuf` holds only what the parser has not consumed yet; it grows on
     // demand, so a connection costs one read chunk, not two.

@@ -1,0 +1,256 @@
+//! MULTI, EXEC and DISCARD (issue 15) against Debian's redis-server:
+//! scripted replies byte for byte on 1 and 4 shards and in RESP3, that
+//! nothing queued is applied before EXEC (seen from another client), and
+//! what CLIENT LIST and INFO commandstats say of a transaction.
+
+mod common;
+
+use common::{run_script, run_scripts, Basalt, Raw, RedisServer};
+
+const SCRIPTS: &[(&str, &str)] = &[
+    (
+        "queue-and-exec",
+        r#"
+        MULTI
+        SET x 1
+        INCR x
+        GET x
+        LPUSH l a b
+        LRANGE l 0 -1
+        EXEC
+        GET x
+        MULTI
+        EXEC
+        "#,
+    ),
+    (
+        "runtime-errors-do-not-roll-back",
+        r#"
+        SET s abc
+        MULTI
+        INCR s
+        SET t 1
+        LPUSH s x
+        HSET t f v
+        GET t
+        EXEC
+        GET s
+        GET t
+        "#,
+    ),
+    (
+        "refused-while-queueing",
+        r#"
+        MULTI
+        SET a
+        INCR a
+        EXEC
+        EXISTS a
+        MULTI
+        NOSUCHCOMMAND x
+        SET a 1
+        EXEC
+        EXISTS a
+        MULTI
+        SET a 1
+        EXEC x
+        EXEC
+        EXISTS a
+        MULTI
+        MULTI x
+        EXEC
+        "#,
+    ),
+    (
+        "nesting-and-misuse",
+        r#"
+        EXEC
+        DISCARD
+        MULTI
+        MULTI
+        SET a 1
+        EXEC
+        GET a
+        MULTI
+        SET a 2
+        DISCARD
+        GET a
+        EXEC
+        DISCARD
+        "#,
+    ),
+    (
+        "blocking-commands-do-not-block",
+        r#"
+        MULTI
+        BLPOP nope 0
+        BRPOP nope 0
+        BRPOPLPUSH nope dst 0
+        BLMOVE nope dst LEFT LEFT 0
+        BLMPOP 0 1 nope LEFT
+        RPUSH l a b c
+        BLPOP l 0
+        BRPOPLPUSH l dst 0
+        BLMOVE l dst LEFT RIGHT 0
+        BLMPOP 0 1 l LEFT
+        LRANGE dst 0 -1
+        EXEC
+        MULTI
+        BLPOP l notanumber
+        EXEC
+        "#,
+    ),
+    (
+        "keys-on-every-shard",
+        r#"
+        MULTI
+        MSET a 1 b 2 c 3 d 4 e 5 f 6
+        MGET a b c d e f nope
+        DEL a c e
+        SADD s1 x y
+        SADD s2 y z
+        SINTERSTORE s3 s1 s2
+        SMEMBERS s3
+        RPUSH src 1 2
+        LMOVE src dst RIGHT LEFT
+        RPOPLPUSH src dst
+        LRANGE dst 0 -1
+        SELECT 1
+        SET a other
+        SELECT 0
+        GET a
+        EXEC
+        MGET a b c d e f
+        SELECT 1
+        GET a
+        SELECT 0
+        "#,
+    ),
+];
+
+#[test]
+fn same_replies_as_redis_one_shard() {
+    run_scripts(SCRIPTS, 1);
+}
+
+#[test]
+fn same_replies_as_redis_four_shards() {
+    let spread = ["a", "b", "c", "d", "e", "f", "src", "dst"].map(|k| basalt::slot::owner(k.as_bytes(), 4));
+    assert!(spread.iter().any(|o| *o != spread[0]), "{spread:?}");
+    run_scripts(SCRIPTS, 4);
+}
+
+#[test]
+fn same_resp3_replies_as_redis() {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(2);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    r.cmd(&["HELLO", "3"]);
+    b.cmd(&["HELLO", "3"]);
+    run_script(
+        "resp3",
+        r#"
+        MULTI
+        BLPOP nope 0
+        BLMOVE nope dst LEFT LEFT 0
+        HSET h f v
+        HGETALL h
+        SMEMBERS nope
+        EXEC
+        MULTI
+        SET a
+        EXEC
+        "#,
+        &mut r,
+        &mut b,
+        2,
+    );
+}
+
+/// Sends `cmds` in one write and reads one reply per command.
+fn pipeline(c: &mut Raw, cmds: &[&[&str]]) -> Vec<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for args in cmds {
+        bytes.extend(Raw::encode(args));
+    }
+    c.send_bytes(&bytes);
+    cmds.iter().map(|_| c.reply()).collect()
+}
+
+#[test]
+fn nothing_queued_is_applied_before_exec() {
+    let basalt = Basalt::start(4);
+    let (mut a, mut other) = (basalt.raw(), basalt.raw());
+    assert_eq!(a.cmd(&["MULTI"]), b"+OK\r\n");
+    for k in ["k1", "k2", "k3", "k4", "k5"] {
+        assert_eq!(a.cmd(&["SET", k, "v"]), b"+QUEUED\r\n");
+    }
+    assert_eq!(a.cmd(&["INCR", "n"]), b"+QUEUED\r\n");
+    assert_eq!(
+        other.cmd(&["MGET", "k1", "k2", "k3", "k4", "k5", "n"]),
+        b"*6\r\n$-1\r\n$-1\r\n$-1\r\n$-1\r\n$-1\r\n$-1\r\n"
+    );
+    assert_eq!(a.cmd(&["EXEC"]), b"*6\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n:1\r\n");
+    assert_eq!(other.cmd(&["MGET", "k1", "k5", "n"]), b"*3\r\n$1\r\nv\r\n$1\r\nv\r\n$1\r\n1\r\n");
+    // DISCARD drops the queue; so does RESET.
+    a.cmd(&["MULTI"]);
+    a.cmd(&["DEL", "k1"]);
+    assert_eq!(a.cmd(&["DISCARD"]), b"+OK\r\n");
+    a.cmd(&["MULTI"]);
+    a.cmd(&["DEL", "k2"]);
+    assert_eq!(a.cmd(&["RESET"]), b"+RESET\r\n");
+    assert_eq!(a.cmd(&["EXEC"]), b"-ERR EXEC without MULTI\r\n");
+    assert_eq!(other.cmd(&["EXISTS", "k1", "k2"]), b":2\r\n");
+    // A whole transaction pipelined in one write, as client libraries send it.
+    let replies = pipeline(
+        &mut a,
+        &[&["MULTI"], &["SET", "p", "1"], &["INCRBY", "p", "41"], &["GET", "p"], &["EXEC"]],
+    );
+    assert_eq!(replies[4], b"*3\r\n+OK\r\n:42\r\n$2\r\n42\r\n");
+}
+
+#[test]
+fn client_list_and_commandstats_see_the_transaction() {
+    let basalt = Basalt::start(2);
+    let mut c = basalt.raw();
+    c.cmd(&["CONFIG", "RESETSTAT"]);
+    let field = |line: &[u8], name: &str| -> String {
+        let text = String::from_utf8_lossy(line).to_string();
+        let at = text.find(&format!(" {name}=")).expect(name) + name.len() + 2;
+        text[at..].split(' ').next().unwrap_or("").to_string()
+    };
+    let before = c.cmd(&["CLIENT", "INFO"]);
+    assert_eq!((field(&before, "flags"), field(&before, "multi")), ("N".into(), "-1".into()));
+    c.cmd(&["MULTI"]);
+    c.cmd(&["SET", "a", "1"]);
+    c.cmd(&["INCR", "a"]);
+    let inside = c.cmd(&["CLIENT", "INFO"]);
+    // CLIENT INFO itself was queued: the fields come from EXEC's reply.
+    assert_eq!(inside, b"+QUEUED\r\n");
+    let replies = c.cmd(&["EXEC"]);
+    let info = String::from_utf8_lossy(&replies).to_string();
+    assert!(info.contains(" flags=x "), "{info}");
+    assert!(info.contains(" multi=3 "), "{info}");
+    let stats = String::from_utf8_lossy(&c.cmd(&["INFO", "commandstats"])).to_string();
+    for (cmd, calls) in [("multi", 1), ("exec", 1), ("set", 1), ("incr", 1)] {
+        assert!(stats.contains(&format!("cmdstat_{cmd}:calls={calls},")), "{cmd}: {stats}");
+    }
+}
+
+#[test]
+fn redis_rs_atomic_pipeline() {
+    let basalt = Basalt::start(4);
+    let mut con = basalt.client();
+    let (a, b, n): (String, i64, Vec<String>) = redis::pipe()
+        .atomic()
+        .set("x", "1")
+        .ignore()
+        .get("x")
+        .incr("y", 5)
+        .rpush("l", &["p", "q"])
+        .ignore()
+        .lrange("l", 0, -1)
+        .query(&mut con)
+        .expect("atomic pipeline");
+    assert_eq!((a.as_str(), b, n), ("1", 5, vec!["p".to_string(), "q".to_string()]));
+}
