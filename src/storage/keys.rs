@@ -121,11 +121,10 @@ pub fn range_families(from: &[u8], to: &[u8]) -> (bool, bool) {
     if sub_block(from) && (sub_block(to) || (to.len() == 2 && to[0] == from[0] && to[1] == TAG_SUB + 1)) && from[0] == to[0] {
         return (false, true);
     }
-    // The member blocks are [d 'S', d 'T') for every db d below 0xFF.
-    let reaches_sub = (0..0xFFu8).any(|d| {
-        let (lo, hi) = ([d, TAG_SUB], [d, TAG_SUB + 1]);
-        from < &hi[..] && to > &lo[..]
-    });
+    // The member blocks are [d 'S', d 'T') for every db d below 0xFF; only
+    // the dbs from `from`'s first byte to `to`'s can meet the range.
+    let (first, last) = (from.first().copied().unwrap_or(0), to.first().copied().unwrap_or(0xFF));
+    let reaches_sub = (first..=last).any(|d| d != 0xFF && from < &[d, TAG_SUB + 1][..] && to > &[d, TAG_SUB][..]);
     (true, reaches_sub)
 }
 
@@ -166,6 +165,8 @@ mod tests {
         assert_eq!(range_families(&lo, &hi), (true, true));
         assert_eq!(range_families(&TTL_PREFIX, &ttl_key(9, 0, b"")), (true, false));
         assert_eq!(range_families(&FIELD_TTL_PREFIX, &field_ttl_key(9, 0, b"")), (true, false));
+        assert_eq!(range_families(b"", b"\xff"), (true, true));
+        assert_eq!(range_families(&[2, TAG_META], &[4]), (true, true), "db 2's members, all of db 3");
         assert!(is_sub(&sub_key(0, b"k", 1, b"m")));
         assert!(!is_sub(&meta_key(0, b"k")) && !is_sub(&ttl_key(1, 0, b"k")));
     }
