@@ -13,6 +13,7 @@
 //! column family with no reference counting on the hot path. Shutdown
 //! flushes the WAL explicitly instead of relying on `Drop`.
 
+mod ahead;
 pub mod budget;
 pub mod cache;
 pub mod disk;
@@ -371,6 +372,7 @@ impl Engine {
             cf: handle(cf_name(i))?,
             sub: handle(sub_cf_name(i))?,
             cache: self.meta_caches.get(i).cloned().flatten(),
+            ahead: Default::default(),
             group: Default::default(),
             probe: Default::default(),
         })
@@ -514,6 +516,8 @@ pub struct ShardStore {
     /// Collection members (`keys::is_sub`).
     sub: &'static ColumnFamily,
     cache: Option<Arc<cache::MetaCache>>,
+    /// Members read ahead of the pops that take them (`ahead`).
+    ahead: ahead::ReadAhead,
     group: group::GroupState,
     probe: tier::Probe,
 }
@@ -573,6 +577,9 @@ impl ShardStore {
             };
             return Ok(f(v.as_deref()));
         }
+        if let Some(v) = self.ahead.get(key) {
+            return Ok(f(Some(&v)));
+        }
         let v = self.read_db(key)?;
         Ok(f(v.as_deref()))
     }
@@ -594,12 +601,14 @@ impl ShardStore {
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.wb.put_cf(self.cf_of(key), key, value);
+        self.ahead.forget(key);
         self.note(b, key, || Some(Bytes::copy_from_slice(value)));
     }
 
     #[inline]
     pub fn delete(&self, b: &mut Batch, key: &[u8]) {
         b.wb.delete_cf(self.cf_of(key), key);
+        self.ahead.forget(key);
         self.note(b, key, || None);
     }
 
@@ -622,6 +631,7 @@ impl ShardStore {
         }
         if sub {
             b.wb.delete_range_cf(self.sub, from, to);
+            self.ahead.forget_range(from, to);
         }
         b.has_range = true;
         if !cache::range_spares_meta(from, to) {
@@ -744,6 +754,25 @@ impl ShardStore {
         let found = it.valid().then(|| it.key().map(|k| k.to_vec())).flatten();
         it.status()?;
         Ok(found)
+    }
+
+    /// Visits records in `[from, to)` in reverse key order until `f`
+    /// returns false.
+    pub fn scan_back(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
+        self.flush_group()?;
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(from.to_vec());
+        ro.set_iterate_upper_bound(to.to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
+        it.seek_to_last();
+        while it.valid() {
+            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+            if !f(k, v) {
+                return Ok(());
+            }
+            it.prev();
+        }
+        Ok(it.status()?)
     }
 
     /// Compacts the whole column family now (tests; compaction filters run).

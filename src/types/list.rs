@@ -26,6 +26,9 @@ pub const MID: u64 = 1 << 63;
 /// More element records than this cut by one LTRIM go in one range delete.
 const RANGE_DELETE_OVER: u64 = 64;
 
+/// Elements a pop reads ahead for the pops after it (`List::get_at_end`).
+const AHEAD: u64 = 64;
+
 /// Elements read per step when a list is walked from its right end.
 const BACK_STEP: u64 = 128;
 
@@ -147,6 +150,20 @@ impl<'k> List<'k> {
         v.ok_or(CORRUPT).map(Some)
     }
 
+    /// Element `i`, the one at `end`: read together with the elements the
+    /// next pops at that end take (`storage::ahead`), so a run of pops costs
+    /// one scan per [`AHEAD`] elements instead of a point read each.
+    fn get_at_end(&self, i: u64, end: End) -> CmdResult<Vec<u8>> {
+        let (lo, hi) = match end {
+            End::Left => (i, (i + AHEAD).min(self.c.size)),
+            End::Right => (i.saturating_sub(AHEAD - 1), i + 1),
+        };
+        let key = self.record(self.head.wrapping_add(i));
+        let (from, to) = (self.record(self.head.wrapping_add(lo)), self.record(self.head.wrapping_add(hi)));
+        let v = self.ks.store.get_ahead(&key, &from, &to)?;
+        v.map(|v| v.to_vec()).ok_or(CORRUPT)
+    }
+
     /// Elements `from..=to` (clamped to the list), in order.
     pub fn range(&self, from: u64, to: u64) -> CmdResult<Vec<Vec<u8>>> {
         let mut out = Vec::new();
@@ -233,7 +250,7 @@ impl<'k> List<'k> {
             End::Left => 0,
             End::Right => self.c.size - 1,
         };
-        let v = self.get(i)?.ok_or(CORRUPT)?;
+        let v = self.get_at_end(i, end)?;
         self.unstage(self.head.wrapping_add(i));
         if end == End::Left {
             self.head = self.head.wrapping_add(1);
