@@ -375,7 +375,9 @@ fn same_resp3_replies_as_redis() {
 /// Random pushes, pops, moves, inserts, removals, trims and sets over a few
 /// lists (on different shards when there are several), the same stream to
 /// both servers, every reply compared; then every list compared whole.
-fn random_stream(shards: usize, seed: u64) {
+/// `pipeline` commands go out in one write (write groups, and pops that
+/// read ahead between writes of the same group).
+fn random_stream(shards: usize, seed: u64, pipeline: usize) {
     let redis = RedisServer::start();
     let basalt = Basalt::start(shards);
     let (mut r, mut b) = (redis.raw(), basalt.raw());
@@ -383,6 +385,7 @@ fn random_stream(shards: usize, seed: u64) {
     let keys = ["l0", "l1", "l2", "l3"];
     let values = ["a", "b", "c", "1", "22", "-7", "long-value-long-value"];
     let ends = ["LEFT", "RIGHT"];
+    let mut batch: Vec<Vec<String>> = Vec::new();
     for step in 0..3000 {
         let k = rng.pick(&keys).to_string();
         let v = rng.pick(&values).to_string();
@@ -432,14 +435,23 @@ fn random_stream(shards: usize, seed: u64) {
             ],
             _ => vec!["RPOPLPUSH".into(), k, rng.pick(&keys).into()],
         };
-        let (want, got) = (r.cmd(&cmd), b.cmd(&cmd));
-        assert_eq!(
-            want,
-            got,
-            "[{shards} shards, seed {seed}, step {step}] {cmd:?}\n redis:  {}\n basalt: {}",
-            show(&want),
-            show(&got)
-        );
+        batch.push(cmd);
+        if batch.len() < pipeline && step != 2999 {
+            continue;
+        }
+        let bytes: Vec<u8> = batch.iter().flat_map(|c| Raw::encode(c)).collect();
+        r.send_bytes(&bytes);
+        b.send_bytes(&bytes);
+        for cmd in batch.drain(..) {
+            let (want, got) = (r.reply(), b.reply());
+            assert_eq!(
+                want,
+                got,
+                "[{shards} shards, seed {seed}, step {step}, pipeline {pipeline}] {cmd:?}\n redis:  {}\n basalt: {}",
+                show(&want),
+                show(&got)
+            );
+        }
     }
     for k in keys {
         let c = ["LRANGE", k, "0", "-1"];
@@ -449,12 +461,18 @@ fn random_stream(shards: usize, seed: u64) {
 
 #[test]
 fn random_streams_match_redis_one_shard() {
-    random_stream(1, 0x1157);
+    random_stream(1, 0x1157, 1);
 }
 
 #[test]
 fn random_streams_match_redis_four_shards() {
-    random_stream(4, 0xB10C);
+    random_stream(4, 0xB10C, 1);
+}
+
+#[test]
+fn pipelined_random_streams_match_redis() {
+    random_stream(1, 0x91BE, 16);
+    random_stream(4, 0xF00D, 16);
 }
 
 /// Redis's clamping of LTRIM's `start`/`stop` to a list of `len`.
