@@ -23,6 +23,7 @@ pub mod intent;
 pub mod keys;
 pub mod meta;
 mod options;
+mod scan;
 mod stats;
 pub use stats::RocksMemory;
 pub mod tier;
@@ -32,7 +33,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, ReadOptions, WriteBatch, DB};
+use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, WriteBatch, DB};
 
 use crate::slot::shard_of_slot;
 
@@ -679,125 +680,6 @@ impl ShardStore {
         }
         self.engine.written.fetch_add(1, Ordering::AcqRel);
         Ok(())
-    }
-
-    /// The one column family a scan of `[from, to)` reads: a scan never
-    /// spans both (only FLUSHDB's range delete does).
-    fn range_cf(&self, from: &[u8], to: &[u8]) -> &'static ColumnFamily {
-        let (meta, sub) = keys::range_families(from, to);
-        debug_assert!(meta != sub, "a scan reaches one column family");
-        if sub && !meta {
-            self.sub
-        } else {
-            self.cf
-        }
-    }
-
-    /// Visits records in `[from, to)` in key order until `f` returns false.
-    pub fn scan(&self, from: &[u8], to: &[u8], f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
-        self.scan_from(None, from, None, to, f)
-    }
-
-    /// A consistent point-in-time view of the whole database, for reads cut
-    /// into slices (a big HGETALL) that must not see writes made in between.
-    pub fn snapshot(&self) -> Snap {
-        // A failure is recorded for `end_group`; the snapshot then shows
-        // the data without the lost group, as every later read will.
-        let _ = self.flush_group();
-        Snap(self.db.snapshot())
-    }
-
-    /// [`ShardStore::scan`] as of `snap` (or the live data when None),
-    /// starting just after `after` when given.
-    pub fn scan_from(
-        &self,
-        snap: Option<&Snap>,
-        from: &[u8],
-        after: Option<&[u8]>,
-        to: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(to.to_vec());
-        if let Some(s) = snap {
-            ro.set_snapshot(&s.0);
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
-        match after {
-            Some(a) => {
-                it.seek(a);
-                if it.valid() && it.key() == Some(a) {
-                    it.next();
-                }
-            }
-            None => it.seek(from),
-        }
-        while it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
-            if !f(k, v) {
-                return Ok(());
-            }
-            it.next();
-        }
-        Ok(it.status()?)
-    }
-
-    /// The last key in `[from, to)`, if any.
-    pub fn last_key(&self, from: &[u8], to: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(from.to_vec());
-        ro.set_iterate_upper_bound(to.to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
-        it.seek_to_last();
-        let found = it.valid().then(|| it.key().map(|k| k.to_vec())).flatten();
-        it.status()?;
-        Ok(found)
-    }
-
-    /// Visits records in `[from, to)` in reverse key order until `f`
-    /// returns false.
-    pub fn scan_back(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(from.to_vec());
-        ro.set_iterate_upper_bound(to.to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
-        it.seek_to_last();
-        while it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
-            if !f(k, v) {
-                return Ok(());
-            }
-            it.prev();
-        }
-        Ok(it.status()?)
-    }
-
-    /// Compacts the whole column family now (tests; compaction filters run).
-    pub fn compact_all(&self) {
-        let _ = self.flush_group();
-        for cf in [self.cf, self.sub] {
-            self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
-        }
-    }
-
-    /// Counts records in `[from, to)` without decoding values.
-    pub fn count(&self, from: &[u8], to: &[u8]) -> Result<u64, StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(to.to_vec());
-        ro.fill_cache(false);
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
-        it.seek(from);
-        let mut n = 0;
-        while it.valid() {
-            n += 1;
-            it.next();
-        }
-        it.status()?;
-        Ok(n)
     }
 }
 
