@@ -24,6 +24,25 @@ pub struct Client {
     /// EXEC is running the queue: blocking commands answer at once, as if
     /// their timeout had passed (Redis's `CLIENT_DENY_BLOCKING`).
     pub in_exec: bool,
+    /// The keys WATCHed since the last EXEC, DISCARD or UNWATCH.
+    pub watch: Option<Watch>,
+}
+
+/// What WATCH registered: the flag the keys' owners set when a write
+/// touches one of them (`storage::watch`), and each key's expiry time at
+/// WATCH (0: none), since a key that expires meanwhile spoils the watch too
+/// (Redis's `isWatchedKeyExpired`).
+#[derive(Default)]
+pub struct Watch {
+    pub flag: Arc<AtomicBool>,
+    pub expires: Vec<u64>,
+}
+
+impl Watch {
+    /// Whether EXEC must refuse the transaction at `now_ms`.
+    pub fn spoiled(&self, now_ms: u64) -> bool {
+        self.flag.load(Ordering::SeqCst) || self.expires.iter().any(|&e| e > 0 && e <= now_ms)
+    }
 }
 
 /// A transaction between MULTI and EXEC.
@@ -36,9 +55,10 @@ pub struct Multi {
 }
 
 impl Client {
-    /// Leaves MULTI (EXEC, DISCARD, RESET): the queue, if any.
+    /// Leaves MULTI (EXEC, DISCARD, RESET) and unwatches: the queue, if any.
     pub fn end_multi(&mut self) -> Option<Multi> {
         self.info.multi.store(-1, Ordering::Relaxed);
+        self.watch = None;
         self.multi.take()
     }
 }

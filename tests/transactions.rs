@@ -254,3 +254,207 @@ fn redis_rs_atomic_pipeline() {
         .expect("atomic pipeline");
     assert_eq!((a.as_str(), b, n), ("1", 5, vec!["p".to_string(), "q".to_string()]));
 }
+
+/// Runs `script` against a fresh redis-server and a fresh Basalt with two
+/// connections each: a line `A: ...` goes on the first, `B: ...` on the
+/// second, `SLEEP <ms>` waits; every reply must be the same, but for a
+/// line starting with `!` (HELLO, whose reply names the server's version).
+fn two_clients(name: &str, script: &str, shards: usize) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let mut r = [redis.raw(), redis.raw()];
+    let mut b = [basalt.raw(), basalt.raw()];
+    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some(ms) = line.strip_prefix("SLEEP ") {
+            std::thread::sleep(std::time::Duration::from_millis(ms.parse().expect("ms")));
+            continue;
+        }
+        let (compare, line) = match line.strip_prefix('!') {
+            Some(rest) => (false, rest.trim()),
+            None => (true, line),
+        };
+        let (who, cmd) = match line.split_once(": ") {
+            Some(("A", c)) => (0, c),
+            Some(("B", c)) => (1, c),
+            _ => panic!("{name}: `{line}` names no client"),
+        };
+        let args = common::split(cmd);
+        let (want, got) = (r[who].cmd(&args), b[who].cmd(&args));
+        if !compare {
+            continue;
+        }
+        assert_eq!(
+            want,
+            got,
+            "[{name}, {shards} shards] `{line}`\n redis:  {}\n basalt: {}",
+            common::show(&want),
+            common::show(&got)
+        );
+    }
+}
+
+const WATCH_SCRIPTS: &[(&str, &str)] = &[
+    (
+        "another-client-writes",
+        r#"
+        A: SET k 1
+        A: WATCH k
+        B: SET k 2
+        A: MULTI
+        A: SET k 3
+        A: EXEC
+        A: GET k
+        "#,
+    ),
+    (
+        "nobody-writes",
+        r#"
+        A: WATCH k other
+        B: SET unrelated 1
+        B: GET k
+        A: MULTI
+        A: SET k 3
+        A: EXEC
+        A: GET k
+        "#,
+    ),
+    (
+        "own-write-before-multi",
+        r#"
+        A: WATCH k
+        A: SET k mine
+        A: MULTI
+        A: INCR n
+        A: EXEC
+        A: EXISTS n
+        "#,
+    ),
+    (
+        "members-count",
+        r#"
+        A: HSET h f v
+        A: SADD s m
+        A: RPUSH l a
+        A: WATCH h
+        B: HSET h f v2
+        A: MULTI
+        A: HGET h f
+        A: EXEC
+        A: WATCH s
+        B: SADD s m
+        A: MULTI
+        A: SCARD s
+        A: EXEC
+        A: WATCH l
+        B: LSET l 0 z
+        A: MULTI
+        A: LLEN l
+        A: EXEC
+        A: WATCH newhash
+        B: HSET newhash f v
+        A: MULTI
+        A: EXEC
+        "#,
+    ),
+    (
+        "deletes-and-flushes",
+        r#"
+        A: SET k v
+        A: WATCH k
+        B: DEL k
+        A: MULTI
+        A: EXEC
+        A: WATCH absent
+        B: FLUSHDB
+        A: MULTI
+        A: PING
+        A: EXEC
+        A: SET present 1
+        A: WATCH present
+        B: FLUSHALL
+        A: MULTI
+        A: PING
+        A: EXEC
+        A: SET k v
+        A: WATCH k
+        B: EXPIRE k 100
+        A: MULTI
+        A: EXEC
+        "#,
+    ),
+    (
+        "expiry-spoils-the-watch",
+        r#"
+        A: SET k v PX 100
+        A: WATCH k
+        SLEEP 200
+        A: MULTI
+        A: PING
+        A: EXEC
+        A: SET gone v PX 50
+        SLEEP 100
+        A: WATCH gone
+        A: MULTI
+        A: PING
+        A: EXEC
+        "#,
+    ),
+    (
+        "unwatch-discard-and-misuse",
+        r#"
+        A: WATCH k
+        B: SET k 1
+        A: UNWATCH
+        A: MULTI
+        A: SET k 2
+        A: EXEC
+        A: WATCH k
+        B: SET k 3
+        A: MULTI
+        A: DISCARD
+        A: MULTI
+        A: GET k
+        A: EXEC
+        A: MULTI
+        A: WATCH k
+        A: UNWATCH
+        A: EXEC
+        A: WATCH
+        A: WATCH k
+        B: SET k 4
+        A: WATCH k2
+        A: MULTI
+        A: EXEC
+        "#,
+    ),
+];
+
+#[test]
+fn watch_like_redis_one_shard() {
+    for (name, script) in WATCH_SCRIPTS {
+        two_clients(name, script, 1);
+    }
+}
+
+#[test]
+fn watch_like_redis_four_shards() {
+    for (name, script) in WATCH_SCRIPTS {
+        two_clients(name, script, 4);
+    }
+}
+
+#[test]
+fn watch_in_resp3() {
+    two_clients(
+        "resp3",
+        r#"
+        !A: HELLO 3
+        A: WATCH k
+        B: SET k 1
+        A: MULTI
+        A: GET k
+        A: EXEC
+        "#,
+        2,
+    );
+}

@@ -1,4 +1,4 @@
-//! Transactions: MULTI, EXEC, DISCARD (issue 15).
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH (issue 15).
 //!
 //! The connection's state lives in `client::Multi`. Queueing and EXEC's run
 //! of the queue happen in the dispatcher (`dispatch::execute`), since EXEC
@@ -18,6 +18,8 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "multi"   1 [noscript loading stale fast allow_busy] 0 0 0 Conn(multi)   transactions "1.2.0" "Starts a transaction.";
     "exec"    1 [noscript loading stale skip_slowlog]    0 0 0 Conn(exec)    transactions "1.2.0" "Executes all commands in a transaction.";
     "discard" 1 [noscript loading stale fast allow_busy] 0 0 0 Conn(discard) transactions "2.0.0" "Discards a transaction.";
+    "watch"   -2 [noscript loading stale fast allow_busy] 1 -1 1 Conn(watch) transactions "2.2.0" "Monitors changes to keys to determine the execution of a transaction.";
+    "unwatch" 1 [noscript loading stale fast allow_busy] 0 0 0 Conn(unwatch) transactions "2.2.0" "Forgets about watched keys of a transaction.";
 };
 
 /// EXEC's answer to a transaction a refused command spoiled.
@@ -48,6 +50,32 @@ pub async fn discard(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
         }
         None => Err(CmdError::new("ERR DISCARD without MULTI")),
     }
+}
+
+/// WATCH: each key's owner sets the client's flag when a write touches it
+/// (`storage::watch`); EXEC then answers a null array.
+pub async fn watch(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if c.client.multi.is_some() {
+        return Err(CmdError::new("ERR WATCH inside MULTI is not allowed"));
+    }
+    let db = c.db();
+    let w = c.client.watch.get_or_insert_with(Default::default);
+    // Already spoiled: nothing more to watch (as Redis).
+    if !w.flag.load(std::sync::atomic::Ordering::SeqCst) {
+        let flag = w.flag.clone();
+        let expires = crate::coord::watch(c.shard, db, &argv[1..], &flag).await?;
+        if let Some(w) = c.client.watch.as_mut() {
+            w.expires.extend(expires);
+        }
+    }
+    r.ok();
+    Ok(())
+}
+
+pub async fn unwatch(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    c.client.watch = None;
+    r.ok();
+    Ok(())
 }
 
 /// EXEC outside MULTI; inside, the dispatcher runs the queue instead.

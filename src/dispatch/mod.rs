@@ -325,11 +325,18 @@ fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
 async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx: usize, argv: &[Bytes], out: &mut Reply) {
     let st = shard.state();
     let start = Instant::now();
+    let watch = client.watch.take();
     let Some(m) = client.end_multi() else { return };
     if m.dirty {
         let e = CmdError::new(cmd::multi::EXECABORT);
         out.error(&e.0);
         finish_cmd(st, idx, argv, start, Some(&e), &client.info);
+        return;
+    }
+    // A watched key changed or expired: the transaction does not run.
+    if watch.is_some_and(|w| w.spoiled(now_ms())) {
+        out.null_array();
+        finish_cmd(st, idx, argv, start, None, &client.info);
         return;
     }
     let mut queue = m.queue;

@@ -100,6 +100,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         closing: false,
         multi: None,
         in_exec: false,
+        watch: None,
     };
     // `rbuf` holds only what the parser has not consumed yet; it grows on
     // demand, so a connection costs one read chunk, not two.

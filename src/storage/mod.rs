@@ -25,6 +25,7 @@ pub mod meta;
 mod options;
 mod scan;
 mod stats;
+mod watch;
 pub use stats::RocksMemory;
 pub mod tier;
 
@@ -374,6 +375,7 @@ impl Engine {
             sub: handle(sub_cf_name(i))?,
             cache: self.meta_caches.get(i).cloned().flatten(),
             ahead: Default::default(),
+            watches: Default::default(),
             group: Default::default(),
             probe: Default::default(),
         })
@@ -519,6 +521,8 @@ pub struct ShardStore {
     cache: Option<Arc<cache::MetaCache>>,
     /// Members read ahead of the pops that take them (`ahead`).
     ahead: ahead::ReadAhead,
+    /// Keys clients WATCH (`watch`).
+    watches: watch::Watches,
     group: group::GroupState,
     probe: tier::Probe,
 }
@@ -603,6 +607,7 @@ impl ShardStore {
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.wb.put_cf(self.cf_of(key), key, value);
         self.ahead.forget(key);
+        self.touch(key);
         self.note(b, key, || Some(Bytes::copy_from_slice(value)));
     }
 
@@ -610,6 +615,7 @@ impl ShardStore {
     pub fn delete(&self, b: &mut Batch, key: &[u8]) {
         b.wb.delete_cf(self.cf_of(key), key);
         self.ahead.forget(key);
+        self.touch(key);
         self.note(b, key, || None);
     }
 
@@ -626,6 +632,7 @@ impl ShardStore {
     }
 
     pub fn delete_range(&self, b: &mut Batch, from: &[u8], to: &[u8]) {
+        self.touch_range(from, to);
         let (meta, sub) = keys::range_families(from, to);
         if meta {
             b.wb.delete_range_cf(self.cf, from, to);

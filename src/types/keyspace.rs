@@ -203,6 +203,16 @@ impl Keyspace {
     /// An expired key is deleted on the way and reads as missing. So is a
     /// hash whose every field has expired (its metadata is repaired first
     /// when it cannot prove that on its own, see `types::hash`).
+    /// WATCH of `key`: reads it first (a key already expired is deleted
+    /// now, so that deletion cannot spoil the watch later), then registers
+    /// `flag` on its meta key (`storage::watch`). Its expiry time then, 0
+    /// when it has none or is absent.
+    pub fn watch(&self, db: u8, key: &[u8], now_ms: u64, flag: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> CmdResult<u64> {
+        let expire_ms = self.read(db, key, now_ms, |m| m.map_or(0, |m| m.expire_ms))?;
+        self.store.watch(&meta_key(db, key), flag);
+        Ok(expire_ms)
+    }
+
     pub fn read<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
         enum Step<R> {
             Done(R),
