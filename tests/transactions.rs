@@ -458,3 +458,53 @@ fn watch_in_resp3() {
         2,
     );
 }
+
+/// WATCH-guarded increments from several clients at once (optimistic
+/// locking, as an application does it): every EXEC that ran must count,
+/// so the counters end exactly at the number of EXECs that succeeded.
+#[test]
+fn watched_increments_from_many_clients_lose_nothing() {
+    let basalt = Basalt::start(4);
+    let port = basalt.port;
+    let counters = ["c:a", "c:b", "c:c"];
+    let spread = counters.map(|k| basalt::slot::owner(k.as_bytes(), 4));
+    assert!(spread.iter().any(|o| *o != spread[0]), "{spread:?}");
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(port);
+                let mut done = [0u64; 3];
+                for i in 0..150 {
+                    let k = (t + i) % 3;
+                    let key = ["c:a", "c:b", "c:c"][k];
+                    loop {
+                        c.cmd(&["WATCH", key]);
+                        let got = c.cmd(&["GET", key]);
+                        let text = String::from_utf8_lossy(&got).to_string();
+                        let v: u64 = text.lines().nth(1).and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+                        c.cmd(&["MULTI"]);
+                        c.cmd(&["SET", key, &(v + 1).to_string()]);
+                        if c.cmd(&["EXEC"]) != b"*-1\r\n" {
+                            done[k] += 1;
+                            break;
+                        }
+                    }
+                }
+                done
+            })
+        })
+        .collect();
+    let mut total = [0u64; 3];
+    for t in threads {
+        let d = t.join().expect("client thread");
+        for k in 0..3 {
+            total[k] += d[k];
+        }
+    }
+    let mut c = basalt.raw();
+    for (k, key) in counters.iter().enumerate() {
+        let want = format!("${}\r\n{}\r\n", total[k].to_string().len(), total[k]);
+        assert_eq!(String::from_utf8_lossy(&c.cmd(&["GET", key])), want, "{key}");
+    }
+    assert_eq!(total.iter().sum::<u64>(), 900);
+}

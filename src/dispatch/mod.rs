@@ -45,6 +45,7 @@
 //!   (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT and RESET; any other
 //!   command gets Redis's "Can't execute ..." error here.
 
+mod exec;
 pub mod group;
 pub mod probe;
 mod spread;
@@ -207,14 +208,14 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
         if client.multi.is_some() && !cmd::multi::runs_in_multi(spec.name) {
             close_group(&mut group, out, &mut [], &mut later);
-            queue(client, std::mem::take(&mut cmds[i]), out);
+            exec::queue(client, std::mem::take(&mut cmds[i]), out);
             i += 1;
             continue;
         }
         if client.multi.is_some() && spec.name == "exec" {
             close_group(&mut group, out, &mut [], &mut later);
             let argv = std::mem::take(&mut cmds[i]);
-            exec(shard, client, idx, &argv, out).await;
+            exec::exec(shard, client, idx, &argv, out).await;
             i += 1;
             continue;
         }
@@ -303,52 +304,6 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         }
     }
     close_group(&mut group, out, &mut [], &mut later);
-}
-
-/// Queues a checked command of a client in MULTI.
-fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
-    if let Some(m) = client.multi.as_mut() {
-        // A spoiled transaction keeps nothing: EXEC will refuse it.
-        if !m.dirty {
-            m.queue.push(argv);
-            client.info.multi.store(m.queue.len() as i64, Ordering::Relaxed);
-        }
-    }
-    out.simple("QUEUED");
-}
-
-/// EXEC of a client in MULTI: EXECABORT when a command was refused while
-/// queueing, else the queue's replies as one array, the queue run as one
-/// batch through [`execute`] (so a command's stats, slow log and errors
-/// are its own, as Redis's `call` records them inside EXEC). Blocking
-/// commands in it answer at once (`Client::in_exec`).
-async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx: usize, argv: &[Bytes], out: &mut Reply) {
-    let st = shard.state();
-    let start = Instant::now();
-    let watch = client.watch.take();
-    let Some(m) = client.end_multi() else { return };
-    if m.dirty {
-        let e = CmdError::new(cmd::multi::EXECABORT);
-        out.error(&e.0);
-        finish_cmd(st, idx, argv, start, Some(&e), &client.info);
-        return;
-    }
-    // A watched key changed or expired: the transaction does not run.
-    if watch.is_some_and(|w| w.spoiled(now_ms())) {
-        out.null_array();
-        finish_cmd(st, idx, argv, start, None, &client.info);
-        return;
-    }
-    let mut queue = m.queue;
-    out.array(queue.len());
-    // As Redis, the client shows as in MULTI (`flags=x multi=<n>`) while
-    // EXEC runs its queue.
-    client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
-    client.in_exec = true;
-    Box::pin(execute(shard, client, &mut queue, out)).await;
-    client.in_exec = false;
-    client.info.multi.store(-1, Ordering::Relaxed);
-    finish_cmd(st, idx, argv, start, None, &client.info);
 }
 
 /// Who a command runs for: the connection's db and client, and whether

@@ -1,0 +1,165 @@
+//! MULTI's queue and EXEC (issue 15; docs/cross-shard.md, "Transactions").
+//!
+//! EXEC runs a transaction one of two ways:
+//! - **On one shard, isolated**, when every queued command is a shard
+//!   command whose keys all belong to the same shard: the WATCH check and
+//!   the whole queue run on that shard in one synchronous step, in one
+//!   write group. No other command of that shard runs in between, and no
+//!   write can slip between the WATCH check and the queue. A record on
+//!   disk only is read in place (the step blocks the shard for it) instead
+//!   of by the read pool; a read in flight on one of the keys is waited
+//!   for before the step starts.
+//! - **Otherwise, not yet isolated**: the queue runs as a pipeline through
+//!   [`execute`] (multi-key commands, connection commands, keys of several
+//!   shards).
+
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use shards::{Shard, Then};
+
+use super::group::Grouped;
+use super::{execute, finish_cmd, probe, run_shard_cmd, splice_later, target_of, Share, ShareOut};
+use crate::client::{Client, ClientInfo, Watch};
+use crate::clock::now_ms;
+use crate::cmd::{self, Exec};
+use crate::error::CmdError;
+use crate::resp::Reply;
+use crate::shard::ShardState;
+use crate::slot::owner;
+
+/// Queues a checked command of a client in MULTI.
+pub(super) fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
+    if let Some(m) = client.multi.as_mut() {
+        // A spoiled transaction keeps nothing: EXEC will refuse it.
+        if !m.dirty {
+            m.queue.push(argv);
+            client.info.multi.store(m.queue.len() as i64, Ordering::Relaxed);
+        }
+    }
+    out.simple("QUEUED");
+}
+
+/// EXEC of a client in MULTI: EXECABORT when a command was refused while
+/// queueing, a null array when a watched key changed, else the queue's
+/// replies as one array. Each command's stats, slow log and errors are its
+/// own, as Redis's `call` records them inside EXEC. Blocking commands in it
+/// answer at once (`Client::in_exec`).
+pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx: usize, argv: &[Bytes], out: &mut Reply) {
+    let st = shard.state();
+    let start = Instant::now();
+    let watch = client.watch.take();
+    let Some(m) = client.end_multi() else { return };
+    if m.dirty {
+        let e = CmdError::new(cmd::multi::EXECABORT);
+        out.error(&e.0);
+        finish_cmd(st, idx, argv, start, Some(&e), &client.info);
+        return;
+    }
+    let mut queue = m.queue;
+    // As Redis, the client shows as in MULTI (`flags=x multi=<n>`) while
+    // EXEC runs its queue.
+    client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
+    if let Some((target, share)) = one_shard(&mut queue, shard.id(), shard.count()) {
+        let count = share.len();
+        let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
+        let done = shard
+            .invoke_on_then(target, move |st: &Rc<ShardState>| isolated(st, share, db, resp3, info, watch))
+            .await;
+        match done {
+            None => out.null_array(),
+            Some(o) => {
+                out.array(count);
+                if o.later.is_empty() {
+                    out.buf.extend_from_slice(&o.buf);
+                } else {
+                    splice_later(shard, st, client, &o.buf, o.later, out).await;
+                }
+            }
+        }
+    } else if watch.is_some_and(|w| w.spoiled(now_ms())) {
+        // A watched key changed or expired: the transaction does not run.
+        out.null_array();
+    } else {
+        out.array(queue.len());
+        client.in_exec = true;
+        Box::pin(execute(shard, client, &mut queue, out)).await;
+        client.in_exec = false;
+    }
+    client.info.multi.store(-1, Ordering::Relaxed);
+    finish_cmd(st, idx, argv, start, None, &client.info);
+}
+
+/// The shard every queued command runs on and the queue as its share, when
+/// every command is a shard command whose keys all belong to one shard.
+fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, Share)> {
+    let mut target = None;
+    for argv in queue.iter() {
+        let (_, spec) = cmd::lookup(&argv[0])?;
+        let Exec::Shard(_) = spec.exec else { return None };
+        // Checked when queued; checked again, as nothing else checks it here.
+        if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) {
+            return None;
+        }
+        let t = target_of(spec, argv, here, n);
+        if *target.get_or_insert(t) != t || spec.key_positions(argv.len()).iter().any(|&p| owner(&argv[p], n) != t) {
+            return None;
+        }
+    }
+    let share = queue
+        .iter_mut()
+        .filter_map(|argv| {
+            let (idx, spec) = cmd::lookup(&argv[0])?;
+            match spec.exec {
+                Exec::Shard(f) => Some((idx, f, std::mem::take(argv))),
+                Exec::Conn(_) => None,
+            }
+        })
+        .collect();
+    target.map(|t| (t, share))
+}
+
+/// Runs a one-shard transaction on `st`: waits (as a task of that shard)
+/// while a read in flight holds one of its keys, then checks the WATCH and
+/// runs the whole queue in one synchronous step and one write group. None
+/// when the WATCH was spoiled.
+fn isolated(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: Arc<ClientInfo>, watch: Option<Watch>) -> Then<Option<ShareOut>> {
+    if held(st, &share, db).is_none() {
+        return Then::Now(run_all(st, &share, db, resp3, &info, watch));
+    }
+    let st = st.clone();
+    Then::Later(Box::pin(async move {
+        while let Some(k) = held(&st, &share, db) {
+            let (idx, _, argv) = &share[k];
+            probe::after_reads(&st, &cmd::TABLE[*idx], argv, db).await;
+        }
+        run_all(&st, &share, db, resp3, &info, watch)
+    }))
+}
+
+/// The first command of `share` whose keys a read in flight holds.
+fn held(st: &ShardState, share: &Share, db: u8) -> Option<usize> {
+    share.iter().position(|(idx, _, argv)| probe::held(st, &cmd::TABLE[*idx], argv, db))
+}
+
+/// The synchronous step of [`isolated`].
+fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo, watch: Option<Watch>) -> Option<ShareOut> {
+    if watch.is_some_and(|w| w.spoiled(now_ms())) {
+        return None;
+    }
+    let mut r = Reply::new(resp3);
+    let mut later = Vec::new();
+    let mut marks = Vec::with_capacity(share.len());
+    let mut g = Grouped::begin(st);
+    for (idx, f, argv) in share {
+        g.before(&r);
+        // Not in probe mode: a record on disk only is read here and now.
+        run_shard_cmd(st, *idx, *f, argv, db, info, &mut r, &mut later, false);
+        marks.push((r.buf.len(), later.len()));
+    }
+    g.end(&mut r, &mut marks, &mut later);
+    Some(ShareOut { buf: r.buf, marks, later })
+}
