@@ -35,9 +35,9 @@
 //! (marked `MODES` there):
 //! - **MULTI/EXEC**: a client in MULTI queues the checked request instead
 //!   of running it (a precheck error marks the transaction failed, as
-//!   Redis's EXECABORT); EXEC runs the queue as one batch through this same
-//!   loop ([`exec`]). Not yet isolated from other clients: the shards are
-//!   not held while the queue runs (issue 15).
+//!   Redis's EXECABORT); EXEC (`exec`) runs a queue whose keys all
+//!   belong to one shard as one isolated job there, and any other queue as
+//!   one batch through this same loop, not yet isolated (issue 15).
 //! - **Blocked clients** (BLPOP, BZPOPMIN, XREAD BLOCK): a `Conn` handler
 //!   that parks on its keys' shards; nothing here changes, except that a
 //!   blocked connection does not read its next requests until woken.
