@@ -101,6 +101,27 @@ const SCRIPTS: &[(&str, &str)] = &[
         "#,
     ),
     (
+        "multi-key-commands-on-one-shard",
+        r#"
+        MULTI
+        MSET {t}a 1 {t}b 2
+        MGET {t}a {t}b {t}c
+        EXISTS {t}a {t}b {t}c {t}a
+        TOUCH {t}a {t}zz
+        DEL {t}a {t}c
+        UNLINK {t}b
+        MSETNX {t}x 1 {t}y 2
+        MSETNX {t}x 3 {t}z 4
+        MSET {t}a 1 {t}b
+        MGET {t}x {t}y {t}z
+        INCR {t}x
+        HSET {t}h f v
+        MGET {t}h {t}x
+        EXEC
+        MGET {t}a {t}b {t}x {t}y {t}z
+        "#,
+    ),
+    (
         "keys-on-every-shard",
         r#"
         MULTI

@@ -8,9 +8,10 @@
 
 use bytes::Bytes;
 
-use super::{commands, CommandSpec, Conn};
+use super::{commands, CommandSpec, Conn, Ctx, ShardFn};
 use crate::error::{CmdError, CmdResult};
 use crate::resp::Reply;
+use crate::types::multi as keys;
 
 /// The transaction commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -75,6 +76,76 @@ pub async fn watch(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub async fn unwatch(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     c.client.watch = None;
     r.ok();
+    Ok(())
+}
+
+/// The form a multi-key connection command takes inside EXEC's isolated
+/// step, when all its keys belong to the shard running the step: the
+/// per-shard part its connection handler would send to that one shard.
+pub fn one_shard_form(name: &str) -> Option<ShardFn> {
+    Some(match name {
+        "del" | "unlink" => del_here,
+        "exists" | "touch" => exists_here,
+        "mget" => mget_here,
+        "mset" => mset_here,
+        "msetnx" => msetnx_here,
+        _ => return None,
+    })
+}
+
+fn del_here(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(keys::del_keys(&ctx.shard.ks, ctx.db, &argv[1..], ctx.now_ms)?);
+    Ok(())
+}
+
+fn exists_here(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(keys::exists_keys(&ctx.shard.ks, ctx.db, &argv[1..], ctx.now_ms)?);
+    Ok(())
+}
+
+fn mget_here(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let values = keys::mget_keys(&ctx.shard.ks, ctx.db, &argv[1..], ctx.now_ms)?;
+    r.array(values.len());
+    for v in &values {
+        match v {
+            Some(v) => r.bulk(v),
+            None => r.null(),
+        }
+    }
+    Ok(())
+}
+
+/// MSET's and MSETNX's pairs, with their arity check.
+fn pairs(argv: &[Bytes], name: &str) -> CmdResult<Vec<(Bytes, Bytes)>> {
+    if argv.len().is_multiple_of(2) {
+        return Err(CmdError::new(super::arity_error(name)));
+    }
+    Ok(argv[1..].chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+}
+
+fn mset_here(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    keys::mset_pairs(
+        &ctx.shard.ks,
+        ctx.db,
+        &pairs(argv, "mset")?,
+        ctx.now_ms,
+        false,
+        crate::storage::intent::Rider::None,
+    )?;
+    r.ok();
+    Ok(())
+}
+
+fn msetnx_here(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let done = keys::mset_pairs(
+        &ctx.shard.ks,
+        ctx.db,
+        &pairs(argv, "msetnx")?,
+        ctx.now_ms,
+        true,
+        crate::storage::intent::Rider::None,
+    )?;
+    r.int(done as i64);
     Ok(())
 }
 

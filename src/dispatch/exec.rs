@@ -2,7 +2,9 @@
 //!
 //! EXEC runs a transaction one of two ways:
 //! - **On one shard, isolated**, when every queued command is a shard
-//!   command whose keys all belong to the same shard: the WATCH check and
+//!   command, or a multi-key command with a one-shard form
+//!   (`cmd::multi::one_shard_form`: DEL, UNLINK, EXISTS, TOUCH, MGET, MSET,
+//!   MSETNX), and all their keys belong to the same shard: the WATCH check and
 //!   the whole queue run on that shard in one synchronous step, in one
 //!   write group. No other command of that shard runs in between, and no
 //!   write can slip between the WATCH check and the queue. A record on
@@ -10,8 +12,7 @@
 //!   of by the read pool; a read in flight on one of the keys is waited
 //!   for before the step starts.
 //! - **Otherwise, not yet isolated**: the queue runs as a pipeline through
-//!   [`execute`] (multi-key commands, connection commands, keys of several
-//!   shards).
+//!   [`execute`] (other connection commands, keys of several shards).
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -93,18 +94,31 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
     finish_cmd(st, idx, argv, start, None, &client.info);
 }
 
+/// The handler a queued command runs with in the isolated step: a shard
+/// command's own, or a multi-key command's one-shard form.
+fn step_fn(spec: &cmd::CommandSpec) -> Option<cmd::ShardFn> {
+    match spec.exec {
+        Exec::Shard(f) => Some(f),
+        Exec::Conn(_) => cmd::multi::one_shard_form(spec.name),
+    }
+}
+
 /// The shard every queued command runs on and the queue as its share, when
-/// every command is a shard command whose keys all belong to one shard.
+/// every command has a step form (`step_fn`) and all their keys belong to
+/// one shard.
 fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, Share)> {
     let mut target = None;
     for argv in queue.iter() {
         let (_, spec) = cmd::lookup(&argv[0])?;
-        let Exec::Shard(_) = spec.exec else { return None };
+        step_fn(spec)?;
         // Checked when queued; checked again, as nothing else checks it here.
         if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) {
             return None;
         }
-        let t = target_of(spec, argv, here, n);
+        let t = match spec.key_positions(argv.len()).first() {
+            Some(&p) => owner(&argv[p], n),
+            None => target_of(spec, argv, here, n),
+        };
         if *target.get_or_insert(t) != t || spec.key_positions(argv.len()).iter().any(|&p| owner(&argv[p], n) != t) {
             return None;
         }
@@ -113,10 +127,7 @@ fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, 
         .iter_mut()
         .filter_map(|argv| {
             let (idx, spec) = cmd::lookup(&argv[0])?;
-            match spec.exec {
-                Exec::Shard(f) => Some((idx, f, std::mem::take(argv))),
-                Exec::Conn(_) => None,
-            }
+            step_fn(spec).map(|f| (idx, f, std::mem::take(argv)))
         })
         .collect();
     target.map(|t| (t, share))
