@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::VecDeque;
 
-use common::{run_script, run_scripts, show, Basalt, Raw, RedisServer, Rng};
+use common::{run_resp3_script, run_scripts, show, Basalt, Raw, RedisServer, Rng};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -344,12 +344,7 @@ fn same_replies_as_redis_four_shards() {
 
 #[test]
 fn same_resp3_replies_as_redis() {
-    let redis = RedisServer::start();
-    let basalt = Basalt::start(2);
-    let (mut r, mut b) = (redis.raw(), basalt.raw());
-    r.cmd(&["HELLO", "3"]);
-    b.cmd(&["HELLO", "3"]);
-    run_script(
+    run_resp3_script(
         "resp3",
         r#"
         LPOP nope
@@ -366,8 +361,6 @@ fn same_resp3_replies_as_redis() {
         LPOP l 0
         BLMPOP 0 1 l RIGHT COUNT 5
         "#,
-        &mut r,
-        &mut b,
         2,
     );
 }

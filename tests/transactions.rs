@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_script, run_scripts, Basalt, Raw, RedisServer};
+use common::{run_resp3_script, run_scripts, Basalt, Raw, RedisServer};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -163,12 +163,7 @@ fn same_replies_as_redis_four_shards() {
 
 #[test]
 fn same_resp3_replies_as_redis() {
-    let redis = RedisServer::start();
-    let basalt = Basalt::start(2);
-    let (mut r, mut b) = (redis.raw(), basalt.raw());
-    r.cmd(&["HELLO", "3"]);
-    b.cmd(&["HELLO", "3"]);
-    run_script(
+    run_resp3_script(
         "resp3",
         r#"
         MULTI
@@ -182,8 +177,6 @@ fn same_resp3_replies_as_redis() {
         SET a
         EXEC
         "#,
-        &mut r,
-        &mut b,
         2,
     );
 }

@@ -9,6 +9,8 @@
 use bytes::Bytes;
 
 use super::{commands, CommandSpec, Conn, Ctx, ShardFn};
+use crate::clock::now_ms;
+use crate::coord;
 use crate::error::{CmdError, CmdResult};
 use crate::resp::Reply;
 use crate::types::multi as keys;
@@ -64,9 +66,19 @@ pub async fn watch(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     // Already spoiled: nothing more to watch (as Redis).
     if !w.flag.load(std::sync::atomic::Ordering::SeqCst) {
         let flag = w.flag.clone();
-        let expires = crate::coord::watch(c.shard, db, &argv[1..], &flag).await?;
-        if let Some(w) = c.client.watch.as_mut() {
-            w.expires.extend(expires);
+        // One job per owner, which registers the flag (`Keyspace::watch`).
+        let keys = coord::keys_from(argv, 1, 1);
+        let parts = coord::fan_out(c.shard, db, &keys, coord::Access::Read, move |st, ks| {
+            ks.iter()
+                .map(|k| st.ks.watch(db, k, now_ms(), &flag))
+                .collect::<CmdResult<Vec<u64>>>()
+        })
+        .await;
+        for (_, expires) in parts {
+            let expires = expires?;
+            if let Some(w) = c.client.watch.as_mut() {
+                w.expires.extend(expires);
+            }
         }
     }
     r.ok();

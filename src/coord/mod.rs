@@ -301,33 +301,3 @@ pub async fn random_key(shard: &S, db: u8) -> CmdResult<Option<Bytes>> {
         })
         .await
 }
-
-/// WATCH: registers `flag` on each key at its owner (`Keyspace::watch`),
-/// one message per owner; each key's expiry time as seen then, in order.
-pub async fn watch(shard: &S, db: u8, keys: &[Bytes], flag: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> CmdResult<Vec<u64>> {
-    let n = shard.count();
-    let mut owners: Vec<usize> = keys.iter().map(|k| owner(k, n)).collect();
-    owners.sort_unstable();
-    owners.dedup();
-    let mut expires = vec![0; keys.len()];
-    for o in owners {
-        let mine: Vec<(usize, Bytes)> = keys
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| owner(k, n) == o)
-            .map(|(i, k)| (i, k.clone()))
-            .collect();
-        let flag = flag.clone();
-        let got = shard
-            .invoke_on(o, move |st: &ShardState| {
-                mine.iter()
-                    .map(|(i, k)| st.ks.watch(db, k, now_ms(), &flag).map(|e| (*i, e)))
-                    .collect::<CmdResult<Vec<(usize, u64)>>>()
-            })
-            .await?;
-        for (i, e) in got {
-            expires[i] = e;
-        }
-    }
-    Ok(expires)
-}

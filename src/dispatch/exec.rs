@@ -115,10 +115,7 @@ fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, 
         if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) {
             return None;
         }
-        let t = match spec.key_positions(argv.len()).first() {
-            Some(&p) => owner(&argv[p], n),
-            None => target_of(spec, argv, here, n),
-        };
+        let t = target_of(spec, argv, here, n);
         if *target.get_or_insert(t) != t || spec.key_positions(argv.len()).iter().any(|&p| owner(&argv[p], n) != t) {
             return None;
         }

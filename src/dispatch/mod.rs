@@ -206,16 +206,14 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         // MODES: MULTI queueing here; the pub/sub command filter goes here.
         client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
         client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
-        if client.multi.is_some() && !cmd::multi::runs_in_multi(spec.name) {
-            close_group(&mut group, out, &mut [], &mut later);
-            exec::queue(client, std::mem::take(&mut cmds[i]), out);
-            i += 1;
-            continue;
-        }
-        if client.multi.is_some() && spec.name == "exec" {
+        if client.multi.is_some() && (spec.name == "exec" || !cmd::multi::runs_in_multi(spec.name)) {
             close_group(&mut group, out, &mut [], &mut later);
             let argv = std::mem::take(&mut cmds[i]);
-            exec::exec(shard, client, idx, &argv, out).await;
+            if spec.name == "exec" {
+                exec::exec(shard, client, idx, &argv, out).await;
+            } else {
+                exec::queue(client, argv, out);
+            }
             i += 1;
             continue;
         }

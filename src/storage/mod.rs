@@ -17,6 +17,7 @@ mod ahead;
 pub mod budget;
 pub mod cache;
 pub mod disk;
+mod families;
 pub mod gc;
 pub mod group;
 pub mod intent;
@@ -36,17 +37,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, WriteBatch, DB};
 
-use crate::slot::shard_of_slot;
-
-/// Where the shard count the data was written with is kept (default CF).
-const SHARDS_RECORD: &[u8] = b"basalt:shards";
-/// Where the record layout is kept (default CF): absent in data written
-/// before members got their own column family.
-const LAYOUT_RECORD: &[u8] = b"basalt:layout";
-/// Members in `shard-<i>-sub`, the rest in `shard-<i>`.
-const LAYOUT: &str = "2";
-/// How many records a resharding write batch carries.
-const RESHARD_BATCH: usize = 4096;
+use families::{cf_name, shard_cf_names, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
 
 /// A storage failure, reported to the client as `ERR` and logged.
 #[derive(Debug, Clone)]
@@ -170,35 +161,6 @@ pub struct Engine {
     memtables: Option<rocksdb::WriteBufferManager>,
 }
 
-/// Shard `i`'s meta column family: meta records, the TTL indexes.
-fn cf_name(i: usize) -> String {
-    format!("shard-{i}")
-}
-
-/// Shard `i`'s member column family. Apart from the meta records, a
-/// flush of members written near one place (a list's end, a stream's tail)
-/// makes L0 files that overlap only that place: with both in one family,
-/// every L0 file spanned from its first meta key to its last member, and
-/// each L0 compaction rewrote all of the base level in between (a 10M
-/// list's RPOP rewrote the whole 48 MB list every 30 s).
-fn sub_cf_name(i: usize) -> String {
-    format!("shard-{i}-sub")
-}
-
-/// Both column families of every shard.
-fn shard_cf_names(shards: usize) -> impl Iterator<Item = String> {
-    (0..shards).flat_map(|i| [cf_name(i), sub_cf_name(i)])
-}
-
-/// The column family a record of slot owner `shard` belongs in.
-fn home_of(k: &[u8], shard: usize) -> String {
-    if keys::is_sub(k) {
-        sub_cf_name(shard)
-    } else {
-        cf_name(shard)
-    }
-}
-
 impl Engine {
     /// Opens (or creates) the database in `opts.dir` with `opts.shards`
     /// column families, moving records between column families if the data
@@ -263,7 +225,7 @@ impl Engine {
         default_cf.set_write_buffer_size(opts.write_buffer_bytes);
         descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
-        Self::reshard(&mut db, &names, opts.shards)?;
+        families::reshard(&mut db, &names, opts.shards)?;
         let wanted: Vec<String> = shard_cf_names(opts.shards).collect();
         for stale in names.iter().filter(|n| !wanted.contains(n)) {
             db.drop_cf(stale)?;
@@ -293,49 +255,6 @@ impl Engine {
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
         })
-    }
-
-    /// Moves every record whose slot now belongs to another shard, or that
-    /// was written before members had a family of their own. Safe to rerun
-    /// after a crash: a record's target depends only on its slot and tag.
-    fn reshard(db: &mut DB, names: &[String], shards: usize) -> Result<(), StorageError> {
-        let stored = db
-            .get(SHARDS_RECORD)?
-            .and_then(|v| String::from_utf8(v).ok())
-            .and_then(|s| s.parse::<usize>().ok());
-        let layout = db.get(LAYOUT_RECORD)?;
-        if stored.is_none() || (stored == Some(shards) && layout.as_deref() == Some(LAYOUT.as_bytes())) {
-            return Ok(());
-        }
-        tracing::info!(from = ?stored, to = shards, "moving records to their column families (shard count or layout changed)");
-        let mut moved = 0usize;
-        for name in names {
-            let Some(src) = db.cf_handle(name) else { continue };
-            let mut it = db.raw_iterator_cf(src);
-            it.seek_to_first();
-            let mut batch = WriteBatch::default();
-            while it.valid() {
-                let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
-                if let Some(slot) = keys::slot_of_record(k) {
-                    let target = home_of(k, shard_of_slot(slot, shards));
-                    if &target != name {
-                        if let Some(dst) = db.cf_handle(&target) {
-                            batch.put_cf(dst, k, v);
-                            batch.delete_cf(src, k);
-                            moved += 1;
-                        }
-                    }
-                }
-                if batch.len() >= RESHARD_BATCH {
-                    db.write(std::mem::take(&mut batch))?;
-                }
-                it.next();
-            }
-            it.status()?;
-            db.write(batch)?;
-        }
-        tracing::info!(moved, "resharding done");
-        Ok(())
     }
 
     /// Lets the compaction filters read meta records (they keep everything
@@ -704,103 +623,5 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         io_threads: 2,
         memtables_bytes: 0,
         bottommost: Compression::Zstd,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn open(dir: &Path, shards: usize) -> Engine {
-        Engine::open(&test_opts(dir, shards, 1 << 20)).unwrap()
-    }
-
-    /// The column families holding `key`.
-    fn where_is(e: &Engine, shards: usize, key: &[u8]) -> Vec<String> {
-        shard_cf_names(shards)
-            .filter(|n| e.db.get_cf(e.db.cf_handle(n).unwrap(), key).unwrap().is_some())
-            .collect()
-    }
-
-    #[test]
-    fn members_have_their_own_column_family() {
-        let dir = tempfile::tempdir().unwrap();
-        let e: &'static Engine = Box::leak(Box::new(open(dir.path(), 1)));
-        let s = e.shard(0).unwrap();
-        let (meta, member, ttl) = (keys::meta_key(0, b"h"), keys::sub_key(0, b"h", 7, b"f"), keys::ttl_key(5, 0, b"h"));
-        let mut b = s.batch();
-        for k in [&meta, &member, &ttl] {
-            s.put(&mut b, k, b"v");
-        }
-        s.write(b).unwrap();
-        assert_eq!(where_is(e, 1, &meta), vec![cf_name(0)]);
-        assert_eq!(where_is(e, 1, &member), vec![sub_cf_name(0)]);
-        assert_eq!(where_is(e, 1, &ttl), vec![cf_name(0)]);
-        let mut seen = Vec::new();
-        let (lo, hi) = keys::sub_range(0, b"h", 7);
-        s.scan(&lo, &hi, |k, _| {
-            seen.push(k.to_vec());
-            true
-        })
-        .unwrap();
-        assert_eq!(seen, vec![member.clone()]);
-        assert_eq!(s.last_key(&lo, &hi).unwrap(), Some(member.clone()));
-        assert_eq!(s.count(&lo, &hi).unwrap(), 1);
-        let (mlo, mhi) = keys::meta_db_range(0);
-        assert_eq!(s.count(&mlo, &mhi).unwrap(), 1);
-        // FLUSHDB's range delete reaches both families.
-        let (dlo, dhi) = keys::db_range(0);
-        let mut b = s.batch();
-        s.delete_range(&mut b, &dlo, &dhi);
-        s.write(b).unwrap();
-        assert!(where_is(e, 1, &meta).is_empty() && where_is(e, 1, &member).is_empty());
-        assert_eq!(where_is(e, 1, &ttl), vec![cf_name(0)], "the index is outside every db");
-    }
-
-    #[test]
-    fn members_written_in_one_family_move_to_their_own_on_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let member = keys::sub_key(3, b"list", 9, &5u64.to_be_bytes());
-        let meta = keys::meta_key(3, b"list");
-        {
-            // As data written before the member families existed: members
-            // in `shard-<i>`, no layout record.
-            let e = open(dir.path(), 2);
-            let owner = shard_of_slot(keys::slot_of_record(&member).unwrap(), 2);
-            let cf = e.db.cf_handle(&cf_name(owner)).unwrap();
-            e.db.put_cf(cf, &member, b"m").unwrap();
-            e.db.put_cf(cf, &meta, b"x").unwrap();
-            e.db.delete(LAYOUT_RECORD).unwrap();
-        }
-        let e = open(dir.path(), 2);
-        let owner = shard_of_slot(keys::slot_of_record(&member).unwrap(), 2);
-        assert_eq!(where_is(&e, 2, &member), vec![sub_cf_name(owner)]);
-        assert_eq!(where_is(&e, 2, &meta), vec![cf_name(owner)]);
-    }
-
-    #[test]
-    fn reopening_with_another_shard_count_moves_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let names: Vec<Vec<u8>> = (0..300).map(|i| format!("key:{i}").into_bytes()).collect();
-        let records: Vec<Vec<u8>> = names
-            .iter()
-            .flat_map(|n| [keys::meta_key(0, n), keys::ttl_key(99, 0, n), keys::sub_key(0, n, 1, b"m")])
-            .collect();
-        {
-            let e = open(dir.path(), 1);
-            for r in &records {
-                e.db.put_cf(e.db.cf_handle(&home_of(r, 0)).unwrap(), r, b"v").unwrap();
-            }
-        }
-        for shards in [4, 3, 1] {
-            let e = open(dir.path(), shards);
-            for r in &records {
-                let want = shard_of_slot(keys::slot_of_record(r).unwrap(), shards);
-                assert_eq!(where_is(&e, shards, r), vec![home_of(r, want)]);
-            }
-            let mut cfs = DB::list_cf(&Options::default(), dir.path().join("db")).unwrap();
-            cfs.sort();
-            assert_eq!(cfs.len(), 2 * shards + 1, "stale column families dropped: {cfs:?}");
-        }
     }
 }

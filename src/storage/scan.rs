@@ -3,7 +3,10 @@
 //! or members, `keys::range_families`) and writes the open group first, so
 //! it sees every write staged before it.
 
-use rocksdb::{ColumnFamily, ReadOptions};
+use rocksdb::{ColumnFamily, DBRawIteratorWithThreadMode, ReadOptions, DB};
+
+/// A raw iterator of the process-wide database.
+type Iter = DBRawIteratorWithThreadMode<'static, DB>;
 
 use super::{keys, ShardStore, Snap, StorageError};
 
@@ -34,6 +37,20 @@ impl ShardStore {
         Snap(self.db.snapshot())
     }
 
+    /// An iterator over `[from, to)` of the one family the range reads,
+    /// as of `snap` (or the live data), after the open group is written.
+    fn range_iter(&self, from: &[u8], to: &[u8], snap: Option<&Snap>, fill_cache: bool) -> Result<Iter, StorageError> {
+        self.flush_group()?;
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(from.to_vec());
+        ro.set_iterate_upper_bound(to.to_vec());
+        ro.fill_cache(fill_cache);
+        if let Some(s) = snap {
+            ro.set_snapshot(&s.0);
+        }
+        Ok(self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro))
+    }
+
     /// [`ShardStore::scan`] as of `snap` (or the live data when None),
     /// starting just after `after` when given.
     pub fn scan_from(
@@ -44,13 +61,7 @@ impl ShardStore {
         to: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(to.to_vec());
-        if let Some(s) = snap {
-            ro.set_snapshot(&s.0);
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
+        let mut it = self.range_iter(from, to, snap, true)?;
         match after {
             Some(a) => {
                 it.seek(a);
@@ -72,25 +83,18 @@ impl ShardStore {
 
     /// The last key in `[from, to)`, if any.
     pub fn last_key(&self, from: &[u8], to: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(from.to_vec());
-        ro.set_iterate_upper_bound(to.to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
-        it.seek_to_last();
-        let found = it.valid().then(|| it.key().map(|k| k.to_vec())).flatten();
-        it.status()?;
+        let mut found = None;
+        self.scan_back(from, to, |k, _| {
+            found = Some(k.to_vec());
+            false
+        })?;
         Ok(found)
     }
 
     /// Visits records in `[from, to)` in reverse key order until `f`
     /// returns false.
     pub fn scan_back(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_lower_bound(from.to_vec());
-        ro.set_iterate_upper_bound(to.to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
+        let mut it = self.range_iter(from, to, None, true)?;
         it.seek_to_last();
         while it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
@@ -112,11 +116,7 @@ impl ShardStore {
 
     /// Counts records in `[from, to)` without decoding values.
     pub fn count(&self, from: &[u8], to: &[u8]) -> Result<u64, StorageError> {
-        self.flush_group()?;
-        let mut ro = ReadOptions::default();
-        ro.set_iterate_upper_bound(to.to_vec());
-        ro.fill_cache(false);
-        let mut it = self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro);
+        let mut it = self.range_iter(from, to, None, false)?;
         it.seek(from);
         let mut n = 0;
         while it.valid() {

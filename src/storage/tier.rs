@@ -563,7 +563,8 @@ fn read_batch(db: &'static rocksdb::DB, batches: &AtomicU64, jobs: Vec<Job>) {
                     .filter_map(|(k, v)| v.ok().map(|v| (*k, v.map(|v| bytes::Bytes::copy_from_slice(&v))))),
             );
         }
-        found.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // Only meta records are kept, all read from the sorted `metas`:
+        // `found` is in key order for the lookups below.
         for &j in &same {
             done[j] = true;
             let job = &jobs[j];

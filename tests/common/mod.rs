@@ -412,6 +412,17 @@ pub fn run_scripts(scripts: &[(&str, &str)], shards: usize) {
     }
 }
 
+/// Runs `script` against a fresh redis-server and a fresh Basalt with
+/// `shards` shards, both connections switched to RESP3 first.
+pub fn run_resp3_script(name: &str, script: &str, shards: usize) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    r.cmd(&["HELLO", "3"]);
+    b.cmd(&["HELLO", "3"]);
+    run_script(name, script, &mut r, &mut b, shards);
+}
+
 pub fn run_script(name: &str, script: &str, redis: &mut Raw, basalt: &mut Raw, shards: usize) {
     redis.cmd(&["FLUSHALL"]);
     basalt.cmd(&["FLUSHALL"]);
