@@ -11,6 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use crate::blocked::{Gone, Waiter};
+use crate::pubsub::{Class, Push, Subscriber};
 
 /// Per-connection state that connection commands change.
 pub struct Client {
@@ -26,6 +27,41 @@ pub struct Client {
     pub in_exec: bool,
     /// The keys WATCHed since the last EXEC, DISCARD or UNWATCH.
     pub watch: Option<Watch>,
+    /// Pub/sub subscriptions, from the first (P|S)SUBSCRIBE on.
+    pub pubsub: Option<Box<Subs>>,
+}
+
+/// A connection's own side of pub/sub: what it subscribes to (the registry
+/// in `pubsub` has the other side) and the mailbox its messages arrive in.
+pub struct Subs {
+    pub channels: std::collections::HashSet<Bytes>,
+    pub patterns: std::collections::HashSet<Bytes>,
+    pub shard: std::collections::HashSet<Bytes>,
+    pub me: Arc<Subscriber>,
+    pub inbox: shards::Mailbox<Push>,
+}
+
+impl Subs {
+    pub fn of(&mut self, class: Class) -> &mut std::collections::HashSet<Bytes> {
+        match class {
+            Class::Channel => &mut self.channels,
+            Class::Pattern => &mut self.patterns,
+            Class::Shard => &mut self.shard,
+        }
+    }
+
+    /// Redis's count in (un)subscribe replies: channels and patterns
+    /// together, shard channels on their own.
+    pub fn count(&self, class: Class) -> usize {
+        match class {
+            Class::Shard => self.shard.len(),
+            _ => self.channels.len() + self.patterns.len(),
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.channels.len() + self.patterns.len() + self.shard.len()
+    }
 }
 
 /// What WATCH registered: the flag the keys' owners set when a write
@@ -55,6 +91,11 @@ pub struct Multi {
 }
 
 impl Client {
+    /// In subscribed mode: some subscription is active (Redis's `CLIENT_PUBSUB`).
+    pub fn subscribed(&self) -> bool {
+        self.pubsub.as_ref().is_some_and(|s| s.total() > 0)
+    }
+
     /// Leaves MULTI (EXEC, DISCARD, RESET) and unwatches: the queue, if any.
     pub fn end_multi(&mut self) -> Option<Multi> {
         self.info.multi.store(-1, Ordering::Relaxed);
@@ -82,6 +123,9 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// Commands queued in MULTI; -1 outside MULTI (CLIENT LIST `multi=`).
     pub multi: AtomicI64,
+    /// Channels, patterns and shard channels subscribed (CLIENT LIST
+    /// `sub=`, `psub=`, `ssub=`).
+    pub subs: [std::sync::atomic::AtomicU32; 3],
     /// The wait of a client blocked on keys (BLPOP...): CLIENT UNBLOCK and
     /// KILL end it; CLIENT LIST shows `flags=b` while it is set.
     pub waiter: Mutex<Option<Arc<Waiter>>>,
@@ -100,6 +144,11 @@ impl ClientInfo {
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
         }
+    }
+
+    /// Subscribed to something (CLIENT LIST `flags=P`, TYPE pubsub).
+    pub fn is_pubsub(&self) -> bool {
+        self.subs.iter().any(|n| n.load(Ordering::Relaxed) > 0)
     }
 
     /// The client's wait, while it is blocked.

@@ -34,6 +34,10 @@ pub struct Global {
     pub listeners: Mutex<Vec<i32>>,
     /// The memory budget the caches were sized by (`storage::budget`).
     pub memory: crate::storage::budget::Plan,
+    /// Every pub/sub subscription.
+    pub pubsub: crate::pubsub::PubSub,
+    /// Clients closed for going over `client-output-buffer-limit`.
+    pub output_limit_cuts: AtomicU64,
 }
 
 impl Global {

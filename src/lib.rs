@@ -21,6 +21,8 @@
 //!   client registry.
 //! - [`blocked`]: clients blocked on keys: each waiter and each shard's
 //!   queues of them (the serving is `coord::blocking`).
+//! - [`pubsub`]: pub/sub subscriptions, process-wide, and delivery into
+//!   each subscriber's mailbox (the commands are `cmd::pubsub`).
 //! - [`client`]: a connection's state and what CLIENT LIST reads of it.
 //! - [`expire`]: active expiration (and the shard's ~100 ms housekeeping tick).
 //! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
@@ -42,6 +44,7 @@ pub mod expire;
 pub mod glob;
 pub mod global;
 pub mod monitor;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod shard;

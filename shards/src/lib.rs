@@ -48,6 +48,9 @@ use std::task::Waker;
 
 use glommio::{Latency, LocalExecutorBuilder, Placement, Shares};
 
+mod mailbox;
+pub use mailbox::{Mailbox, Post};
+
 /// Items of the runtime the server may name: sockets, timers, spawning.
 pub mod rt {
     pub use glommio::net::{TcpListener, TcpStream};
@@ -319,6 +322,13 @@ impl<S: 'static> Shard<S> {
         (Sender { slot: slot.clone(), ring }, Receiver { slot })
     }
 
+    /// A many-to-one queue into a task of this shard: the [`Mailbox`] is
+    /// awaited here, its [`Post`]s may travel to any shard.
+    pub fn mailbox<T: Send + 'static>(&self) -> (Mailbox<T>, Post<T>) {
+        let home = self.inboxes[self.id].clone();
+        Mailbox::new(Arc::new(move || home.bell.ring()))
+    }
+
     /// Runs `job` on shard `target` and returns its result. On the local
     /// shard it runs inline, with no message and no await point.
     pub async fn invoke_on<R, F>(&self, target: usize, job: F) -> R
@@ -552,250 +562,4 @@ pub fn current<S: 'static>() -> Option<Rc<Shard<S>>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    #[test]
-    fn invoke_on_every_shard_and_back() {
-        let total = Arc::new(AtomicUsize::new(0));
-        let t2 = total.clone();
-        let rt = Runtime::start(
-            Config {
-                shards: 3,
-                cores: vec![],
-                spin_before_park: Duration::ZERO,
-            },
-            |id| id * 10,
-            move |shard: Rc<Shard<usize>>| {
-                let total = t2.clone();
-                async move {
-                    for target in 0..shard.count() {
-                        let v = shard.invoke_on(target, |s: &usize| *s + 1).await;
-                        assert_eq!(v, target * 10 + 1);
-                    }
-                    let all = shard.broadcast(|s: &usize| *s).await;
-                    assert_eq!(all, vec![0, 10, 20]);
-                    total.fetch_add(1, Ordering::SeqCst);
-                    // Keep serving peers until everyone is done.
-                    while total.load(Ordering::SeqCst) < shard.count() {
-                        rt::sleep(Duration::from_millis(1)).await;
-                    }
-                }
-            },
-        )
-        .map_err(|e| e.to_string());
-        assert!(rt.is_ok(), "{rt:?}", rt = rt.as_ref().err());
-        if let Ok(rt) = rt {
-            rt.join();
-        }
-        assert_eq!(total.load(Ordering::SeqCst), 3);
-    }
-}
-
-#[cfg(test)]
-mod stress {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    const STRESS_ROUNDS: usize = 30_000;
-
-    /// Waits for the runtime to finish, failing the test instead of hanging
-    /// when a shard stops making progress.
-    fn join_within(rt: Runtime, limit: Duration, what: &str) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            rt.join();
-            let _ = tx.send(());
-        });
-        assert!(rx.recv_timeout(limit).is_ok(), "{what}: no progress for {limit:?}");
-    }
-
-    /// Many round trips in both directions at once: a lost cross-core
-    /// wake-up shows up as a hang here. With glommio 0.9.0 unpatched this
-    /// stalled in about half the runs (see `shards/glommio/README.basalt.md`).
-    #[test]
-    fn many_round_trips_do_not_hang() {
-        let done = Arc::new(AtomicUsize::new(0));
-        let d2 = done.clone();
-        let rt = Runtime::start(
-            Config {
-                shards: 2,
-                cores: available_cores(),
-                spin_before_park: Duration::ZERO,
-            },
-            |id| id,
-            move |shard: Rc<Shard<usize>>| {
-                let done = d2.clone();
-                async move {
-                    let peer = 1 - shard.id();
-                    for i in 0..STRESS_ROUNDS {
-                        let v = shard.invoke_on(peer, move |s: &usize| *s + i).await;
-                        assert_eq!(v, peer + i);
-                    }
-                    done.fetch_add(1, Ordering::SeqCst);
-                    while done.load(Ordering::SeqCst) < 2 {
-                        rt::sleep(Duration::from_millis(1)).await;
-                    }
-                }
-            },
-        );
-        match rt {
-            Ok(rt) => join_within(rt, Duration::from_secs(120), "two-way round trips"),
-            Err(e) => panic!("runtime did not start: {e}"),
-        }
-        assert_eq!(done.load(Ordering::SeqCst), 2);
-    }
-
-    /// A job that answers later runs as a task on its shard: a job sent
-    /// after it answers first, and both answers arrive.
-    #[test]
-    fn a_later_answer_does_not_hold_up_the_next_job() {
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let o2 = order.clone();
-        let finished = Arc::new(AtomicBool::new(false));
-        let f2 = finished.clone();
-        let rt = Runtime::start(
-            Config {
-                shards: 2,
-                cores: vec![],
-                spin_before_park: Duration::ZERO,
-            },
-            |id| id,
-            move |shard: Rc<Shard<usize>>| {
-                let order = o2.clone();
-                let finished = f2.clone();
-                async move {
-                    if shard.id() != 0 {
-                        while !finished.load(Ordering::SeqCst) {
-                            rt::sleep(Duration::from_millis(1)).await;
-                        }
-                        return;
-                    }
-                    let (o1, o2) = (order.clone(), order.clone());
-                    let slow = shard.invoke_on_then(1, move |s: &Rc<usize>| {
-                        let s = s.clone();
-                        Then::Later(Box::pin(async move {
-                            rt::sleep(Duration::from_millis(50)).await;
-                            o1.lock().map(|mut o| o.push("later")).ok();
-                            *s + 10
-                        }))
-                    });
-                    let quick = shard.invoke_on_then(1, move |s: &Rc<usize>| {
-                        o2.lock().map(|mut o| o.push("now")).ok();
-                        Then::Now(**s + 20)
-                    });
-                    let got = join_all(vec![
-                        Box::pin(slow) as std::pin::Pin<Box<dyn Future<Output = usize>>>,
-                        Box::pin(quick),
-                    ])
-                    .await;
-                    assert_eq!(got, vec![11, 21]);
-                    let here = shard.invoke_on_then(0, |s: &Rc<usize>| Then::Now(**s)).await;
-                    assert_eq!(here, 0);
-                    finished.store(true, Ordering::SeqCst);
-                }
-            },
-        );
-        match rt {
-            Ok(rt) => join_within(rt, Duration::from_secs(60), "later answers"),
-            Err(e) => panic!("runtime did not start: {e}"),
-        }
-        assert_eq!(*order.lock().unwrap(), vec!["now", "later"]);
-    }
-
-    /// Timers wake a parked shard: glommio arms them on its latency ring,
-    /// which an earlier version of this crate did not trust (it rang every
-    /// shard from a ticker thread). Nothing else wakes this shard.
-    #[test]
-    fn timers_wake_an_idle_shard() {
-        let fired = Arc::new(AtomicUsize::new(0));
-        let f2 = fired.clone();
-        let rt = Runtime::start(
-            Config {
-                shards: 1,
-                cores: vec![],
-                spin_before_park: Duration::ZERO,
-            },
-            |_| (),
-            move |_shard: Rc<Shard<()>>| {
-                let fired = f2.clone();
-                async move {
-                    for _ in 0..200 {
-                        rt::sleep(Duration::from_millis(1)).await;
-                        fired.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            },
-        );
-        match rt {
-            Ok(rt) => join_within(rt, Duration::from_secs(60), "1 ms timers"),
-            Err(e) => panic!("runtime did not start: {e}"),
-        }
-        assert_eq!(fired.load(Ordering::SeqCst), 200);
-    }
-}
-
-#[cfg(test)]
-mod bursts {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    static SENT: AtomicUsize = AtomicUsize::new(0);
-    static RAN: AtomicUsize = AtomicUsize::new(0);
-    static GOT: AtomicUsize = AtomicUsize::new(0);
-
-    /// Bursts of round trips separated by idle periods in which shard 0's
-    /// thread blocks outside the executor (as a benchmark driver does).
-    #[test]
-    fn bursts_after_idle_periods_do_not_hang() {
-        let (req_tx, req_rx) = std::sync::mpsc::channel::<usize>();
-        let (res_tx, res_rx) = std::sync::mpsc::channel::<()>();
-        let req_rx = Arc::new(std::sync::Mutex::new(Some(req_rx)));
-        let _rt = Runtime::start(
-            Config {
-                shards: 2,
-                cores: available_cores(),
-                spin_before_park: Duration::ZERO,
-            },
-            |id| id,
-            move |shard: Rc<Shard<usize>>| {
-                let req_rx = req_rx.clone();
-                let res_tx = res_tx.clone();
-                async move {
-                    if shard.id() != 0 {
-                        std::future::pending::<()>().await;
-                    }
-                    let Some(rx) = req_rx.lock().ok().and_then(|mut g| g.take()) else {
-                        return;
-                    };
-                    while let Ok(n) = rx.recv() {
-                        for _ in 0..n {
-                            SENT.fetch_add(1, Ordering::SeqCst);
-                            shard
-                                .invoke_on(1, |s: &usize| {
-                                    RAN.fetch_add(1, Ordering::SeqCst);
-                                    *s
-                                })
-                                .await;
-                            GOT.fetch_add(1, Ordering::SeqCst);
-                        }
-                        let _ = res_tx.send(());
-                    }
-                }
-            },
-        );
-        for burst in 0..300 {
-            req_tx.send(1 + burst % 50).unwrap();
-            if res_rx.recv_timeout(Duration::from_secs(5)).is_err() {
-                panic!(
-                    "burst {burst} hung: sent {} ran {} got {}",
-                    SENT.load(Ordering::SeqCst),
-                    RAN.load(Ordering::SeqCst),
-                    GOT.load(Ordering::SeqCst)
-                );
-            }
-            std::thread::sleep(Duration::from_micros(200 * (burst % 7) as u64));
-        }
-    }
-}
+mod tests;

@@ -92,8 +92,18 @@ fn set_name(client: &Client, name: &[u8]) -> CmdResult {
     Ok(())
 }
 
-pub async fn ping(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+pub async fn ping(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
+    // As Redis: a subscribed RESP2 client gets its pong as a message.
+    if c.client.subscribed() && !c.client.resp3 {
+        if args.left() > 1 {
+            return Err(CmdError::new(super::arity_error("ping")));
+        }
+        r.array(2);
+        r.bulk(b"pong");
+        r.bulk(if args.left() == 1 { args.bytes()? } else { b"" });
+        return Ok(());
+    }
     match args.left() {
         0 => r.simple("PONG"),
         1 => r.bulk(args.bytes()?),
@@ -125,6 +135,7 @@ pub async fn reset(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     client.info.db.store(0, Ordering::Relaxed);
     client.info.resp.store(2, Ordering::Relaxed);
     client.end_multi();
+    super::pubsub::unsubscribe_all(&c.shard.state().global, client);
     r.simple("RESET");
     Ok(())
 }
@@ -224,7 +235,7 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let age = c.created.elapsed().as_secs();
     let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -234,6 +245,9 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         idle,
         client_flags(c),
         c.db.load(Ordering::Relaxed),
+        c.subs[0].load(Ordering::Relaxed),
+        c.subs[1].load(Ordering::Relaxed),
+        c.subs[2].load(Ordering::Relaxed),
         c.multi.load(Ordering::Relaxed),
         match c.last_cmd.load(Ordering::Relaxed) {
             0 => "NULL".to_string(),
@@ -246,8 +260,20 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
 }
 
 /// CLIENT LIST's `flags`: `x` in MULTI, `b` blocked, `N` neither.
+/// CLIENT LIST/KILL's TYPE of a client: no replicas or masters yet.
+fn client_type(c: &ClientInfo) -> &'static str {
+    if c.is_pubsub() {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
 fn client_flags(c: &ClientInfo) -> String {
     let mut f = String::new();
+    if c.is_pubsub() {
+        f.push('P');
+    }
     if c.multi.load(Ordering::Relaxed) >= 0 {
         f.push('x');
     }
@@ -328,6 +354,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
         "info" => r.verbatim(&(client_line(&client.info, now) + "\n")),
         "list" => {
             let mut ids: Option<Vec<u64>> = None;
+            let mut ty = None;
             while !args.is_empty() {
                 if args.option("type", 1) {
                     let raw = args.bytes()?;
@@ -335,9 +362,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
                     if !["normal", "master", "replica", "pubsub", "slave"].contains(&t.as_str()) {
                         return Err(CmdError::new(format!("ERR Unknown client type '{}'", text(raw))));
                     }
-                    if t != "normal" {
-                        ids = Some(Vec::new());
-                    }
+                    ty = Some(if t == "slave" { "replica".to_string() } else { t });
                 } else if args.option("id", 1) {
                     let mut list = ids.take().unwrap_or_default();
                     for a in args.rest() {
@@ -357,7 +382,10 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
                 .map(|c| c.values().cloned().collect::<Vec<_>>())
                 .unwrap_or_default();
             let mut out = String::new();
-            for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id))) {
+            let wanted = |c: &&std::sync::Arc<ClientInfo>| {
+                ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && ty.as_ref().is_none_or(|t| t == client_type(c))
+            };
+            for c in clients.iter().filter(wanted) {
                 out.push_str(&client_line(c, now));
                 out.push('\n');
             }
@@ -480,7 +508,7 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
             && addr.as_ref().is_none_or(|a| *a == c.addr)
             && laddr.as_ref().is_none_or(|a| *a == c.laddr)
             && user.as_ref().is_none_or(|u| u == "default")
-            && ty.as_ref().is_none_or(|t| t == "normal")
+            && ty.as_ref().is_none_or(|t| t == client_type(c))
             && maxage.is_none_or(|m| c.created.elapsed().as_secs() as i64 >= m);
         if !matches || (skipme && c.id == client.info.id) {
             continue;

@@ -18,6 +18,7 @@ pub mod hashes;
 pub mod keys;
 pub mod lists;
 pub mod multi;
+pub mod pubsub;
 pub mod server;
 pub mod sets;
 pub mod strings;

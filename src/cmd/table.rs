@@ -11,7 +11,7 @@
 
 use std::sync::LazyLock;
 
-use super::{connection, hashes, keys, lists, multi, server, sets, strings, CommandSpec};
+use super::{connection, hashes, keys, lists, multi, pubsub, server, sets, strings, CommandSpec};
 
 /// Declares a family's commands, one line each (see the module doc). The
 /// braces keep rustfmt from spreading a line over twelve.
@@ -78,6 +78,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         sets::COMMANDS,
         lists::COMMANDS,
         multi::COMMANDS,
+        pubsub::COMMANDS,
     ]
     .concat()
 });

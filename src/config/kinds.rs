@@ -152,7 +152,7 @@ fn output_limits(value: &str, current: &str) -> Result<String, String> {
         .join(" "))
 }
 
-fn class_limits(shown: &str, class: &str) -> Option<[i64; 3]> {
+pub(super) fn class_limits(shown: &str, class: &str) -> Option<[i64; 3]> {
     let words: Vec<&str> = shown.split_whitespace().collect();
     let g = words.chunks(4).find(|g| g[0] == class && g.len() == 4)?;
     Some([g[1].parse().ok()?, g[2].parse().ok()?, g[3].parse().ok()?])

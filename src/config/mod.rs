@@ -178,6 +178,8 @@ pub struct Config {
     /// Spikes at least this long (ms) go to the latency monitor; 0: off.
     pub latency_monitor_threshold: AtomicU64,
     pub latency_tracking: AtomicBool,
+    /// `client-output-buffer-limit pubsub`: hard bytes, soft bytes, soft seconds.
+    pubsub_limits: [AtomicU64; 3],
     enc: [AtomicU64; 5],
     list_size: std::sync::atomic::AtomicI64,
     hooks: Mutex<Vec<(&'static str, Hook)>>,
@@ -253,6 +255,7 @@ impl Config {
             slowlog_max_len: AtomicU64::new(128),
             latency_monitor_threshold: AtomicU64::new(0),
             latency_tracking: AtomicBool::new(true),
+            pubsub_limits: Default::default(),
             enc: Default::default(),
             list_size: Default::default(),
             hooks: Mutex::new(Vec::new()),
@@ -322,6 +325,23 @@ impl Config {
             slot.store(int(name).max(0) as u64, Ordering::Relaxed);
         }
         self.list_size.store(int("list-max-listpack-size"), Ordering::Relaxed);
+        let limits = m
+            .get("client-output-buffer-limit")
+            .and_then(|v| kinds::class_limits(v, "pubsub"))
+            .unwrap_or([0, 0, 0]);
+        for (slot, v) in self.pubsub_limits.iter().zip(limits) {
+            slot.store(v.max(0) as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// `client-output-buffer-limit pubsub` now.
+    pub fn pubsub_limits(&self) -> crate::pubsub::Limits {
+        let l = |i: usize| self.pubsub_limits[i].load(Ordering::Relaxed);
+        crate::pubsub::Limits {
+            hard: l(0),
+            soft: l(1),
+            soft_secs: l(2),
+        }
     }
 
     /// Whether a parameter still has its built-in default (the memory

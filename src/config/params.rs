@@ -127,7 +127,7 @@ pub(super) const PARAMS: &[Param] = &[
     inert("bind-source-addr", "", Str, REPL),
     inert("bio_cpulist", "", Str, PROCESS).fixed(),
     inert("busy-reply-threshold", "5000", Int(0, i64::MAX), SCRIPTS).alias("lua-time-limit"),
-    inert("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", OutputLimits, OUTPUT),
+    live("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", OutputLimits),
     inert("cluster-allow-pubsubshard-when-down", "yes", Bool, CLUSTER),
     inert("cluster-allow-reads-when-down", "no", Bool, CLUSTER),
     inert("cluster-allow-replica-migration", "yes", Bool, CLUSTER),

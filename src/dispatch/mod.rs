@@ -115,7 +115,30 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
     if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
         return Err((Some(idx), MISCONF.into()));
     }
+    // MODES: RESP2's subscribed mode (not inside EXEC, as Redis checks
+    // only what a client sends).
+    if client.pubsub.is_some() && !client.resp3 && !client.in_exec && client.subscribed() && !allowed_subscribed(spec.name) {
+        return Err((Some(idx), not_in_subscribed_mode(spec, argv)));
+    }
     Ok((idx, spec))
+}
+
+/// What a RESP2 client in subscribed mode may run.
+fn allowed_subscribed(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe" | "ping" | "quit" | "reset"
+    )
+}
+
+/// Redis's refusal in subscribed mode, naming the command as Redis's
+/// `fullname` does (`config|get` for a subcommand).
+fn not_in_subscribed_mode(spec: &CommandSpec, argv: &[Bytes]) -> String {
+    let name = match (spec.subcommands.is_empty(), argv.get(1)) {
+        (false, Some(sub)) => format!("{}|{}", spec.name, String::from_utf8_lossy(sub).to_ascii_lowercase()),
+        _ => spec.name.to_string(),
+    };
+    format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }
 
 /// Produces the replies handlers left to the connection, in order, each at
@@ -203,7 +226,7 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                 continue;
             }
         };
-        // MODES: MULTI queueing here; the pub/sub command filter goes here.
+        // MODES: MULTI queueing here; the pub/sub command filter is in `precheck`.
         client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
         client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
         if client.multi.is_some() && (spec.name == "exec" || !cmd::multi::runs_in_multi(spec.name)) {

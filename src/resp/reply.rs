@@ -168,6 +168,12 @@ impl Reply {
         }
     }
 
+    /// An out-of-band message of `n` elements (pub/sub, MONITOR): `>n` in
+    /// RESP3, an array in RESP2.
+    pub fn push(&mut self, n: usize) {
+        self.header(if self.resp3 { b'>' } else { b'*' }, n as i64);
+    }
+
     /// A set of `n` elements: `~n` in RESP3, an array in RESP2.
     pub fn set(&mut self, n: usize) {
         self.header(if self.resp3 { b'~' } else { b'*' }, n as i64);

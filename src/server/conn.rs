@@ -18,10 +18,11 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use shards::rt::TcpStream;
 use shards::Shard;
 
-use crate::client::{Client, ClientInfo};
+use crate::client::{Client, ClientInfo, Subs};
 use crate::clock::now_ms;
 use crate::dispatch;
 use crate::global::Global;
+use crate::pubsub::Push;
 use crate::resp::{parse_request, Limits, Reply};
 use crate::shard::ShardState;
 
@@ -72,6 +73,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         resp: 2.into(),
         killed: false.into(),
         multi: (-1).into(),
+        subs: Default::default(),
         waiter: Default::default(),
     });
     {
@@ -101,6 +103,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         multi: None,
         in_exec: false,
         watch: None,
+        pubsub: None,
     };
     // `rbuf` holds only what the parser has not consumed yet; it grows on
     // demand, so a connection costs one read chunk, not two.
@@ -108,13 +111,32 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut out = Reply::new(false);
     loop {
-        let timeout = g.config.timeout_secs.load(Ordering::Relaxed);
+        // As Redis: a subscribed client never times out.
+        let timeout = if client.subscribed() {
+            0
+        } else {
+            g.config.timeout_secs.load(Ordering::Relaxed)
+        };
         let _ = stream.set_read_timeout(if timeout > 0 { Some(Duration::from_secs(timeout)) } else { None });
         // Read into a scratch buffer zeroed once, then append: a small
-        // request costs a copy of its own size, not a 16 KiB memset.
-        let n = match stream.read(&mut scratch[..]).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        // request costs a copy of its own size, not a 16 KiB memset. A
+        // subscriber also wakes for its messages.
+        let n = match next_event(&mut stream, &mut scratch, client.pubsub.as_deref()).await {
+            Event::Read(Ok(0) | Err(_)) => break,
+            Event::Read(Ok(n)) => n,
+            Event::Pushed(items) => {
+                out.resp3 = client.resp3;
+                write_pushed(&client, items, &mut out);
+                st.net.borrow_mut().1 += out.buf.len() as u64;
+                if stream.write_all(&out.buf).await.is_err() {
+                    break;
+                }
+                out.buf.clear();
+                if info.killed.load(Ordering::Relaxed) {
+                    break;
+                }
+                continue;
+            }
         };
         rbuf.extend_from_slice(&scratch[..n]);
         if n == scratch.len() && n < BIG_READ_CHUNK {
@@ -146,6 +168,10 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         // an IPI per completion (COOP_TASKRUN, shards/glommio): now SET -P1
         // 49-51k -> 71-72k and INCR -P1 44-49k -> 67-71k, GET -P1 unchanged.
         futures_lite::future::yield_now().await;
+        // Messages that came meanwhile go after this batch's replies.
+        if client.pubsub.is_some() {
+            crate::cmd::pubsub::drain_into(&mut client, &mut out);
+        }
         if g.engine.unflushed() {
             if let Err(e) = g.engine.flush_written() {
                 // Never acknowledge a write that is not in the WAL.
@@ -167,11 +193,44 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
             break;
         }
     }
+    crate::cmd::pubsub::unsubscribe_all(&g, &mut client);
     if let Ok(mut clients) = g.clients.lock() {
         clients.remove(&id);
     }
     st.connections.set(st.connections.get().saturating_sub(1));
     let _ = stream.close().await;
+}
+
+/// What wakes a connection: bytes from its client, or messages for it.
+enum Event {
+    Read(std::io::Result<usize>),
+    Pushed(Vec<Push>),
+}
+
+/// Reads into `buf`; a subscriber also wakes when messages arrive. A read
+/// dropped because messages won is not lost: glommio's read polls for
+/// readiness and only then receives.
+async fn next_event(stream: &mut TcpStream, buf: &mut [u8], subs: Option<&Subs>) -> Event {
+    match subs {
+        None => Event::Read(stream.read(buf).await),
+        Some(s) => {
+            let read = async { Event::Read(stream.read(buf).await) };
+            let pushed = async { Event::Pushed(s.inbox.recv().await) };
+            read.or(pushed).await
+        }
+    }
+}
+
+/// Writes messages that arrived for a subscriber into `out`.
+fn write_pushed(client: &Client, items: Vec<Push>, out: &mut Reply) {
+    let mut bytes = 0;
+    for m in &items {
+        bytes += m.size();
+        m.write(out);
+    }
+    if let Some(s) = &client.pubsub {
+        s.me.taken(bytes);
+    }
 }
 
 /// Parses every complete request in `rbuf` and runs them in order, replies

@@ -218,6 +218,8 @@ pub fn run(config: Config) -> Result<(), String> {
         latency: Default::default(),
         listeners: Mutex::new(Vec::new()),
         memory: mem,
+        pubsub: Default::default(),
+        output_limit_cuts: AtomicU64::new(0),
     });
     install_signal_thread(g.clone(), signals);
     start_fsync_thread(g.clone());
