@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_resp3_script, run_scripts, Basalt, Raw, RedisServer};
+use common::{run_resp3_script, run_scripts, Basalt, Raw};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -269,42 +269,9 @@ fn redis_rs_atomic_pipeline() {
     assert_eq!((a.as_str(), b, n), ("1", 5, vec!["p".to_string(), "q".to_string()]));
 }
 
-/// Runs `script` against a fresh redis-server and a fresh Basalt with two
-/// connections each: a line `A: ...` goes on the first, `B: ...` on the
-/// second, `SLEEP <ms>` waits; every reply must be the same, but for a
-/// line starting with `!` (HELLO, whose reply names the server's version).
+/// Two-client differential scripts (`common::run_clients`).
 fn two_clients(name: &str, script: &str, shards: usize) {
-    let redis = RedisServer::start();
-    let basalt = Basalt::start(shards);
-    let mut r = [redis.raw(), redis.raw()];
-    let mut b = [basalt.raw(), basalt.raw()];
-    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        if let Some(ms) = line.strip_prefix("SLEEP ") {
-            std::thread::sleep(std::time::Duration::from_millis(ms.parse().expect("ms")));
-            continue;
-        }
-        let (compare, line) = match line.strip_prefix('!') {
-            Some(rest) => (false, rest.trim()),
-            None => (true, line),
-        };
-        let (who, cmd) = match line.split_once(": ") {
-            Some(("A", c)) => (0, c),
-            Some(("B", c)) => (1, c),
-            _ => panic!("{name}: `{line}` names no client"),
-        };
-        let args = common::split(cmd);
-        let (want, got) = (r[who].cmd(&args), b[who].cmd(&args));
-        if !compare {
-            continue;
-        }
-        assert_eq!(
-            want,
-            got,
-            "[{name}, {shards} shards] `{line}`\n redis:  {}\n basalt: {}",
-            common::show(&want),
-            common::show(&got)
-        );
-    }
+    common::run_clients(name, script, shards, false);
 }
 
 const WATCH_SCRIPTS: &[(&str, &str)] = &[

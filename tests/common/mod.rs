@@ -447,3 +447,102 @@ pub fn run_script(name: &str, script: &str, redis: &mut Raw, basalt: &mut Raw, s
         );
     }
 }
+
+/// Replies that come in an order Redis does not define, made comparable:
+/// each without its trailing integer (an unsubscribe's running count,
+/// which depends on that order), sorted, then the integers sorted.
+fn unordered_replies(replies: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let (mut bodies, mut counts) = (Vec::new(), Vec::new());
+    for r in replies {
+        let text = r.strip_suffix(b"\r\n").unwrap_or(&r);
+        match text.iter().rposition(|&c| c == b'\n') {
+            Some(at) if text.get(at + 1) == Some(&b':') => {
+                bodies.push(r[..at + 1].to_vec());
+                counts.push(r[at + 1..].to_vec());
+            }
+            _ => bodies.push(r),
+        }
+    }
+    bodies.sort();
+    counts.sort();
+    bodies.extend(counts);
+    bodies
+}
+
+/// Runs `script` against a fresh redis-server and a fresh Basalt with
+/// `shards` shards, with four connections each (A to D; all switched to
+/// RESP3 first when `resp3`). A line is one of:
+/// - `A: CMD`: sends CMD on A and compares its reply;
+/// - `!A: CMD`: the same without comparing (HELLO names the server);
+/// - `~A: CMD`: compares an array reply as an unordered set;
+/// - `A> CMD`: sends CMD on A and reads nothing yet;
+/// - `A<`: reads one more reply (or pushed message) on A and compares;
+/// - `A<< N`: reads N replies on A and compares them as a multiset (what
+///   Redis answers in its dictionary's order, as UNSUBSCRIBE from all;
+///   see [`unordered_replies`]);
+/// - `SLEEP <ms>`; `#` starts a comment.
+pub fn run_clients(name: &str, script: &str, shards: usize, resp3: bool) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let mut r: Vec<Raw> = (0..4).map(|_| redis.raw()).collect();
+    let mut b: Vec<Raw> = (0..4).map(|_| basalt.raw()).collect();
+    if resp3 {
+        for c in r.iter_mut().chain(b.iter_mut()) {
+            c.cmd(&["HELLO", "3"]);
+        }
+    }
+    let who = |c: &str| match c {
+        "A" => 0,
+        "B" => 1,
+        "C" => 2,
+        "D" => 3,
+        _ => panic!("{name}: client `{c}` (A to D)"),
+    };
+    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Some(ms) = line.strip_prefix("SLEEP ") {
+            std::thread::sleep(Duration::from_millis(ms.parse().expect("ms")));
+            continue;
+        }
+        let (compare, unordered, rest) = match (line.strip_prefix('!'), line.strip_prefix('~')) {
+            (Some(rest), _) => (false, false, rest.trim()),
+            (_, Some(rest)) => (true, true, rest.trim()),
+            _ => (true, false, line),
+        };
+        let Some(c) = rest.get(..1) else { continue };
+        let (i, tail) = (who(c), &rest[1..]);
+        let (want, got): (Vec<Vec<u8>>, Vec<Vec<u8>>) = if let Some(n) = tail.strip_prefix("<< ") {
+            let n = n.trim().parse::<usize>().expect("count");
+            let want: Vec<_> = (0..n).map(|_| r[i].reply()).collect();
+            let got: Vec<_> = (0..n).map(|_| b[i].reply()).collect();
+            (unordered_replies(want), unordered_replies(got))
+        } else if tail == "<" {
+            (vec![r[i].reply()], vec![b[i].reply()])
+        } else if let Some(cmd) = tail.strip_prefix("> ") {
+            let args = split(cmd);
+            r[i].send_bytes(&Raw::encode(&args));
+            b[i].send_bytes(&Raw::encode(&args));
+            continue;
+        } else if let Some(cmd) = tail.strip_prefix(": ") {
+            let args = split(cmd);
+            (vec![r[i].cmd(&args)], vec![b[i].cmd(&args)])
+        } else {
+            panic!("{name}: `{line}` is not a script line");
+        };
+        if !compare {
+            continue;
+        }
+        let same = if unordered {
+            want.iter().map(|w| elements(w)).eq(got.iter().map(|g| elements(g)))
+        } else {
+            want == got
+        };
+        let show_all = |v: &[Vec<u8>]| v.iter().map(|x| show(x)).collect::<Vec<_>>().join(" | ");
+        assert!(
+            same,
+            "[{name}, {shards} shards{}] `{line}`\n redis:  {}\n basalt: {}",
+            if resp3 { ", RESP3" } else { "" },
+            show_all(&want),
+            show_all(&got)
+        );
+    }
+}

@@ -13,6 +13,7 @@ use crate::cmd::args::{text, Args};
 use crate::cmd::{Conn, TABLE};
 use crate::error::CmdResult;
 use crate::global::Global;
+use crate::pubsub::Class;
 use crate::resp::Reply;
 use crate::shard::{CmdStat, ShardState};
 use crate::types::keyspace::CacheStats;
@@ -169,10 +170,11 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
     if want("clients") {
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n\r\n",
             g.connected(),
             g.config.maxclients.load(Ordering::Relaxed),
             g.clients.lock().map_or(0, |c| c.values().filter(|c| c.waiter().is_some()).count()),
+            g.clients.lock().map_or(0, |c| c.values().filter(|c| c.is_pubsub()).count()),
         );
     }
     if want("memory") {
@@ -225,7 +227,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -238,12 +240,16 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             reports.iter().map(|r| r.expired_fields).sum::<u64>(),
             reports.iter().map(|r| r.hits).sum::<u64>(),
             reports.iter().map(|r| r.misses).sum::<u64>(),
+            g.pubsub.active(Class::Channel),
+            g.pubsub.active(Class::Pattern),
+            g.pubsub.active(Class::Shard),
             reports.iter().map(|r| r.meta_cache.hits).sum::<u64>(),
             reports.iter().map(|r| r.meta_cache.misses).sum::<u64>(),
             g.engine.read_pool_stats().0,
             g.engine.read_pool_stats().1,
             g.engine.read_pool_stats().2,
             reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
+            g.output_limit_cuts.load(Ordering::Relaxed),
         );
     }
     if want("cpu") {
