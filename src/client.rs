@@ -91,6 +91,11 @@ pub struct Multi {
 }
 
 impl Client {
+    /// Subscribed or monitoring: waits for messages, never times out.
+    pub fn listening(&self) -> bool {
+        self.subscribed() || self.info.monitor.load(Ordering::Relaxed)
+    }
+
     /// In subscribed mode: some subscription is active (Redis's `CLIENT_PUBSUB`).
     pub fn subscribed(&self) -> bool {
         self.pubsub.as_ref().is_some_and(|s| s.total() > 0)
@@ -126,6 +131,8 @@ pub struct ClientInfo {
     /// Channels, patterns and shard channels subscribed (CLIENT LIST
     /// `sub=`, `psub=`, `ssub=`).
     pub subs: [std::sync::atomic::AtomicU32; 3],
+    /// MONITOR is on (CLIENT LIST `flags=O`).
+    pub monitor: AtomicBool,
     /// The wait of a client blocked on keys (BLPOP...): CLIENT UNBLOCK and
     /// KILL end it; CLIENT LIST shows `flags=b` while it is set.
     pub waiter: Mutex<Option<Arc<Waiter>>>,

@@ -20,7 +20,7 @@
 //! ids; `client` holds a connection's own side (`client::Subs`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -36,6 +36,8 @@ pub enum Push {
     Message { shard: bool, channel: Bytes, data: Bytes },
     /// `pmessage`: a channel matched by a pattern.
     PMessage { pattern: Bytes, channel: Bytes, data: Bytes },
+    /// A MONITOR line, sent as a status reply in either protocol.
+    Line(Bytes),
 }
 
 impl Push {
@@ -44,6 +46,7 @@ impl Push {
         let n = match self {
             Push::Message { channel, data, .. } => channel.len() + data.len() + 32,
             Push::PMessage { pattern, channel, data } => pattern.len() + channel.len() + data.len() + 44,
+            Push::Line(line) => line.len() + 3,
         };
         n as u64
     }
@@ -63,6 +66,11 @@ impl Push {
                 r.bulk(pattern);
                 r.bulk(channel);
                 r.bulk(data);
+            }
+            Push::Line(line) => {
+                r.buf.push(b'+');
+                r.buf.extend_from_slice(line);
+                r.buf.extend_from_slice(b"\r\n");
             }
         }
     }
@@ -170,10 +178,13 @@ pub struct Published {
     pub cut: Vec<u64>,
 }
 
-/// Every subscription of the process.
+/// Every subscription of the process, and the MONITOR clients.
 #[derive(Default)]
 pub struct PubSub {
     reg: Mutex<Registry>,
+    monitors: Mutex<Vec<Arc<Subscriber>>>,
+    /// How many clients MONITOR: every command checks this one word.
+    monitoring: AtomicUsize,
 }
 
 /// Redis's `stringmatchlen` for channels: a pattern never matches the
@@ -267,6 +278,36 @@ impl PubSub {
     /// How many subscribe to `name` (patterns not counted, as NUMSUB).
     pub fn count(&self, class: Class, name: &[u8]) -> usize {
         self.lock().of(class).get(name).map_or(0, Vec::len)
+    }
+
+    /// Makes `sub` a MONITOR client.
+    pub fn monitor(&self, sub: &Arc<Subscriber>) {
+        let mut m = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
+        if !m.iter().any(|s| s.client == sub.client) {
+            m.push(sub.clone());
+            self.monitoring.store(m.len(), Ordering::Release);
+        }
+    }
+
+    /// Ends client `client`'s MONITOR, if it had one.
+    pub fn unmonitor(&self, client: u64) {
+        let mut m = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
+        m.retain(|s| s.client != client);
+        self.monitoring.store(m.len(), Ordering::Release);
+    }
+
+    /// Whether some client MONITORs (checked after every command).
+    #[inline]
+    pub fn monitored(&self) -> bool {
+        self.monitoring.load(Ordering::Relaxed) > 0
+    }
+
+    /// Sends a MONITOR line to every monitor, in one order for all.
+    pub fn feed(&self, line: Bytes) {
+        let m = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
+        for s in m.iter() {
+            s.deliver(Push::Line(line.clone()), Limits::default(), 0);
+        }
     }
 
     /// How many names of `class` have subscribers (INFO, PUBSUB NUMPAT).

@@ -409,3 +409,102 @@ fn output_buffer_limit_cuts_a_subscriber_that_does_not_read() {
     let stats = String::from_utf8_lossy(&admin.cmd(&["INFO", "stats"])).to_string();
     assert!(stats.contains("client_output_buffer_limit_disconnections:2\r\n"), "{stats}");
 }
+
+/// MONITOR: the lines every client's commands produce, compared with
+/// redis-server's without their time and client port.
+const MONITOR_SCRIPT: &str = r#"
+    M: MONITOR
+    A: SET k "a b\"c"
+    M<
+    A: GET k
+    M<
+    A: SELECT 2
+    M<
+    A: SET x 1
+    M<
+    A: CONFIG GET maxclients
+    !A: CLIENT LIST
+    A: NOSUCHCOMMAND
+    A: GET
+    !A: CLIENT ID
+    M<
+    A: AUTH wrong
+    M<
+    A: AUTH someone wrong
+    M<
+    A: ECHO "tab	and\x01"
+    M<
+    A: MULTI
+    M<
+    A: SET y 1
+    A: INCR y
+    A: EXEC
+    M<
+    M<
+    M<
+    B: LPUSH l a b
+    M<
+    B: RPOP l
+    M<
+    M: PING
+    M<
+    M: GET k
+    M: SET k v
+    # A second MONITOR is ignored without a reply.
+    M> MONITOR
+    M: PING
+    M<
+    M: RESET
+    A: SET z 1
+    M: PING
+"#;
+
+/// The script with the monitor as client C.
+fn on_c(script: &str) -> String {
+    script.replace("M:", "C:").replace("M<", "C<").replace("M>", "C>")
+}
+
+#[test]
+fn monitor_matches_redis() {
+    for shards in [1, 4] {
+        run_clients("monitor", &on_c(MONITOR_SCRIPT), shards, false);
+    }
+    run_clients("monitor-resp3", &on_c(MONITOR_SCRIPT), 4, true);
+}
+
+/// Commands that run on four shards all reach the monitor, in the order
+/// one client sent them (each awaited its reply), with that client's
+/// address; a pipelined burst arrives whole.
+#[test]
+fn monitor_sees_every_shard_with_the_clients_address() {
+    let basalt = Basalt::start(4);
+    let mut m = basalt.raw();
+    assert_eq!(m.cmd(&["MONITOR"]), b"+OK\r\n");
+    let mut a = basalt.raw();
+    let info = String::from_utf8_lossy(&a.cmd(&["CLIENT", "INFO"])).to_string();
+    let addr = info.split(' ').find_map(|f| f.strip_prefix("addr=")).expect("addr").to_string();
+    let shown = String::from_utf8_lossy(&m.reply()).to_string();
+    assert!(shown.ends_with("\"CLIENT\" \"INFO\"\r\n"), "{shown}");
+    for i in 0..100 {
+        assert_eq!(a.cmd(&["SET", &format!("key:{i}"), "v"]), b"+OK\r\n");
+    }
+    let mut burst = Vec::new();
+    for i in 0..100 {
+        burst.extend(Raw::encode(&["GET", &format!("key:{i}")]));
+    }
+    a.send_bytes(&burst);
+    (0..100).for_each(|_| {
+        a.reply();
+    });
+    let lines: Vec<String> = (0..200).map(|_| String::from_utf8_lossy(&m.reply()).to_string()).collect();
+    for (i, l) in lines[..100].iter().enumerate() {
+        let want = format!(" [0 {addr}] \"SET\" \"key:{i}\" \"v\"\r\n");
+        assert!(l.starts_with('+') && l.ends_with(&want), "line {i}: {l:?}, want …{want:?}");
+    }
+    let mut gets: Vec<&String> = lines[100..].iter().collect();
+    gets.sort();
+    gets.dedup_by(|x, y| x.split_once(' ').map(|p| p.1) == y.split_once(' ').map(|p| p.1));
+    assert_eq!(gets.len(), 100, "every GET of the burst shown once");
+    let flags = String::from_utf8_lossy(&a.cmd(&["CLIENT", "LIST"])).to_string();
+    assert!(flags.contains(" flags=O "), "{flags}");
+}

@@ -1,6 +1,7 @@
 """An application's use of redis-py against the server on the port given:
 transactional pipelines, transaction() with WATCH from several threads,
-and pub/sub (get_message, callbacks in a thread, pattern subscriptions).
+pub/sub (get_message, callbacks in a thread, pattern subscriptions) and
+monitor().
 Any failed expectation raises; success prints "ok". tests/redis_py.rs runs
 it against redis-server and Basalt."""
 
@@ -122,5 +123,31 @@ while len(seen) < 200 and time.time() < deadline + 10:
 worker_thread.stop()
 worker_thread.join(timeout=5)
 assert seen == [str(i) for i in range(200)], seen[:10]
+
+# monitor(): another client's commands, as redis-py parses MONITOR lines.
+seen_cmds = []
+ready = threading.Event()
+
+
+def watch_commands():
+    with r.monitor() as m:
+        ready.set()
+        for cmd in m.listen():
+            seen_cmds.append(cmd["command"])
+            if cmd["command"].startswith("GET mon:last"):
+                return
+
+
+t = threading.Thread(target=watch_commands)
+t.start()
+ready.wait(5)
+time.sleep(0.2)
+other = redis.Redis(port=port, decode_responses=True)
+other.set("mon:a", "1")
+other.incr("mon:a")
+other.get("mon:last")
+t.join(timeout=10)
+assert not t.is_alive(), "monitor never saw GET mon:last"
+assert seen_cmds[-3:] == ["SET mon:a 1", "INCRBY mon:a 1", "GET mon:last"], seen_cmds
 
 print("ok")

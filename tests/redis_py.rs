@@ -1,6 +1,6 @@
 //! redis-py, as an application uses it (tests/redis_py.py): transactional
 //! pipelines, `transaction()` with WATCH from several threads, pub/sub
-//! with `get_message` and callbacks. Runs against redis-server first (the
+//! with `get_message` and callbacks, `monitor()`. Runs against redis-server first (the
 //! script's own expectations), then Basalt on 4 shards. Needs Debian's
 //! python3-redis, which .ci/install-deps installs.
 

@@ -271,6 +271,9 @@ fn client_type(c: &ClientInfo) -> &'static str {
 
 fn client_flags(c: &ClientInfo) -> String {
     let mut f = String::new();
+    if c.monitor.load(Ordering::Relaxed) {
+        f.push('O');
+    }
     if c.is_pubsub() {
         f.push('P');
     }

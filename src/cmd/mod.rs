@@ -17,6 +17,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod monitor;
 pub mod multi;
 pub mod pubsub;
 pub mod server;

@@ -73,7 +73,7 @@ fn words(class: Class) -> (&'static [u8], &'static [u8]) {
 }
 
 /// The connection's subscriptions, made on its first subscribe.
-fn subs_of<'a>(c: &'a mut Conn<'_>) -> &'a mut Subs {
+pub(super) fn subs_of<'a>(c: &'a mut Conn<'_>) -> &'a mut Subs {
     let shard = c.shard;
     let id = c.client.info.id;
     c.client.pubsub.get_or_insert_with(|| {
@@ -189,10 +189,14 @@ async fn unsubscribe_class(c: Conn<'_>, class: Class, argv: &[Bytes], r: &mut Re
     Ok(())
 }
 
-/// Drops every subscription of a connection that resets or goes away.
+/// Drops every subscription of a connection that resets or goes away,
+/// and its MONITOR.
 pub fn unsubscribe_all(g: &Global, client: &mut Client) {
     let Some(s) = client.pubsub.take() else { return };
     let id = client.info.id;
+    if client.info.monitor.swap(false, Ordering::Relaxed) {
+        g.pubsub.unmonitor(id);
+    }
     for (class, names) in [
         (Class::Channel, &s.channels),
         (Class::Pattern, &s.patterns),

@@ -43,7 +43,10 @@
 //!   blocked connection does not read its next requests until woken.
 //! - **Pub/sub mode** (RESP2): a subscribed client may run only
 //!   (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT and RESET; any other
-//!   command gets Redis's "Can't execute ..." error here.
+//!   command gets Redis's "Can't execute ..." error here ([`precheck`]).
+//! - **MONITOR**: a monitoring client may not run key commands (Redis's
+//!   "Replica can't interact with the keyspace", in [`precheck`]); every
+//!   command that ran is shown to the monitors from [`finish_cmd`].
 
 mod exec;
 pub mod group;
@@ -119,6 +122,10 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
     // only what a client sends).
     if client.pubsub.is_some() && !client.resp3 && !client.in_exec && client.subscribed() && !allowed_subscribed(spec.name) {
         return Err((Some(idx), not_in_subscribed_mode(spec, argv)));
+    }
+    // A MONITOR client is a replica to Redis: it may not touch keys.
+    if (spec.is_write() || spec.is_readonly()) && client.info.monitor.load(Ordering::Relaxed) {
+        return Err((Some(idx), "ERR Replica can't interact with the keyspace".into()));
     }
     Ok((idx, spec))
 }
@@ -557,6 +564,11 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
 #[inline]
 pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: Instant, err: Option<&CmdError>, client: &ClientInfo) {
     let ns = start.elapsed().as_nanos() as u64;
+    if st.global.pubsub.monitored() {
+        if let Some(spec) = cmd::TABLE.get(idx) {
+            cmd::monitor::feed(&st.global, spec, argv, client);
+        }
+    }
     st.record(idx, ns, err.is_some());
     if let Some(e) = err {
         st.record_error(&e.0);

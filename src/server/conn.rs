@@ -74,6 +74,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         killed: false.into(),
         multi: (-1).into(),
         subs: Default::default(),
+        monitor: false.into(),
         waiter: Default::default(),
     });
     {
@@ -111,8 +112,8 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut out = Reply::new(false);
     loop {
-        // As Redis: a subscribed client never times out.
-        let timeout = if client.subscribed() {
+        // As Redis: a subscribed or monitoring client never times out.
+        let timeout = if client.listening() {
             0
         } else {
             g.config.timeout_secs.load(Ordering::Relaxed)
