@@ -508,3 +508,127 @@ fn monitor_sees_every_shard_with_the_clients_address() {
     let flags = String::from_utf8_lossy(&a.cmd(&["CLIENT", "LIST"])).to_string();
     assert!(flags.contains(" flags=O "), "{flags}");
 }
+
+/// Keyspace notifications (`notify-keyspace-events`): what subscriber A
+/// receives on `__keyspace@*` and `__keyevent@*` while B runs string and
+/// generic key commands; every event's two messages are compared.
+const NOTIFY_SCRIPT: &str = r#"
+    B: CONFIG SET notify-keyspace-events KEA
+    A> PSUBSCRIBE __key*__:*
+    A<
+    B: SET s v
+    A<
+    A<
+    B: SET s v EX 100
+    A<
+    A<
+    A<
+    A<
+    B: SET s w KEEPTTL
+    A<
+    A<
+    B: SETNX s x
+    B: SETNX n x
+    A<
+    A<
+    B: INCR counter
+    A<
+    A<
+    B: INCRBYFLOAT counter 1.5
+    A<
+    A<
+    B: APPEND s tail
+    A<
+    A<
+    B: SETRANGE s 1 XY
+    A<
+    A<
+    B: SETRANGE s 1 ""
+    B: GETSET s g
+    A<
+    A<
+    B: EXPIRE s 100
+    A<
+    A<
+    B: PERSIST s
+    A<
+    A<
+    B: PERSIST s
+    B: GETEX s PX 5000
+    A<
+    A<
+    B: GETEX s PERSIST
+    A<
+    A<
+    B: GETDEL s
+    A<
+    A<
+    B: MSET {t}a 1 {t}b 2
+    A<
+    A<
+    A<
+    A<
+    B: DEL {t}a {t}b nosuch
+    A<
+    A<
+    A<
+    A<
+    B: SET r 1
+    A<
+    A<
+    B: RENAME r r2
+    A<
+    A<
+    A<
+    A<
+    B: COPY r2 r3
+    A<
+    A<
+    B: MOVE r3 1
+    A<
+    A<
+    A<
+    A<
+    B: EXPIRE r2 0
+    A<
+    A<
+    B: SET gone 1 PX 1
+    A<
+    A<
+    A<
+    A<
+    SLEEP 20
+    B: GET gone
+    A<
+    A<
+    # Active expiry: nobody reads the key.
+    B: SET active 1 PX 50
+    A<
+    A<
+    A<
+    A<
+    SLEEP 600
+    A<
+    A<
+    B: CONFIG SET notify-keyspace-events E$
+    B: SET only-event 1
+    A<
+    B: DEL only-event
+    B: CONFIG SET notify-keyspace-events Kg
+    B: SET quiet 1
+    B: DEL quiet
+    A<
+    B: CONFIG SET notify-keyspace-events ""
+    B: SET silent 1
+    B: DEL silent
+    B: PUBLISH __keyspace@0__:done end
+    A<
+"#;
+
+#[test]
+fn keyspace_notifications_match_redis() {
+    for shards in [1, 4] {
+        run_clients("notify", NOTIFY_SCRIPT, shards, false);
+    }
+    run_clients("notify-resp3", NOTIFY_SCRIPT, 4, true);
+}

@@ -17,6 +17,7 @@ use crate::shard::ShardState;
 use crate::slot::{first_slot_of, shard_of_slot, SLOTS};
 use crate::types::coll;
 use crate::types::dump;
+use crate::types::notify::class::GENERIC;
 
 /// The generic (key space) commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -132,8 +133,10 @@ fn expire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: boo
     }
     if when <= ctx.now_ms as i64 {
         ks.delete(ctx.db, key, ctx.now_ms)?;
+        ctx.notify(GENERIC, "del", key);
     } else {
         ks.set_expire(ctx.db, key, &stored, when as u64)?;
+        ctx.notify(GENERIC, "expire", key);
     }
     r.int(1);
     Ok(())
@@ -192,6 +195,7 @@ pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match ks.get(ctx.db, key, ctx.now_ms)? {
         Some(s) if s.meta().expire_ms != 0 => {
             ks.set_expire(ctx.db, key, &s, 0)?;
+            ctx.notify(GENERIC, "persist", key);
             r.int(1);
         }
         _ => r.int(0),
@@ -207,7 +211,12 @@ pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if dst == ctx.db {
         return Err(CmdError::new("ERR source and destination objects are the same"));
     }
-    r.int(coll::move_to_db(ks, ctx.db, key, dst, ctx.now_ms)? as i64);
+    let moved = coll::move_to_db(ks, ctx.db, key, dst, ctx.now_ms)?;
+    if moved {
+        ctx.notify(GENERIC, "move_from", key);
+        ks.notify(GENERIC, "move_to", dst, key);
+    }
+    r.int(moved as i64);
     Ok(())
 }
 

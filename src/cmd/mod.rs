@@ -75,6 +75,13 @@ impl<'a> Ctx<'a> {
         Ok(())
     }
 
+    /// A keyspace notification for `key` in this command's db, published
+    /// once its writes are in (`types::notify`). Call it after the write.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
+        self.shard.ks.notify(class, event, self.db, key);
+    }
+
     /// The connection function a handler left its reply to, if any.
     pub fn take_later(&self) -> Option<ConnFn> {
         self.later.take()

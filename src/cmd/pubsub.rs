@@ -253,6 +253,23 @@ pub fn publish_to(g: &Global, shard: bool, channel: &[u8], data: &[u8]) -> usize
     p.receivers
 }
 
+/// Publishes a keyspace notification (`types::notify`'s hook): `event` on
+/// `__keyspace@<db>__:<key>` and `key` on `__keyevent@<db>__:<event>`, as
+/// `notify-keyspace-events` has K and E on.
+pub fn keyspace_event(g: &Global, db: u8, event: &str, key: &[u8]) {
+    use crate::config::event::{KEYEVENT, KEYSPACE};
+    let flags = g.config.notify_flags.load(Ordering::Relaxed);
+    if flags & KEYSPACE != 0 {
+        let mut ch = format!("__keyspace@{db}__:").into_bytes();
+        ch.extend_from_slice(key);
+        publish_to(g, false, &ch, event.as_bytes());
+    }
+    if flags & KEYEVENT != 0 {
+        let ch = format!("__keyevent@{db}__:{event}");
+        publish_to(g, false, ch.as_bytes(), key);
+    }
+}
+
 pub async fn publish(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     r.int(publish_to(&c.st().global, false, &argv[1], &argv[2]) as i64);
     Ok(())

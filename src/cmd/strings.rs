@@ -14,6 +14,7 @@ use crate::shard::ShardState;
 use crate::slot::owner;
 use crate::types::bigstr;
 use crate::types::multi;
+use crate::types::notify::class::{GENERIC, STRING};
 use crate::types::string::{self as logic, FloatIncrError};
 
 /// The string commands (`cmd::table` has the line format).
@@ -178,11 +179,16 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
         // Already expired: the write is a delete, as Redis's checkAlreadyExpired.
         if existed {
             ks.delete(ctx.db, key, ctx.now_ms)?;
+            ctx.notify(GENERIC, "del", key);
         }
         return Ok((true, old_value));
     }
     let (prior, old_coll) = (old.as_ref().map(|o| o.1), old.as_ref().and_then(|o| o.3));
     bigstr::put(ks, ctx.db, key, expire_ms, value, prior, old_coll)?;
+    ctx.notify(STRING, "set", key);
+    if matches!(expiry, Expiry::At(_)) {
+        ctx.notify(GENERIC, "expire", key);
+    }
     Ok((true, old_value))
 }
 
@@ -262,6 +268,7 @@ pub fn getdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         None => r.null(),
         Some((v, _)) => {
             ctx.ks().delete(ctx.db, key, ctx.now_ms)?;
+            ctx.notify(GENERIC, "del", key);
             r.bulk(&v);
         }
     }
@@ -288,9 +295,16 @@ pub fn getex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match at {
         Some(at) if at <= ctx.now_ms => {
             ks.delete(ctx.db, key, ctx.now_ms)?;
+            ctx.notify(GENERIC, "del", key);
         }
-        Some(at) => ks.set_expire(ctx.db, key, &stored, at)?,
-        None if o.persist && old_expire != 0 => ks.set_expire(ctx.db, key, &stored, 0)?,
+        Some(at) => {
+            ks.set_expire(ctx.db, key, &stored, at)?;
+            ctx.notify(GENERIC, "expire", key);
+        }
+        None if o.persist && old_expire != 0 => {
+            ks.set_expire(ctx.db, key, &stored, 0)?;
+            ctx.notify(GENERIC, "persist", key);
+        }
         None => {}
     }
     r.bulk(&v);
@@ -316,6 +330,7 @@ fn write_string(ctx: &Ctx, key: &[u8], offset: Option<u64>, data: &[u8]) -> CmdR
         // a missing key creates an empty string, as in Redis.
         if s.is_none() && append {
             ks.put_string(ctx.db, key, 0, b"", None)?;
+            ctx.notify(STRING, "append", key);
         }
         return Ok(len);
     }
@@ -323,7 +338,9 @@ fn write_string(ctx: &Ctx, key: &[u8], offset: Option<u64>, data: &[u8]) -> CmdR
         return Err(STRING_TOO_LONG);
     }
     let expire = m.map_or(0, |m| m.expire_ms);
-    bigstr::write_at(ks, ctx.db, key, s, expire, offset, data)
+    let n = bigstr::write_at(ks, ctx.db, key, s, expire, offset, data)?;
+    ctx.notify(STRING, if append { "append" } else { "setrange" }, key);
+    Ok(n)
 }
 
 pub fn append(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -353,6 +370,7 @@ fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
     };
     let next = cur.checked_add(by).ok_or(OVERFLOW)?;
     ctx.ks().put_string(ctx.db, key, expire, next.to_string().as_bytes(), prior)?;
+    ctx.notify(STRING, "incrby", key);
     r.int(next);
     Ok(())
 }
@@ -390,6 +408,7 @@ pub fn incrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     })?;
     let prior = current.map(|(_, e)| e);
     ctx.ks().put_string(ctx.db, key, prior.unwrap_or(0), &next, prior)?;
+    ctx.notify(STRING, "incrbyfloat", key);
     r.bulk(&next);
     Ok(())
 }

@@ -180,6 +180,9 @@ pub struct Config {
     pub latency_tracking: AtomicBool,
     /// `client-output-buffer-limit pubsub`: hard bytes, soft bytes, soft seconds.
     pubsub_limits: [AtomicU64; 3],
+    /// `notify-keyspace-events` classes (`event` bits), shared with every
+    /// shard's keyspace (`types::notify`).
+    pub notify_flags: std::sync::Arc<std::sync::atomic::AtomicU32>,
     enc: [AtomicU64; 5],
     list_size: std::sync::atomic::AtomicI64,
     hooks: Mutex<Vec<(&'static str, Hook)>>,
@@ -256,6 +259,7 @@ impl Config {
             latency_monitor_threshold: AtomicU64::new(0),
             latency_tracking: AtomicBool::new(true),
             pubsub_limits: Default::default(),
+            notify_flags: Default::default(),
             enc: Default::default(),
             list_size: Default::default(),
             hooks: Mutex::new(Vec::new()),
@@ -332,6 +336,8 @@ impl Config {
         for (slot, v) in self.pubsub_limits.iter().zip(limits) {
             slot.store(v.max(0) as u64, Ordering::Relaxed);
         }
+        let events = m.get("notify-keyspace-events").and_then(|v| kinds::events(v).ok()).unwrap_or(0);
+        self.notify_flags.store(events, Ordering::Relaxed);
     }
 
     /// `client-output-buffer-limit pubsub` now.

@@ -23,7 +23,6 @@ const LOCALE: &str = "no command compares strings by locale yet (SORT ALPHA does
 const MODULES: &str = "no modules";
 const OUTPUT: &str = "replies are written per batch and not yet capped per client class";
 const PROCESS: &str = "process management (daemon, supervisor, pid file, syslog, title, THP, OOM score, CPU lists, signal policy) is the service manager's: Basalt runs in the foreground, logs with loglevel/logfile, and always syncs the WAL on shutdown";
-const PUBSUB: &str = "no pub/sub yet: the value is checked and kept for when keyspace notifications exist";
 const REPL: &str = "no replication yet";
 const RESTORE: &str = "RESTORE always checks its whole payload";
 const SCRIPTS: &str = "no scripting or functions yet";
@@ -179,7 +178,7 @@ pub(super) const PARAMS: &[Param] = &[
     inert("min-replicas-max-lag", "10", Int(0, I32), REPL).alias("min-slaves-max-lag"),
     inert("min-replicas-to-write", "0", Int(0, I32), REPL).alias("min-slaves-to-write"),
     inert("no-appendfsync-on-rewrite", "no", Bool, FILES),
-    inert("notify-keyspace-events", "", Events, PUBSUB),
+    live("notify-keyspace-events", "", Events),
     inert("oom-score-adj", "no", Enum(&["no", "yes", "relative", "absolute"]), PROCESS),
     inert("oom-score-adj-values", "0 200 800", OomValues, PROCESS),
     inert("pidfile", "/var/run/redis.pid", Str, PROCESS).fixed(),

@@ -22,6 +22,7 @@ use crate::slot::first_slot_of;
 use crate::slot::owner;
 use crate::storage::intent::{IntentRef, Rider};
 use crate::types::multi as k;
+use crate::types::notify::class::GENERIC;
 
 pub mod blocking;
 pub mod coll;
@@ -188,7 +189,11 @@ pub async fn move_key(
         // Same owner: one synchronous step and one batch.
         return shard
             .invoke_on(so, move |st: &ShardState| {
-                k::move_local(&st.ks, (src_db, &src), (dst_db, &dst), now_ms(), replace, delete_src)
+                let done = k::move_local(&st.ks, (src_db, &src), (dst_db, &dst), now_ms(), replace, delete_src)?;
+                if done == Some(true) && (src_db, &src) != (dst_db, &dst) {
+                    notify_moved(&st.ks, (src_db, &src), (dst_db, &dst), delete_src);
+                }
+                Ok(done)
             })
             .await;
     }
@@ -202,7 +207,11 @@ pub async fn move_key(
         };
         let placed = shard
             .invoke_on(dso, move |st: &ShardState| {
-                k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), replace, None)
+                let placed = k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), replace, None)?;
+                if placed {
+                    st.ks.notify(GENERIC, "copy_to", dst_db, &dst);
+                }
+                Ok::<_, crate::error::CmdError>(placed)
             })
             .await?;
         return Ok(Some(placed));
@@ -234,14 +243,18 @@ pub async fn move_key(
     let d2 = dst.clone();
     let Some(v) = shard
         .invoke_on(so, move |st: &ShardState| {
-            k::take_out(&st.ks, src_db, &src, now_ms(), |v| {
+            let v = k::take_out(&st.ks, src_db, &src, now_ms(), |v| {
                 let op = Op::Place {
                     db: dst_db,
                     key: d2.to_vec(),
                     value: v.clone(),
                 };
                 (r, op.encode())
-            })
+            })?;
+            if v.is_some() {
+                st.ks.notify(GENERIC, "rename_from", src_db, &src);
+            }
+            Ok::<_, crate::error::CmdError>(v)
         })
         .await?
     else {
@@ -249,10 +262,23 @@ pub async fn move_key(
     };
     shard
         .invoke_on(dso, move |st: &ShardState| {
-            k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), true, Some(r))
+            k::put_value(&st.ks, dst_db, &dst, &v, now_ms(), true, Some(r))?;
+            st.ks.notify(GENERIC, "rename_to", dst_db, &dst);
+            Ok::<_, crate::error::CmdError>(())
         })
         .await?;
     Ok(Some(true))
+}
+
+/// The events of a key moved on one shard: RENAME's `rename_from` and
+/// `rename_to`, or COPY's `copy_to` (Redis sends none for the source).
+fn notify_moved(ks: &crate::types::keyspace::Keyspace, src: (u8, &[u8]), dst: (u8, &[u8]), renamed: bool) {
+    if renamed {
+        ks.notify(GENERIC, "rename_from", src.0, src.1);
+        ks.notify(GENERIC, "rename_to", dst.0, dst.1);
+    } else {
+        ks.notify(GENERIC, "copy_to", dst.0, dst.1);
+    }
 }
 
 /// A cheap random number (xorshift over the clock): RANDOMKEY needs no more.

@@ -241,6 +241,11 @@ pub fn run(config: Config) -> Result<(), String> {
                 std::process::exit(1);
             }
         };
+        let g3 = g2.clone();
+        let _ = ks.notifier.set(crate::types::notify::Notifier {
+            flags: g2.config.notify_flags.clone(),
+            publish: std::sync::Arc::new(move |db, event, key| crate::cmd::pubsub::keyspace_event(&g3, db, event, key)),
+        });
         let peers = (0..g2.shards).filter_map(|i| g2.engine.peer(i).ok()).collect();
         ShardState::new(id, ks, peers, g2.clone(), crate::cmd::TABLE.len())
     };

@@ -81,6 +81,9 @@ pub(super) struct GroupState {
     staged: Cell<u64>,
     lost: RefCell<Vec<Lost>>,
     hasher: ahash::RandomState,
+    /// What must happen once the staged writes are in RocksDB
+    /// ([`ShardStore::after_write`]).
+    after: RefCell<Vec<Box<dyn FnOnce()>>>,
 }
 
 impl Default for GroupState {
@@ -96,6 +99,7 @@ impl Default for GroupState {
             }),
             staged: Cell::new(0),
             lost: RefCell::new(Vec::new()),
+            after: RefCell::new(Vec::new()),
             hasher: ahash::RandomState::with_seeds(0x6261_7361, 0x6c74_6772, 0x6f75_7073, 0x2121_2121),
         }
     }
@@ -190,6 +194,18 @@ impl ShardStore {
         Ok(None)
     }
 
+    /// Runs `f` once every write staged so far is in RocksDB: now when
+    /// nothing is staged, else after the group's next write (dropped if
+    /// that write fails). Keyspace notifications wait here, so that a
+    /// subscriber who reads the key it was told of finds the change.
+    pub fn after_write(&self, f: Box<dyn FnOnce()>) {
+        if self.group.pending.borrow().count == 0 {
+            f();
+        } else {
+            self.group.after.borrow_mut().push(f);
+        }
+    }
+
     /// Writes what the group holds, if anything; the group stays open.
     /// A served blocked client calls it before its reply leaves: its pop
     /// must be in RocksDB before another connection learns of it.
@@ -223,6 +239,7 @@ impl ShardStore {
                 error: e.clone(),
             });
             self.group.pending.borrow_mut().meta = recycled(meta);
+            self.group.after.borrow_mut().clear();
             return Err(e);
         }
         let mut meta = meta;
@@ -238,6 +255,10 @@ impl ShardStore {
             self.engine.check_disk();
         }
         self.engine.written.fetch_add(1, Ordering::AcqRel);
+        let after = std::mem::take(&mut *self.group.after.borrow_mut());
+        for f in after {
+            f();
+        }
         Ok(())
     }
 }
@@ -267,6 +288,29 @@ mod tests {
         let mut b = s.batch();
         s.put(&mut b, k, v);
         s.write(b).unwrap();
+    }
+
+    /// What waits for the group's write (keyspace notifications) runs
+    /// only once a peer can read the write; with nothing staged, at once.
+    #[test]
+    fn after_write_waits_for_the_staged_writes() {
+        let (_d, s, p) = stores(0);
+        let p = std::rc::Rc::new(p);
+        let k = keys::meta_key(0, b"k");
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let probe = |tag: &'static str| {
+            let seen = seen.clone();
+            let p = p.clone();
+            let k = k.clone();
+            Box::new(move || seen.borrow_mut().push((tag, peer(&p, &k)))) as Box<dyn FnOnce()>
+        };
+        s.after_write(probe("idle"));
+        s.begin_group();
+        put(&s, &k, b"v1");
+        s.after_write(probe("staged"));
+        assert_eq!(seen.borrow().len(), 1, "ran before the group's write");
+        assert!(s.end_group().is_empty());
+        assert_eq!(*seen.borrow(), vec![("idle", None), ("staged", Some(b"v1".to_vec()))]);
     }
 
     fn scan_keys(s: &ShardStore, from: &[u8], to: &[u8]) -> Vec<Vec<u8>> {

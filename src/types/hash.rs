@@ -25,6 +25,7 @@
 //! that a hash which may have no live field left is repaired on its meta read
 //! (so a hash whose last field expired disappears as a key).
 
+use super::notify::class;
 use crate::error::{CmdResult, CORRUPT};
 use crate::storage::keys;
 use crate::storage::meta::{Coll, Hfe, KeyType, Meta};
@@ -224,6 +225,7 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
         ks.stage_delete(&mut b, db, key, &m);
         ks.store.write(b)?;
         expired_fields.set(expired_fields.get() + c.size);
+        notify_emptied(ks, db, key);
         return Ok(None);
     }
     let found = census(ks, db, key, &c, now)?;
@@ -231,6 +233,7 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
     if found.live == 0 {
         ks.stage_delete(&mut b, db, key, &m);
         ks.store.write(b)?;
+        notify_emptied(ks, db, key);
         return Ok(None);
     }
     for k in &found.expired {
@@ -246,7 +249,17 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
     ks.stage_put(&mut b, db, key, &fixed, Some(m.expire_ms));
     stage_repair_at(ks, &mut b, db, key, &c, found.lower.max(now + ACTIVE_REPAIR_EVERY_MS));
     ks.store.write(b)?;
+    if !found.expired.is_empty() {
+        ks.notify(class::HASH, "hexpired", db, key);
+    }
     Ok(Some(fixed))
+}
+
+/// The events of a hash whose last fields expired: `hexpired`, then
+/// `del` (Redis 7.4).
+fn notify_emptied(ks: &Keyspace, db: u8, key: &[u8]) {
+    ks.notify(class::HASH, "hexpired", db, key);
+    ks.notify(class::GENERIC, "del", db, key);
 }
 
 #[cfg(test)]

@@ -88,6 +88,8 @@ pub struct Keyspace {
     /// where random picks seek (`types::coll::random_members`). Stale
     /// entries are harmless hints; the map is cleared when it grows large.
     pub sample_bounds: RefCell<HashMap<Incarnation, Bounds>>,
+    /// Keyspace notifications' hook, set once by the server (`notify`).
+    pub notifier: std::cell::OnceCell<super::notify::Notifier>,
 }
 
 fn bump(c: &Cell<u64>) {
@@ -105,6 +107,7 @@ impl Keyspace {
             expires: (0..databases).map(|_| Cell::new(0)).collect(),
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
+            notifier: Default::default(),
             stats: KeyspaceStats::default(),
         };
         ks.recount()?;
@@ -268,6 +271,7 @@ impl Keyspace {
         // Only a key with an expiry expires.
         self.account(db, Some(1), None);
         bump(&self.stats.expired_keys);
+        self.notify(super::notify::class::EXPIRED, "expired", db, key);
         Ok(())
     }
 
@@ -379,6 +383,7 @@ impl Keyspace {
             due.len() < budget
         })?;
         let mut b = self.store.batch();
+        let mut expired = Vec::new();
         for (at, db, key, entry) in &due {
             let mk = meta_key(*db, key);
             let due = self.store.get_with(&mk, |v| {
@@ -388,10 +393,14 @@ impl Keyspace {
             })?;
             if due.is_some() {
                 bump(&self.stats.expired_keys);
+                expired.push((*db, key));
             }
             self.store.delete(&mut b, entry);
         }
         self.store.write(b)?;
+        for (db, key) in expired {
+            self.notify(super::notify::class::EXPIRED, "expired", db, key);
+        }
         Ok(due.len())
     }
 

@@ -2,7 +2,8 @@
 //!
 //! `keyspace` owns meta records, expiry and key counts for one shard;
 //! `string` is pure string-value logic shared by several commands;
-//! `multi` holds the per-shard halves of multi-key operations.
+//! `multi` holds the per-shard halves of multi-key operations; `notify`
+//! keyspace notifications.
 
 /// The type of a key, as its meta record says (TYPE's and SCAN TYPE's
 /// names come from it).
@@ -15,6 +16,7 @@ pub mod hash;
 pub mod keyspace;
 pub mod list;
 pub mod multi;
+pub mod notify;
 pub mod string;
 pub mod writer;
 

@@ -4,6 +4,7 @@
 //! `coord` sends them to the owners and merges what they return; nothing
 //! here knows about other shards, commands or replies.
 
+use super::notify::class;
 use bytes::Bytes;
 
 use crate::error::{CmdResult, CORRUPT};
@@ -17,7 +18,10 @@ use crate::types::keyspace::Keyspace;
 pub fn del_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResult<i64> {
     let mut n = 0;
     for k in keys {
-        n += ks.delete(db, k, now_ms)? as i64;
+        if ks.delete(db, k, now_ms)? {
+            n += 1;
+            ks.notify(class::GENERIC, "del", db, k);
+        }
     }
     Ok(n)
 }
@@ -86,6 +90,10 @@ pub fn mset_pairs(
         bigstr::stage_put(ks, &mut b, db, k, 0, v, prior.map(|p| p.0));
     }
     ks.store.write(b)?;
+    // As Redis: one event per pair given, repeats too.
+    for (k, _) in pairs {
+        ks.notify(class::STRING, "set", db, k);
+    }
     Ok(true)
 }
 
