@@ -632,3 +632,109 @@ fn keyspace_notifications_match_redis() {
     }
     run_clients("notify-resp3", NOTIFY_SCRIPT, 4, true);
 }
+
+/// Hash, set and list events, what BLPOP and LMOVE send, `del` when a
+/// collection empties, and a subscriber to one key's channel only.
+const NOTIFY_COLLECTIONS: &str = r#"
+    B: CONFIG SET notify-keyspace-events KEA
+    A> PSUBSCRIBE __keyevent@0__:*
+    A<
+    C> SUBSCRIBE __keyspace@0__:{c}l
+    C<
+    B: HSET h a 1 b 2
+    A<
+    B: HSETNX h a 9
+    B: HSETNX h c 3
+    A<
+    B: HINCRBY h a 5
+    A<
+    B: HINCRBYFLOAT h a 0.5
+    A<
+    B: HDEL h nosuch
+    B: HDEL h a b c
+    A<
+    A<
+    B: SADD s x y
+    A<
+    B: SADD s x
+    B: SREM s nosuch
+    B: SREM s x
+    A<
+    B: SPOP s
+    A<
+    A<
+    B: SADD {c}s1 a b
+    A<
+    B: SADD {c}s2 b c
+    A<
+    B: SINTERSTORE {c}dst {c}s1 {c}s2
+    A<
+    B: SUNIONSTORE {c}dst {c}s1 {c}s2
+    A<
+    B: SDIFFSTORE {c}dst {c}s1 {c}s1
+    A<
+    B: SMOVE {c}s1 {c}s2 a
+    A<
+    A<
+    B: SMOVE {c}s1 {c}s2 b
+    A<
+    A<
+    B: RPUSH {c}l a b c d e
+    A<
+    C<
+    B: LPUSH {c}l z
+    A<
+    C<
+    B: LPUSHX nolist x
+    B: LINSERT {c}l BEFORE c X
+    A<
+    C<
+    B: LINSERT {c}l BEFORE nosuch X
+    B: LSET {c}l 0 zz
+    A<
+    C<
+    B: LREM {c}l 0 nosuch
+    B: LREM {c}l 0 X
+    A<
+    C<
+    B: LTRIM {c}l 0 -1
+    A<
+    C<
+    B: LTRIM {c}l 0 3
+    A<
+    C<
+    B: LPOP {c}l
+    A<
+    C<
+    B: RPOP {c}l 2
+    A<
+    C<
+    B: LMOVE {c}l {c}l2 LEFT RIGHT
+    A<
+    A<
+    A<
+    C<
+    C<
+    B: RPUSH {c}l2 q
+    A<
+    B: RPOPLPUSH {c}l2 {c}l2
+    A<
+    A<
+    B: LMPOP 2 nosuch {c}l2 LEFT COUNT 10
+    A<
+    A<
+    D> BLPOP {c}bl 0
+    SLEEP 100
+    B: RPUSH {c}bl v
+    D<
+    A<
+    A<
+    A<
+"#;
+
+#[test]
+fn collection_notifications_match_redis() {
+    for shards in [1, 4] {
+        run_clients("notify-collections", NOTIFY_COLLECTIONS, shards, false);
+    }
+}

@@ -4,11 +4,12 @@
 use bytes::Bytes;
 
 use super::args::{float, int, is, one_of, parse_i64, scan_cursor, text, Args, ScanKind, ScanOpts};
-use super::Ctx;
 use super::{commands, CommandSpec};
+use super::{commit, Ctx};
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX};
 use crate::resp::Reply;
 use crate::types::coll::{self, Rng, View, Writer};
+use crate::types::notify::class::HASH;
 use crate::types::string::{incr_by_float, FloatIncrError};
 use crate::types::KeyType;
 
@@ -73,7 +74,7 @@ fn hset_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, hmset: bool) -> CmdRes
         w.put(&pair[0], 0, &pair[1])?;
         created += !was_live as i64;
     }
-    w.commit()?;
+    commit(ctx, w, key, HASH, &["hset"])?;
     if hmset {
         r.ok();
     } else {
@@ -99,7 +100,7 @@ pub fn hsetnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     w.put(field, 0, value)?;
-    w.commit()?;
+    commit(ctx, w, key, HASH, &["hset"])?;
     r.int(1);
     Ok(())
 }
@@ -144,7 +145,7 @@ pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         n += w.live(f)?.is_some() as i64;
         w.delete(f)?;
     }
-    w.commit()?;
+    commit(ctx, w, key, HASH, if n > 0 { &["hdel"] } else { &[] })?;
     r.int(n);
     Ok(())
 }
@@ -192,7 +193,7 @@ pub fn hincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let next = cur.checked_add(incr).ok_or(OVERFLOW)?;
     // The field keeps its TTL (HASH_SET_KEEP_TTL).
     w.put(field, ttl, next.to_string().as_bytes())?;
-    w.commit()?;
+    commit(ctx, w, key, HASH, &["hincrby"])?;
     r.int(next);
     Ok(())
 }
@@ -212,7 +213,7 @@ pub fn hincrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
     })?;
     w.put(field, cur.map_or(0, |(t, _)| t), &next)?;
-    w.commit()?;
+    commit(ctx, w, key, HASH, &["hincrbyfloat"])?;
     r.bulk(&next);
     Ok(())
 }
@@ -408,6 +409,7 @@ fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bo
     };
     w.ensure_hfe()?;
     r.array(fields.len());
+    let mut changed = false;
     for f in fields {
         let Some((prev, val)) = w.live(f)? else {
             r.int(-2);
@@ -423,7 +425,10 @@ fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bo
         };
         if !met {
             r.int(0);
-        } else if at <= ctx.now_ms {
+            continue;
+        }
+        changed = true;
+        if at <= ctx.now_ms {
             w.delete(f)?;
             r.int(2);
         } else {
@@ -431,7 +436,7 @@ fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bo
             r.int(1);
         }
     }
-    w.commit()?;
+    commit(ctx, w, key, HASH, if changed { &["hexpire"] } else { &[] })?;
     Ok(())
 }
 
@@ -500,17 +505,19 @@ pub fn hpersist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     };
     r.array(fields.len());
+    let mut changed = false;
     for f in fields {
         match w.live(f)? {
             None => r.int(-2),
             Some((0, _)) => r.int(-1),
             Some((_, val)) => {
                 w.put(f, 0, &val)?;
+                changed = true;
                 r.int(1);
             }
         }
     }
-    w.commit()?;
+    commit(ctx, w, key, HASH, if changed { &["hpersist"] } else { &[] })?;
     Ok(())
 }
 
@@ -524,16 +531,18 @@ pub fn hgetdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         (0..fields.len()).for_each(|_| r.null());
         return Ok(());
     };
+    let mut deleted = false;
     for f in fields {
         match w.live(f)? {
             Some((_, val)) => {
                 r.bulk(&val);
                 w.delete(f)?;
+                deleted = true;
             }
             None => r.null(),
         }
     }
-    w.commit()?;
+    commit(ctx, w, key, HASH, if deleted { &["hdel"] } else { &[] })?;
     Ok(())
 }
 
@@ -566,6 +575,7 @@ pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if matches!(action, GetExAction::At(_)) {
         w.ensure_hfe()?;
     }
+    let (mut persisted, mut expiring, mut deleted) = (false, false, false);
     for f in fields {
         let Some((ttl, val)) = w.live(f)? else {
             r.null();
@@ -576,17 +586,25 @@ pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             GetExAction::Nothing => {}
             GetExAction::Persist if ttl != 0 => {
                 w.put(f, 0, &val)?;
+                persisted = true;
             }
             GetExAction::Persist => {}
             GetExAction::At(t) if t <= ctx.now_ms => {
                 w.delete(f)?;
+                deleted = true;
             }
             GetExAction::At(t) => {
                 w.put(f, t, &val)?;
+                expiring = true;
             }
         }
     }
-    w.commit()?;
+    let events: Vec<&'static str> = [(persisted, "hpersist"), (expiring, "hexpire"), (deleted, "hdel")]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, e)| *e)
+        .collect();
+    commit(ctx, w, key, HASH, &events)?;
     Ok(())
 }
 
@@ -686,7 +704,12 @@ pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
     }
-    w.commit()?;
+    let events: &[&'static str] = match a.at {
+        Some(t) if t <= ctx.now_ms => &["hset", "hdel"],
+        Some(_) => &["hset", "hexpire"],
+        None => &["hset"],
+    };
+    commit(ctx, w, key, HASH, events)?;
     r.int(1);
     Ok(())
 }

@@ -320,9 +320,11 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if expire_ms != 0 && expire_ms <= ctx.now_ms {
         if existed {
             ks.delete(ctx.db, key, ctx.now_ms)?;
+            ctx.notify(GENERIC, "del", key);
         }
     } else {
         coll::place(ks, ctx.db, key, &v, ctx.now_ms)?;
+        ctx.notify(GENERIC, "restore", key);
     }
     r.ok();
     Ok(())

@@ -68,7 +68,7 @@ fn push(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, end: End, only_existing: bool)
         l.push(end, e);
     }
     let len = l.len();
-    l.commit()?;
+    l.commit_with(&[end.push_event()])?;
     pushed(ctx, key);
     r.int(len as i64);
     Ok(())
@@ -112,17 +112,25 @@ fn pop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, end: End) -> CmdResult {
         }
         return Ok(());
     };
-    match count {
+    let popped = match count {
         None => match l.pop(end)? {
-            Some(v) => r.bulk(&v),
-            None => r.null(),
+            Some(v) => {
+                r.bulk(&v);
+                true
+            }
+            None => {
+                r.null();
+                false
+            }
         },
         Some(n) => {
             let got = l.pop_many(end, n)?;
             r.bulk_array(&got);
+            !got.is_empty()
         }
-    }
-    l.commit()?;
+    };
+    let events = [end.pop_event()];
+    l.commit_with(if popped { &events } else { &[] })?;
     Ok(())
 }
 
@@ -169,7 +177,7 @@ pub fn lset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if !ok {
         return Err(CmdError::new("ERR index out of range"));
     }
-    l.commit()?;
+    l.commit_with(&["lset"])?;
     r.ok();
     Ok(())
 }
@@ -195,8 +203,9 @@ pub fn ltrim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         let keep = span(start, stop, l.len());
         if keep != Some((0, l.len().saturating_sub(1))) {
             l.trim(keep);
-            l.commit()?;
         }
+        // As Redis: `ltrim` even when nothing was cut.
+        l.commit_with(&["ltrim"])?;
     }
     r.ok();
     Ok(())
@@ -227,7 +236,7 @@ pub fn lrem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         l.walk(0, u64::MAX, &mut visit)?;
     }
     l.remove(&gone)?;
-    l.commit()?;
+    l.commit_with(if gone.is_empty() { &[] } else { &["lrem"] })?;
     r.int(gone.len() as i64);
     Ok(())
 }
@@ -257,7 +266,7 @@ pub fn linsert(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     };
     l.insert(at + after as u64, element)?;
     let len = l.len();
-    l.commit()?;
+    l.commit_with(&["linsert"])?;
     pushed(ctx, key);
     r.int(len as i64);
     Ok(())

@@ -88,6 +88,21 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Commits a collection's writes, then sends `events` (of `class`, in
+/// order) and `del` when the key went away, as Redis orders them
+/// (`hdel` then `del`, `srem` then `del`...).
+pub fn commit(ctx: &Ctx, w: crate::types::coll::Writer<'_>, key: &[u8], class: u32, events: &[&'static str]) -> CmdResult<bool> {
+    let had = w.existed();
+    let exists = w.commit()?;
+    for e in events {
+        ctx.notify(class, e, key);
+    }
+    if had && !exists {
+        ctx.notify(crate::types::notify::class::GENERIC, "del", key);
+    }
+    Ok(exists)
+}
+
 /// A handler that runs on the shard owning the command's keys.
 pub type ShardFn = fn(&Ctx, &[Bytes], &mut Reply) -> CmdResult;
 

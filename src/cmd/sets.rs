@@ -6,11 +6,12 @@ use bytes::Bytes;
 
 use super::args::{parse_i64, Args};
 use super::{commands, CommandSpec};
-use super::{Conn, Ctx};
+use super::{commit, Conn, Ctx};
 use crate::coord::coll as gather;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::resp::Reply;
 use crate::types::coll::{self, Rng, View, Writer};
+use crate::types::notify::class::SET;
 use crate::types::KeyType;
 
 /// The set commands (`cmd::table` has the line format).
@@ -56,7 +57,7 @@ pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             added += 1;
         }
     }
-    w.commit()?;
+    commit(ctx, w, key, SET, if added > 0 { &["sadd"] } else { &[] })?;
     r.int(added);
     Ok(())
 }
@@ -72,7 +73,7 @@ pub fn srem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     for m in members {
         removed += (w.delete(m)? != crate::types::hash::Phys::Missing) as i64;
     }
-    w.commit()?;
+    commit(ctx, w, key, SET, if removed > 0 { &["srem"] } else { &[] })?;
     r.int(removed);
     Ok(())
 }
@@ -179,7 +180,7 @@ pub fn spop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         r.bulk(&e.0);
         w.delete(&e.0)?;
     }
-    w.commit()?;
+    commit(ctx, w, key, SET, if picks.is_empty() { &[] } else { &["spop"] })?;
     Ok(())
 }
 
@@ -233,7 +234,12 @@ async fn algebra_store(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, op: gather::O
     let (dst, keys) = (args.arg()?, args.rest());
     let (shard, db) = (c.shard, c.db());
     let out = gather::combine(shard, db, keys, op).await?;
-    r.int(gather::store_set(shard, db, dst, out).await?);
+    let event = match op {
+        gather::Op::Inter => "sinterstore",
+        gather::Op::Union => "sunionstore",
+        gather::Op::Diff => "sdiffstore",
+    };
+    r.int(gather::store_set(shard, db, dst, out, event).await?);
     Ok(())
 }
 

@@ -28,6 +28,7 @@ use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
+use crate::types::notify::class;
 
 /// Members per slice: about a millisecond of iteration on a warm cache.
 pub const SLICE: usize = 1024;
@@ -182,7 +183,7 @@ async fn set_members(shard: &S, db: u8, key: &Bytes) -> CmdResult<Vec<Vec<u8>>> 
 
 /// Writes `members` as the set at `dst` (replacing any key there), in
 /// slices that stay invisible until the last step. Returns the set's size.
-pub async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) -> CmdResult<i64> {
+pub async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>, event: &'static str) -> CmdResult<i64> {
     let target = owner(dst, shard.count());
     let size = members.len() as u64;
     let key = dst.clone();
@@ -201,7 +202,15 @@ pub async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>) ->
     }
     shard
         .invoke_on(target, move |st: &ShardState| {
-            coll::finish_store(&st.ks, db, &key, KeyType::Set, version, size, now_ms())
+            let replaced = coll::finish_store(&st.ks, db, &key, KeyType::Set, version, size, now_ms())?;
+            // As Redis: the store's event, or `del` when an empty result
+            // removed what was there.
+            if size > 0 {
+                st.ks.notify(class::SET, event, db, &key);
+            } else if replaced {
+                st.ks.notify(class::GENERIC, "del", db, &key);
+            }
+            Ok::<_, crate::error::CmdError>(())
         })
         .await?;
     Ok(size as i64)
@@ -319,7 +328,12 @@ pub async fn smove(shard: &S, db: u8, src: Bytes, dst: Bytes, member: Bytes) -> 
                 return Ok(false);
             }
             w.stage_intent(part, &carried);
-            w.commit()?;
+            if !w.commit()? {
+                st.ks.notify(class::SET, "srem", db, &s2);
+                st.ks.notify(class::GENERIC, "del", db, &s2);
+            } else {
+                st.ks.notify(class::SET, "srem", db, &s2);
+            }
             Ok(true)
         })
         .await?;
@@ -365,11 +379,19 @@ fn move_member(st: &ShardState, db: u8, src: &[u8], dst: &[u8], member: &[u8], n
     if from.delete(member)? == crate::types::hash::Phys::Missing {
         return Ok(0);
     }
-    let (_, b) = from.finish()?;
+    let (src_left, b) = from.finish()?;
     let mut to = coll::Writer::upsert(&st.ks, db, dst, KeyType::Set, now)?.with_batch(b);
-    if to.physical(member)?.is_none() {
+    let added = to.physical(member)?.is_none();
+    if added {
         to.put(member, 0, b"")?;
     }
     to.commit()?;
+    st.ks.notify(class::SET, "srem", db, src);
+    if !src_left {
+        st.ks.notify(class::GENERIC, "del", db, src);
+    }
+    if added {
+        st.ks.notify(class::SET, "sadd", db, dst);
+    }
     Ok(1)
 }

@@ -244,10 +244,14 @@ pub fn add_member(ks: &Keyspace, db: u8, key: &[u8], member: &[u8], now: u64, do
     if let Some(r) = done {
         to.intent_done(r);
     }
-    if to.physical(member)?.is_none() {
+    let added = to.physical(member)?.is_none();
+    if added {
         to.put(member, 0, b"")?;
     }
     to.commit()?;
+    if added {
+        ks.notify(crate::types::notify::class::SET, "sadd", db, key);
+    }
     Ok(())
 }
 

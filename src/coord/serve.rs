@@ -100,7 +100,7 @@ pub fn pop_for_move(st: &ShardState, db: u8, src: &[u8], from: End, dst: &[u8], 
     }
     .encode();
     l.stage_intent(part, &carried);
-    l.commit()?;
+    l.commit_with(&[from.pop_event()])?;
     Ok(Some(element))
 }
 
@@ -111,6 +111,7 @@ pub fn pop_some(st: &ShardState, db: u8, key: &[u8], end: End, count: u64) -> Cm
         return Ok(None);
     };
     let got = l.pop_many(end, count)?;
-    l.commit()?;
+    let events = [end.pop_event()];
+    l.commit_with(if got.is_empty() { &[] } else { &events })?;
     Ok((!got.is_empty()).then_some(got))
 }

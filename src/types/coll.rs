@@ -271,9 +271,9 @@ pub fn store_members(ks: &Keyspace, db: u8, key: &[u8], version: u64, members: &
 
 /// Makes a stored set visible: replaces whatever was at `key` with the
 /// incarnation `version` holding `size` members (size 0: just deletes).
-pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64, size: u64, now: u64) -> CmdResult {
+pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64, size: u64, now: u64) -> CmdResult<bool> {
     let mut b = ks.store.batch();
-    stage_replace(ks, &mut b, db, key, now)?;
+    let replaced = stage_replace(ks, &mut b, db, key, now)?;
     if size > 0 {
         let c = Coll {
             version,
@@ -284,7 +284,7 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
         ks.stage_put(&mut b, db, key, &c.encode(ty, 0), None);
     }
     ks.store.write(b)?;
-    Ok(())
+    Ok(replaced)
 }
 
 /// OBJECT ENCODING of a live key: `int`, `embstr` or `raw` for a string

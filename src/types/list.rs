@@ -12,6 +12,7 @@
 //! range delete when that is long). Deleting or expiring a list of any
 //! length is one record: its elements become garbage by version.
 
+use super::notify::class;
 use crate::config::Encodings;
 use crate::error::{CmdResult, CORRUPT, WRONGTYPE};
 use crate::storage::intent::IntentRef;
@@ -44,6 +45,22 @@ impl End {
         match self {
             End::Left => End::Right,
             End::Right => End::Left,
+        }
+    }
+
+    /// The keyspace event of a pop at this end.
+    pub fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    /// The keyspace event of a push at this end.
+    pub fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
         }
     }
 }
@@ -405,6 +422,20 @@ impl<'k> List<'k> {
         Ok(exists)
     }
 
+    /// [`List::commit`], then the keyspace events: `events` (class l, in
+    /// order), and `del` when the list went away (Redis's order).
+    pub fn commit_with(self, events: &[&'static str]) -> CmdResult<bool> {
+        let (ks, db, key, had) = (self.ks, self.db, self.key, self.existed());
+        let exists = self.commit()?;
+        for e in events {
+            ks.notify(class::LIST, e, db, key);
+        }
+        if had && !exists {
+            ks.notify(class::GENERIC, "del", db, key);
+        }
+        Ok(exists)
+    }
+
     /// [`List::commit`] without the write: the batch, for the caller to
     /// extend and write, and whether the key exists afterwards.
     pub fn finish(mut self) -> CmdResult<(bool, Batch)> {
@@ -465,16 +496,23 @@ pub fn move_element(ks: &Keyspace, db: u8, src: &[u8], dst: &[u8], (from, to): (
         if let Some(v) = &v {
             s.push(to, v);
         }
-        s.commit()?;
+        // As Redis's LMOVE: the push's event, then the pop's.
+        let events = [to.push_event(), from.pop_event()];
+        s.commit_with(if v.is_some() { &events } else { &[] })?;
         return Ok(v);
     }
     // Redis checks the destination before it pops.
     List::open(ks, db, dst, now, false)?;
     let Some(v) = s.pop(from)? else { return Ok(None) };
-    let (_, b) = s.finish()?;
+    let (left, b) = s.finish()?;
     let mut d = List::open(ks, db, dst, now, true)?.ok_or(CORRUPT)?.with_batch(b);
     d.push(to, &v);
     d.commit()?;
+    ks.notify(class::LIST, to.push_event(), db, dst);
+    ks.notify(class::LIST, from.pop_event(), db, src);
+    if !left {
+        ks.notify(class::GENERIC, "del", db, src);
+    }
     Ok(Some(v))
 }
 
@@ -487,7 +525,7 @@ pub fn push_one(ks: &Keyspace, db: u8, key: &[u8], end: End, v: &[u8], now: u64,
         l.intent_done(r);
     }
     l.push(end, v);
-    l.commit()?;
+    l.commit_with(&[end.push_event()])?;
     Ok(())
 }
 
