@@ -38,6 +38,9 @@ pub struct Global {
     pub pubsub: crate::pubsub::PubSub,
     /// Clients closed for going over `client-output-buffer-limit`.
     pub output_limit_cuts: AtomicU64,
+    /// The client whose multi-shard EXEC holds the transaction gate; 0:
+    /// none (`coord::gate`).
+    pub tx_gate: AtomicU64,
 }
 
 impl Global {

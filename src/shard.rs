@@ -83,6 +83,45 @@ pub struct ShardState {
     pub scan_cursors: RefCell<HashMap<ScanCursor, Vec<u8>>>,
     /// Clients blocked on this shard's keys (`coord::blocking`).
     pub blocked: crate::blocked::Blocked,
+    /// The transaction gate's side on this shard (`coord::gate`).
+    pub gate: Gate,
+}
+
+/// One shard's side of the transaction gate (`coord::gate` runs it).
+#[derive(Default)]
+pub struct Gate {
+    /// Client commands running on this shard now.
+    running: Cell<usize>,
+    /// The client whose EXEC holds the gate; 0: open.
+    owner: Cell<u64>,
+}
+
+impl Gate {
+    #[inline]
+    pub fn enter(&self) {
+        self.running.set(self.running.get() + 1);
+    }
+
+    #[inline]
+    pub fn leave(&self) {
+        self.running.set(self.running.get().saturating_sub(1));
+    }
+
+    /// Client commands running on this shard now.
+    pub fn running(&self) -> usize {
+        self.running.get()
+    }
+
+    pub fn set_owner(&self, client: u64) {
+        self.owner.set(client);
+    }
+
+    /// Whether client `client` must wait before its next command.
+    #[inline]
+    pub fn closed_to(&self, client: u64) -> bool {
+        let o = self.owner.get();
+        o != 0 && o != client
+    }
 }
 
 /// Names one collection cursor: (db, key, incarnation, cursor value).
@@ -105,6 +144,7 @@ impl ShardState {
             connections: Cell::new(0),
             scan_cursors: RefCell::new(HashMap::new()),
             blocked: Default::default(),
+            gate: Default::default(),
         }
     }
 

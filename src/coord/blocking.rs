@@ -126,7 +126,11 @@ pub async fn block(
         let (w2, ks) = (w.clone(), ks.clone());
         shard.invoke_on(*o, move |st: &ShardState| register(st, &w2, &ks)).await;
     }
+    // Parked, the client is not a running command: a multi-shard EXEC
+    // does not wait for it (`coord::gate`).
+    shard.state().gate.leave();
     let outcome = wait_for(&w, &rx, client, timeout).await;
+    shard.state().gate.enter();
     client.set_waiter(None);
     let (shard2, w2) = (shard.clone(), w.clone());
     rt::spawn(async move {

@@ -26,6 +26,7 @@ use crate::types::notify::class::GENERIC;
 
 pub mod blocking;
 pub mod coll;
+pub mod gate;
 pub mod intent;
 pub mod list;
 pub mod misses;

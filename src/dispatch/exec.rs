@@ -27,6 +27,7 @@ use super::{execute, finish_cmd, probe, run_shard_cmd, splice_later, target_of, 
 use crate::client::{Client, ClientInfo, Watch};
 use crate::clock::now_ms;
 use crate::cmd::{self, Exec};
+use crate::coord::gate;
 use crate::error::CmdError;
 use crate::resp::Reply;
 use crate::shard::ShardState;
@@ -81,17 +82,38 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
                 }
             }
         }
-    } else if watch.is_some_and(|w| w.spoiled(now_ms())) {
-        // A watched key changed or expired: the transaction does not run.
-        out.null_array();
     } else {
-        out.array(queue.len());
-        client.in_exec = true;
-        Box::pin(execute(shard, client, &mut queue, out)).await;
-        client.in_exec = false;
+        // Commands on several shards run behind the transaction gate: no
+        // other client's command runs anywhere meanwhile (`coord::gate`).
+        let gated = touches_data(&queue);
+        if gated {
+            gate::close(shard, client.info.id).await;
+        }
+        if watch.is_some_and(|w| w.spoiled(now_ms())) {
+            // A watched key changed or expired: the transaction does not run.
+            out.null_array();
+        } else {
+            out.array(queue.len());
+            client.in_exec = true;
+            Box::pin(execute(shard, client, &mut queue, out)).await;
+            client.in_exec = false;
+        }
+        if gated {
+            gate::open(shard).await;
+        }
     }
     client.info.multi.store(-1, Ordering::Relaxed);
     finish_cmd(st, idx, argv, start, None, &client.info);
+}
+
+/// Whether a queue reads or writes data (a command with keys, or a
+/// connection command that may reach other shards, as MSET or FLUSHALL);
+/// a queue of PINGs and ECHOs needs no gate.
+fn touches_data(queue: &[Vec<Bytes>]) -> bool {
+    queue.iter().any(|argv| {
+        cmd::lookup(&argv[0])
+            .is_some_and(|(_, spec)| spec.first_key > 0 || matches!(spec.exec, cmd::Exec::Conn(_)) && !matches!(spec.name, "ping" | "echo"))
+    })
 }
 
 /// The handler a queued command runs with in the isolated step: a shard

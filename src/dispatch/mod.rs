@@ -192,12 +192,20 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
     };
     let here = shard.id();
     let n = shard.count();
+    // Counted as running while it runs: a multi-shard EXEC waits for it.
+    st.gate.enter();
+    let _running = Running(st);
     // Consecutive commands run here share one write (`group`); the group
     // closes before anything that awaits or replies out of order.
     let mut group: Option<Grouped> = None;
     let mut later = Vec::new();
     let mut i = 0;
     while i < cmds.len() && !client.closing {
+        // MODES: another client's multi-shard EXEC holds the gate.
+        if st.gate.closed_to(client.info.id) {
+            close_group(&mut group, out, &mut [], &mut later);
+            crate::coord::gate::admit(st, client.info.id).await;
+        }
         let checked = precheck(client, &cmds[i], gate);
         // Where a shard command runs (computed once: it hashes the key).
         let target = match &checked {
@@ -332,6 +340,15 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         }
     }
     close_group(&mut group, out, &mut [], &mut later);
+}
+
+/// Ends a batch's count on the transaction gate, also when it unwinds.
+struct Running<'a>(&'a ShardState);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.gate.leave();
+    }
 }
 
 /// Who a command runs for: the connection's db and client, and whether
