@@ -38,9 +38,20 @@ pub struct Global {
     pub pubsub: crate::pubsub::PubSub,
     /// Clients closed for going over `client-output-buffer-limit`.
     pub output_limit_cuts: AtomicU64,
-    /// The client whose multi-shard EXEC holds the transaction gate; 0:
-    /// none (`coord::gate`).
-    pub tx_gate: AtomicU64,
+    /// Who holds the transaction gate and who waits for it (`coord::gate`).
+    pub tx_queue: Mutex<TxQueue>,
+}
+
+/// The process-wide transaction gate: whether an EXEC holds it, and the
+/// EXECs waiting for it in arrival order, each handed the gate in turn
+/// (`coord::gate`).
+#[derive(Default)]
+pub struct TxQueue {
+    pub held: bool,
+    /// Waiting EXECs: client id, and where to tell it the gate is its.
+    pub waiting: std::collections::VecDeque<(u64, shards::Post<bool>)>,
+    /// Times the gate went from one EXEC to the next without opening.
+    pub handovers: u32,
 }
 
 impl Global {

@@ -94,6 +94,9 @@ pub struct Gate {
     running: Cell<usize>,
     /// The client whose EXEC holds the gate; 0: open.
     owner: Cell<u64>,
+    /// Tasks of this shard waiting for the gate to open or for the
+    /// running commands to finish; woken when either happens.
+    waiters: RefCell<Vec<std::task::Waker>>,
 }
 
 impl Gate {
@@ -104,7 +107,26 @@ impl Gate {
 
     #[inline]
     pub fn leave(&self) {
-        self.running.set(self.running.get().saturating_sub(1));
+        let n = self.running.get().saturating_sub(1);
+        self.running.set(n);
+        if n == 0 && self.owner.get() != 0 {
+            self.wake();
+        }
+    }
+
+    /// Registers the current task to be woken at the gate's next change.
+    pub fn wait(&self, w: &std::task::Waker) {
+        let mut ws = self.waiters.borrow_mut();
+        if !ws.iter().any(|x| x.will_wake(w)) {
+            ws.push(w.clone());
+        }
+    }
+
+    fn wake(&self) {
+        let ws = std::mem::take(&mut *self.waiters.borrow_mut());
+        for w in ws {
+            w.wake();
+        }
     }
 
     /// Client commands running on this shard now.
@@ -114,6 +136,7 @@ impl Gate {
 
     pub fn set_owner(&self, client: u64) {
         self.owner.set(client);
+        self.wake();
     }
 
     /// Whether client `client` must wait before its next command.

@@ -7,8 +7,8 @@
 //! the jobs those commands send to other shards and the reads they wait
 //! for). A multi-shard EXEC:
 //! 1. stops counting itself and takes the process-wide gate (one such EXEC
-//!    at a time; waiting for it is not counted either, so two EXECs never
-//!    wait on each other);
+//!    at a time, handed over in arrival order; waiting for it is not
+//!    counted either, so two EXECs never wait on each other);
 //! 2. closes every shard's gate: from then on a connection admits no new
 //!    command but the owner's ([`admit`] waits, uncounted);
 //! 3. waits until every shard counts no running command: whatever was
@@ -25,17 +25,13 @@
 //! locks). Two hops to every shard to close, one round to drain, one to
 //! open.
 
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::rc::Rc;
+use std::task::Poll;
 
-use shards::{rt, Then};
+use shards::Then;
 
 use super::S;
 use crate::shard::ShardState;
-
-/// How often a parked connection looks at a closed gate again, and the
-/// owner at the commands still running.
-const POLL: Duration = Duration::from_micros(20);
 
 /// Waits, uncounted, until the gate lets `client`'s next command in.
 pub async fn admit(st: &ShardState, client: u64) {
@@ -43,10 +39,29 @@ pub async fn admit(st: &ShardState, client: u64) {
         return;
     }
     st.gate.leave();
-    while st.gate.closed_to(client) {
-        rt::sleep(POLL).await;
-    }
+    std::future::poll_fn(|cx| {
+        if st.gate.closed_to(client) {
+            st.gate.wait(cx.waker());
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
     st.gate.enter();
+}
+
+/// Waits until no client command runs on `st`.
+async fn drained(st: &ShardState) {
+    std::future::poll_fn(|cx| {
+        if st.gate.running() > 0 {
+            st.gate.wait(cx.waker());
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await
 }
 
 /// Takes the gate for `client`'s EXEC: when this returns, no other
@@ -55,22 +70,35 @@ pub async fn close(shard: &S, client: u64) {
     let st = shard.state();
     let g = &st.global;
     st.gate.leave();
-    while g.tx_gate.compare_exchange(0, client, Ordering::AcqRel, Ordering::Acquire).is_err() {
-        rt::sleep(POLL).await;
+    let mut turn = None;
+    {
+        let mut q = g.tx_queue.lock().unwrap_or_else(|e| e.into_inner());
+        if q.held {
+            let (mb, post) = shard.mailbox::<bool>();
+            q.waiting.push_back((client, post));
+            turn = Some(mb);
+        } else {
+            q.held = true;
+        }
+    }
+    if let Some(mb) = turn {
+        // Handed over by the previous holder's `open`: with the gates still
+        // closed and ours (nothing else ran since), or opened.
+        let closed_for_us = mb.recv().await.first().copied().unwrap_or(false);
+        if closed_for_us {
+            st.gate.enter();
+            return;
+        }
     }
     shard.broadcast(move |st: &ShardState| st.gate.set_owner(client)).await;
     let drains = (0..shard.count())
         .map(|t| {
-            shard.invoke_on_then(t, |st: &std::rc::Rc<ShardState>| {
+            shard.invoke_on_then(t, |st: &Rc<ShardState>| {
                 if st.gate.running() == 0 {
                     return Then::Now(());
                 }
                 let st = st.clone();
-                Then::Later(Box::pin(async move {
-                    while st.gate.running() > 0 {
-                        rt::sleep(POLL).await;
-                    }
-                }))
+                Then::Later(Box::pin(async move { drained(&st).await }))
             })
         })
         .collect();
@@ -78,8 +106,41 @@ pub async fn close(shard: &S, client: u64) {
     st.gate.enter();
 }
 
-/// Opens the gate [`close`] took.
+/// EXECs that may take the gate in a row before it opens for the other
+/// clients once.
+const HANDOVERS: u32 = 8;
+
+/// Opens the gate [`close`] took, or hands it, still closed, to the next
+/// EXEC waiting (at most [`HANDOVERS`] times in a row: a row of EXECs
+/// then costs one broadcast each instead of three rounds, and the other
+/// clients still get their turn).
 pub async fn open(shard: &S) {
+    let g = shard.state().global.clone();
+    let next = {
+        let mut q = g.tx_queue.lock().unwrap_or_else(|e| e.into_inner());
+        if q.handovers < HANDOVERS {
+            q.waiting.pop_front()
+        } else {
+            None
+        }
+    };
+    if let Some((client, post)) = next {
+        shard.broadcast(move |st: &ShardState| st.gate.set_owner(client)).await;
+        g.tx_queue.lock().unwrap_or_else(|e| e.into_inner()).handovers += 1;
+        if post.post(true) {
+            return;
+        }
+        // Its connection went away: open, and go on as below.
+    }
     shard.broadcast(|st: &ShardState| st.gate.set_owner(0)).await;
-    shard.state().global.tx_gate.store(0, Ordering::Release);
+    let mut q = g.tx_queue.lock().unwrap_or_else(|e| e.into_inner());
+    q.handovers = 0;
+    // The next waiter takes the opened gate itself. One whose connection
+    // went away refuses the post: try the next.
+    while let Some((_, next)) = q.waiting.pop_front() {
+        if next.post(false) {
+            return;
+        }
+    }
+    q.held = false;
 }

@@ -11,8 +11,10 @@
 //!   disk only is read in place (the step blocks the shard for it) instead
 //!   of by the read pool; a read in flight on one of the keys is waited
 //!   for before the step starts.
-//! - **Otherwise, not yet isolated**: the queue runs as a pipeline through
-//!   [`execute`] (other connection commands, keys of several shards).
+//! - **Otherwise, behind the transaction gate** (`coord::gate`; other
+//!   connection commands, keys of several shards): no other client's
+//!   command runs on any shard while the WATCH check and the queue run as
+//!   a pipeline through [`execute`]. Not yet all or nothing on disk.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;

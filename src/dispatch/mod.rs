@@ -37,7 +37,10 @@
 //!   of running it (a precheck error marks the transaction failed, as
 //!   Redis's EXECABORT); EXEC (`exec`) runs a queue whose keys all
 //!   belong to one shard as one isolated job there, and any other queue as
-//!   one batch through this same loop, not yet isolated (issue 15).
+//!   one batch through this same loop behind the transaction gate
+//!   (`coord::gate`: no other client's command runs meanwhile). Every
+//!   batch counts itself on the gate, and each command first waits while
+//!   another client's EXEC holds it.
 //! - **Blocked clients** (BLPOP, BZPOPMIN, XREAD BLOCK): a `Conn` handler
 //!   that parks on its keys' shards; nothing here changes, except that a
 //!   blocked connection does not read its next requests until woken.

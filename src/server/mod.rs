@@ -220,7 +220,7 @@ pub fn run(config: Config) -> Result<(), String> {
         memory: mem,
         pubsub: Default::default(),
         output_limit_cuts: AtomicU64::new(0),
-        tx_gate: AtomicU64::new(0),
+        tx_queue: Default::default(),
     });
     install_signal_thread(g.clone(), signals);
     start_fsync_thread(g.clone());
