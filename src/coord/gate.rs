@@ -144,3 +144,33 @@ pub async fn open(shard: &S) {
     }
     q.held = false;
 }
+
+/// The gate held by an EXEC: [`Held::open`] opens it; dropped unopened (a
+/// panic unwinding through EXEC), it opens from a task of its own, so a
+/// bug cannot leave every client parked for good.
+pub struct Held {
+    shard: Option<S>,
+}
+
+impl Held {
+    pub fn new(shard: &S) -> Held {
+        Held {
+            shard: Some(shard.clone()),
+        }
+    }
+
+    pub async fn open(mut self) {
+        if let Some(shard) = self.shard.take() {
+            open(&shard).await;
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(shard) = self.shard.take() {
+            tracing::error!("transaction gate dropped while held; opening it");
+            shards::rt::spawn(async move { open(&shard).await });
+        }
+    }
+}

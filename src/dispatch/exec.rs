@@ -88,9 +88,12 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
         // Commands on several shards run behind the transaction gate: no
         // other client's command runs anywhere meanwhile (`coord::gate`).
         let gated = touches_data(&queue);
-        if gated {
+        let held = if gated {
             gate::close(shard, client.info.id).await;
-        }
+            Some(gate::Held::new(shard))
+        } else {
+            None
+        };
         if watch.is_some_and(|w| w.spoiled(now_ms())) {
             // A watched key changed or expired: the transaction does not run.
             out.null_array();
@@ -100,8 +103,8 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
             Box::pin(execute(shard, client, &mut queue, out)).await;
             client.in_exec = false;
         }
-        if gated {
-            gate::open(shard).await;
+        if let Some(h) = held {
+            h.open().await;
         }
     }
     client.info.multi.store(-1, Ordering::Relaxed);
