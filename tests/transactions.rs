@@ -613,3 +613,35 @@ fn watched_transfers_across_shards_conserve_the_total() {
     assert_eq!(va + vb, 2000, "the total changed: {va} + {vb}");
     assert_eq!(va, 1000 - net, "a transfer was lost or counted twice");
 }
+
+/// A push inside EXEC serves a blocked client after the transaction, as
+/// Redis does: LLEN inside EXEC still sees the element. On one shard (the
+/// isolated path) and across shards (behind the transaction gate).
+const SERVED_AFTER_EXEC: &str = r#"
+    C> BLPOP {t}l 0
+    SLEEP 100
+    A: MULTI
+    A: RPUSH {t}l a b
+    A: LLEN {t}l
+    A: EXEC
+    C<
+    A: LLEN {t}l
+    D> BRPOP {t}q 0
+    SLEEP 100
+    A: MULTI
+    A: RPUSH {t}q x
+    A: LLEN {t}q
+    A: SET elsewhere:1 v
+    A: SET elsewhere:2 v
+    A: GET {t}l
+    A: EXEC
+    D<
+    A: LLEN {t}q
+"#;
+
+#[test]
+fn blocked_clients_are_served_after_exec() {
+    for shards in [1, 4] {
+        common::run_clients("served-after-exec", SERVED_AFTER_EXEC, shards, false);
+    }
+}

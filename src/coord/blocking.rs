@@ -131,6 +131,9 @@ pub async fn block(
     shard.state().gate.leave();
     let outcome = wait_for(&w, &rx, client, timeout).await;
     shard.state().gate.enter();
+    // Served by another client's EXEC: what remains (a move's push) waits
+    // for its end, as a command of this client would.
+    super::gate::admit(shard.state(), client.id).await;
     client.set_waiter(None);
     let (shard2, w2) = (shard.clone(), w.clone());
     rt::spawn(async move {

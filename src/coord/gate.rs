@@ -90,7 +90,13 @@ pub async fn close(shard: &S, client: u64) {
             return;
         }
     }
-    shard.broadcast(move |st: &ShardState| st.gate.set_owner(client)).await;
+    shard
+        .broadcast(move |st: &ShardState| {
+            st.gate.set_owner(client);
+            // Pushes inside the EXEC serve blocked clients after it.
+            super::serve::hold(st);
+        })
+        .await;
     let drains = (0..shard.count())
         .map(|t| {
             shard.invoke_on_then(t, |st: &Rc<ShardState>| {
@@ -125,14 +131,27 @@ pub async fn open(shard: &S) {
         }
     };
     if let Some((client, post)) = next {
-        shard.broadcast(move |st: &ShardState| st.gate.set_owner(client)).await;
+        shard
+            .broadcast(move |st: &ShardState| {
+                // Clients blocked on what the EXEC pushed are served
+                // between it and the next.
+                super::serve::release(st);
+                super::serve::hold(st);
+                st.gate.set_owner(client);
+            })
+            .await;
         g.tx_queue.lock().unwrap_or_else(|e| e.into_inner()).handovers += 1;
         if post.post(true) {
             return;
         }
         // Its connection went away: open, and go on as below.
     }
-    shard.broadcast(|st: &ShardState| st.gate.set_owner(0)).await;
+    shard
+        .broadcast(|st: &ShardState| {
+            super::serve::release(st);
+            st.gate.set_owner(0);
+        })
+        .await;
     let mut q = g.tx_queue.lock().unwrap_or_else(|e| e.into_inner());
     q.handovers = 0;
     // The next waiter takes the opened gate itself. One whose connection

@@ -26,6 +26,20 @@ pub fn key_ready(st: &ShardState, db: u8, key: &[u8]) {
     serve(st, db, key);
 }
 
+/// Holds serving back on this shard while a transaction runs: pushes
+/// inside it serve their waiters at [`release`], after it, as Redis
+/// serves blocked clients after EXEC.
+pub fn hold(st: &ShardState) {
+    st.blocked.hold();
+}
+
+/// Ends a [`hold`] and serves the keys that got data meanwhile.
+pub fn release(st: &ShardState) {
+    for (db, key) in st.blocked.release() {
+        serve(st, db, &key);
+    }
+}
+
 /// Serves the waiters of `key`, first come first served, while it holds data.
 fn serve(st: &ShardState, db: u8, key: &[u8]) {
     while let Some(w) = st.blocked.first(db, key) {

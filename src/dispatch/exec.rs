@@ -189,6 +189,8 @@ fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInf
     let mut later = Vec::new();
     let mut marks = Vec::with_capacity(share.len());
     let mut g = Grouped::begin(st);
+    // Blocked clients are served after the transaction, not inside it.
+    crate::coord::serve::hold(st);
     for (idx, f, argv) in share {
         g.before(&r);
         // Not in probe mode: a record on disk only is read here and now.
@@ -196,5 +198,6 @@ fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInf
         marks.push((r.buf.len(), later.len()));
     }
     g.end(&mut r, &mut marks, &mut later);
+    crate::coord::serve::release(st);
     Some(ShareOut { buf: r.buf, marks, later })
 }
