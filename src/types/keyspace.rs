@@ -515,3 +515,17 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
     engine.enable_gc();
     crate::types::open(engine.shard(0).expect("shard 0"), 1).expect("open keyspace")
 }
+
+impl Keyspace {
+    /// Tells subscribers that `event` (of `class`) happened to `key`, once
+    /// the writes staged so far are written. Call it after the write.
+    pub fn notify(&self, class: u32, event: &'static str, db: u8, key: &[u8]) {
+        let Some(n) = self.notifier.get() else { return };
+        if !n.wants(class) {
+            return;
+        }
+        let key = bytes::Bytes::copy_from_slice(key);
+        let publish = n.publish.clone();
+        self.store.after_write(Box::new(move || publish(db, event, &key)));
+    }
+}

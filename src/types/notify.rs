@@ -2,7 +2,8 @@
 //! commands, lazy and active expiry tell subscribers of
 //! `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`.
 //!
-//! The types and the commands say what happened (`Keyspace::notify`,
+//! The types and the commands say what happened (`Keyspace::notify`, in
+//! `keyspace`,
 //! with Redis's event names); the publishing itself is a hook the server
 //! installs (`Notifier::publish`), since pub/sub sits above the types. An
 //! event leaves once the writes staged before it are in RocksDB
@@ -11,8 +12,6 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-
-use bytes::Bytes;
 
 /// The event classes, as `config::kinds::event` numbers them (Redis's).
 pub use crate::config::event as class;
@@ -35,19 +34,5 @@ impl Notifier {
     pub fn wants(&self, class: u32) -> bool {
         let f = self.flags.load(Ordering::Relaxed);
         f & class != 0 && f & (class::KEYSPACE | class::KEYEVENT) != 0
-    }
-}
-
-impl super::keyspace::Keyspace {
-    /// Tells subscribers that `event` (of `class`) happened to `key`, once
-    /// the writes staged so far are written. Call it after the write.
-    pub fn notify(&self, class: u32, event: &'static str, db: u8, key: &[u8]) {
-        let Some(n) = self.notifier.get() else { return };
-        if !n.wants(class) {
-            return;
-        }
-        let key = Bytes::copy_from_slice(key);
-        let publish = n.publish.clone();
-        self.store.after_write(Box::new(move || publish(db, event, &key)));
     }
 }
