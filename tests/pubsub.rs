@@ -738,3 +738,48 @@ fn collection_notifications_match_redis() {
         run_clients("notify-collections", NOTIFY_COLLECTIONS, shards, false);
     }
 }
+
+/// The `new` event (class n): before the command's own event, only when
+/// the key did not exist (or had expired).
+const NOTIFY_NEW: &str = r#"
+    B: CONFIG SET notify-keyspace-events En$gh
+    A> PSUBSCRIBE __keyevent@0__:*
+    A<
+    B: SET k v
+    A<
+    A<
+    B: SET k v2
+    A<
+    B: HSET h f v
+    A<
+    A<
+    B: HSET h f2 v
+    A<
+    B: INCR counter
+    A<
+    A<
+    B: SET {r}a 1
+    A<
+    A<
+    B: RENAME {r}a {r}b
+    A<
+    A<
+    A<
+    B: DEL k
+    A<
+    B: SET k v PX 1
+    A<
+    A<
+    A<
+    SLEEP 20
+    B: SET k again
+    A<
+    A<
+"#;
+
+#[test]
+fn new_key_notifications_match_redis() {
+    for shards in [1, 4] {
+        run_clients("notify-new", NOTIFY_NEW, shards, false);
+    }
+}

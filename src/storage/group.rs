@@ -199,20 +199,53 @@ impl ShardStore {
     /// that write fails). Keyspace notifications wait here, so that a
     /// subscriber who reads the key it was told of finds the change.
     pub fn after_write(&self, f: Box<dyn FnOnce()>) {
-        if self.group.pending.borrow().count == 0 {
+        if self.group.pending.borrow().count == 0 && self.group.after.borrow().is_empty() {
             f();
         } else {
             self.group.after.borrow_mut().push(f);
         }
     }
 
+    /// Runs `f` after the next write succeeds (dropped if it fails), in
+    /// order with what [`ShardStore::after_write`] queued: for what must
+    /// follow a write being built now (a key's `new` event).
+    pub fn after_next_write(&self, f: Box<dyn FnOnce()>) {
+        self.group.after.borrow_mut().push(f);
+    }
+
+    /// Runs what waited for a write that just succeeded.
+    pub(super) fn run_after(&self) {
+        if self.group.after.borrow().is_empty() {
+            return;
+        }
+        let after = std::mem::take(&mut *self.group.after.borrow_mut());
+        for f in after {
+            f();
+        }
+    }
+
+    /// Forgets what waited for a write that failed.
+    pub(super) fn drop_after(&self) {
+        self.group.after.borrow_mut().clear();
+    }
+
     /// Writes what the group holds, if anything; the group stays open.
     /// A served blocked client calls it before its reply leaves: its pop
     /// must be in RocksDB before another connection learns of it.
     pub fn flush_group(&self) -> Result<(), StorageError> {
+        if self.flush_group_only()? {
+            self.run_after();
+        }
+        Ok(())
+    }
+
+    /// [`ShardStore::flush_group`] that leaves what waits for a write
+    /// waiting (the caller writes one more batch right after); whether it
+    /// wrote anything.
+    pub(super) fn flush_group_only(&self) -> Result<bool, StorageError> {
         let mut p = self.group.pending.borrow_mut();
         if p.count == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let count = p.count;
         p.rep[8..HEADER].copy_from_slice(&count.to_le_bytes());
@@ -239,7 +272,7 @@ impl ShardStore {
                 error: e.clone(),
             });
             self.group.pending.borrow_mut().meta = recycled(meta);
-            self.group.after.borrow_mut().clear();
+            self.drop_after();
             return Err(e);
         }
         let mut meta = meta;
@@ -255,11 +288,7 @@ impl ShardStore {
             self.engine.check_disk();
         }
         self.engine.written.fetch_add(1, Ordering::AcqRel);
-        let after = std::mem::take(&mut *self.group.after.borrow_mut());
-        for f in after {
-            f();
-        }
-        Ok(())
+        Ok(true)
     }
 }
 

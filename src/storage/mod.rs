@@ -577,8 +577,9 @@ impl ShardStore {
             if self.stage(&b) {
                 return Ok(());
             }
-            // Written on its own, after what the group holds.
-            self.flush_group()?;
+            // Written on its own, after what the group holds (what waits
+            // for a write waits for this one too).
+            self.flush_group_only()?;
         }
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
@@ -591,6 +592,7 @@ impl ShardStore {
             }
             let e = StorageError::from(e);
             self.engine.disk.note_write_error(&e.0);
+            self.drop_after();
             return Err(e);
         }
         if let Some(c) = &self.cache {
@@ -605,6 +607,7 @@ impl ShardStore {
             self.engine.check_disk();
         }
         self.engine.written.fetch_add(1, Ordering::AcqRel);
+        self.run_after();
         Ok(())
     }
 }

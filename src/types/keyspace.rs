@@ -284,6 +284,9 @@ impl Keyspace {
             self.store.put(b, &ttl_key(expire_ms, db, key), b"");
         }
         self.account(db, prior, Some(expire_ms));
+        if prior.is_none() {
+            self.notify_new(db, key);
+        }
     }
 
     /// Adds the delete of live key `key` (meta `m`) to `b`: its meta record
@@ -495,6 +498,32 @@ impl Keyspace {
     }
 }
 
+impl Keyspace {
+    /// Tells subscribers that `event` (of `class`) happened to `key`, once
+    /// the writes staged so far are written. Call it after the write.
+    pub fn notify(&self, class: u32, event: &'static str, db: u8, key: &[u8]) {
+        let Some(n) = self.notifier.get() else { return };
+        if !n.wants(class) {
+            return;
+        }
+        let key = bytes::Bytes::copy_from_slice(key);
+        let publish = n.publish.clone();
+        self.store.after_write(Box::new(move || publish(db, event, &key)));
+    }
+
+    /// The `new` event (class n) of a key this batch creates: after the
+    /// batch is written, before the command's own event (Redis's `dbAdd`).
+    fn notify_new(&self, db: u8, key: &[u8]) {
+        let Some(n) = self.notifier.get() else { return };
+        if !n.wants(super::notify::class::NEW) {
+            return;
+        }
+        let key = bytes::Bytes::copy_from_slice(key);
+        let publish = n.publish.clone();
+        self.store.after_next_write(Box::new(move || publish(db, "new", &key)));
+    }
+}
+
 /// A one-shard keyspace on a fresh database in `dir`, with garbage
 /// collection on, for unit tests of the types layer.
 #[cfg(test)]
@@ -514,18 +543,4 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
     crate::types::open(engine.shard(0).expect("shard 0"), 1).expect("open keyspace")
-}
-
-impl Keyspace {
-    /// Tells subscribers that `event` (of `class`) happened to `key`, once
-    /// the writes staged so far are written. Call it after the write.
-    pub fn notify(&self, class: u32, event: &'static str, db: u8, key: &[u8]) {
-        let Some(n) = self.notifier.get() else { return };
-        if !n.wants(class) {
-            return;
-        }
-        let key = bytes::Bytes::copy_from_slice(key);
-        let publish = n.publish.clone();
-        self.store.after_write(Box::new(move || publish(db, event, &key)));
-    }
 }
