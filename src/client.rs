@@ -120,7 +120,8 @@ pub struct ClientInfo {
     pub name: Mutex<String>,
     pub lib_name: Mutex<String>,
     pub lib_ver: Mutex<String>,
-    /// Index in `cmd::TABLE` of the last command, plus one (0: none yet).
+    /// The last command ([`ClientInfo::cmd_code`]: its index in
+    /// `cmd::TABLE` plus one, and its subcommand's plus one; 0: none yet).
     pub last_cmd: AtomicUsize,
     pub last_active_ms: AtomicU64,
     pub db: AtomicU8,
@@ -151,6 +152,18 @@ impl ClientInfo {
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
         }
+    }
+
+    /// `last_cmd`'s value for command `idx` of `cmd::TABLE` and its
+    /// subcommand `sub` (an index in its list), if any.
+    pub fn cmd_code(idx: usize, sub: Option<usize>) -> usize {
+        (idx + 1) | (sub.map_or(0, |s| s + 1) << 16)
+    }
+
+    /// [`ClientInfo::cmd_code`] back: the command's index, its subcommand's.
+    pub fn cmd_of(code: usize) -> Option<(usize, Option<usize>)> {
+        let idx = (code & 0xFFFF).checked_sub(1)?;
+        Some((idx, (code >> 16).checked_sub(1)))
     }
 
     /// Subscribed to something (CLIENT LIST `flags=P`, TYPE pubsub).

@@ -329,6 +329,11 @@ fn client_list_and_info_show_subscribers() {
         normal.contains(" flags=N ") && normal.contains(" sub=0 psub=0 ssub=0 ") && !normal.contains("flags=P"),
         "{normal}"
     );
+    // The last command by Redis's fullname, as 7.x shows it.
+    assert!(
+        normal.contains(" cmd=client|list ") && list.contains(" cmd=ssubscribe "),
+        "{normal}{list}"
+    );
     let info = text(c.cmd(&["INFO"]));
     for want in [
         "pubsub_channels:2\r\n",

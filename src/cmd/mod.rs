@@ -237,6 +237,16 @@ impl CommandSpec {
         self.bits & flag::NO_AUTH != 0
     }
 
+    /// Which of this container's subcommands `argv` names (None for a
+    /// plain command or an unknown subcommand).
+    pub fn subcommand_index(&self, argv: &[Bytes]) -> Option<usize> {
+        if self.subcommands.is_empty() {
+            return None;
+        }
+        let sub = argv.get(1)?;
+        self.subcommands.iter().position(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+    }
+
     /// Positions of the keys in `argv` (COMMAND GETKEYS and routing).
     pub fn key_positions(&self, argc: usize) -> Vec<usize> {
         if self.first_key <= 0 {

@@ -246,7 +246,10 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         };
         // MODES: MULTI queueing here; the pub/sub command filter is in `precheck`.
         client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
-        client.info.last_cmd.store(idx + 1, Ordering::Relaxed);
+        client
+            .info
+            .last_cmd
+            .store(ClientInfo::cmd_code(idx, spec.subcommand_index(&cmds[i])), Ordering::Relaxed);
         if client.multi.is_some() && (spec.name == "exec" || !cmd::multi::runs_in_multi(spec.name)) {
             close_group(&mut group, out, &mut [], &mut later);
             let argv = std::mem::take(&mut cmds[i]);
