@@ -29,6 +29,11 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         let hz = st.global.config.hz.load(Ordering::Relaxed).max(1);
         shards::rt::sleep(Duration::from_millis(1000 / hz)).await;
         housekeeping(&st, &mut stall_since);
+        // A multi-shard EXEC holds the gate: no key expires under it (as
+        // Redis's EXEC runs with the clock held); the next tick catches up.
+        if st.gate.is_closed() {
+            continue;
+        }
         let start = Instant::now();
         loop {
             match st.ks.expire_due(now_ms(), SLICE) {

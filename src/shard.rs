@@ -139,6 +139,12 @@ impl Gate {
         self.wake();
     }
 
+    /// Whether a multi-shard EXEC holds the gate now.
+    #[inline]
+    pub fn is_closed(&self) -> bool {
+        self.owner.get() != 0
+    }
+
     /// Whether client `client` must wait before its next command.
     #[inline]
     pub fn closed_to(&self, client: u64) -> bool {
