@@ -143,14 +143,17 @@ impl ClientInfo {
     /// Closes the socket under the connection: its pending read returns 0.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
-        if let Some(w) = self.waiter() {
-            w.give_up(Gone::Closed);
-        }
+        // The socket goes first: a blocked client woken below (on its own
+        // shard, maybe at once) must find nothing to answer on. Woken
+        // first, it could write its null reply before the shutdown.
         // SAFETY: `fd` stays open while the client is registered; the
         // connection unregisters (under the registry lock we hold) before
         // its socket is closed, so this never touches a reused descriptor.
         unsafe {
             libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+        if let Some(w) = self.waiter() {
+            w.give_up(Gone::Closed);
         }
     }
 
