@@ -9,6 +9,7 @@
 //! argument order. When every key has one owner the whole command is one
 //! synchronous call on that shard, so it is atomic there. Across shards the
 //! isolation is weaker; docs/cross-shard.md says exactly what holds.
+//! `gate` is the transaction gate a multi-shard EXEC runs behind.
 
 use std::rc::Rc;
 
