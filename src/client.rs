@@ -62,6 +62,17 @@ impl Subs {
     pub fn total(&self) -> usize {
         self.channels.len() + self.patterns.len() + self.shard.len()
     }
+
+    /// Writes messages taken from the mailbox into `r`, and tells the
+    /// output limit they left the queue.
+    pub fn write(&self, items: Vec<Push>, r: &mut crate::resp::Reply) {
+        let mut bytes = 0;
+        for m in &items {
+            bytes += m.size();
+            m.write(r);
+        }
+        self.me.taken(bytes);
+    }
 }
 
 /// What WATCH registered: the flag the keys' owners set when a write

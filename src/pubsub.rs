@@ -227,38 +227,37 @@ impl PubSub {
         if direct.is_empty() && (shard || reg.patterns.is_empty()) {
             return out;
         }
-        // One copy for every receiver: a slice of the request would pin
-        // the connection's whole read buffer while a slow subscriber waits.
-        let channel = Bytes::copy_from_slice(channel);
-        let data = Bytes::copy_from_slice(data);
+        // One copy for every receiver, made at the first: a slice of the
+        // request would pin the connection's whole read buffer while a slow
+        // subscriber waits; no receiver, no copy.
+        let mut copies: Option<(Bytes, Bytes)> = None;
+        let mut copy = || {
+            copies
+                .get_or_insert_with(|| (Bytes::copy_from_slice(channel), Bytes::copy_from_slice(data)))
+                .clone()
+        };
         let mut send = |s: &Subscriber, m: Push| {
             out.receivers += 1;
             if s.deliver(m, limits, now_ms) {
                 out.cut.push(s.client);
             }
         };
-        if let Some(subs) = direct.get(&channel) {
-            for s in subs {
-                let m = Push::Message {
-                    shard,
-                    channel: channel.clone(),
-                    data: data.clone(),
-                };
-                send(s, m);
-            }
+        for s in direct.get(channel).into_iter().flatten() {
+            let (channel, data) = copy();
+            send(s, Push::Message { shard, channel, data });
         }
         if !shard {
-            for (pattern, subs) in &reg.patterns {
-                if !channel_matches(pattern, &channel) {
-                    continue;
-                }
+            for (pattern, subs) in reg.patterns.iter().filter(|(p, _)| channel_matches(p, channel)) {
                 for s in subs {
-                    let m = Push::PMessage {
-                        pattern: pattern.clone(),
-                        channel: channel.clone(),
-                        data: data.clone(),
-                    };
-                    send(s, m);
+                    let (channel, data) = copy();
+                    send(
+                        s,
+                        Push::PMessage {
+                            pattern: pattern.clone(),
+                            channel,
+                            data,
+                        },
+                    );
                 }
             }
         }

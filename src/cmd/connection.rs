@@ -250,13 +250,9 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.subs[2].load(Ordering::Relaxed),
         c.multi.load(Ordering::Relaxed),
         // Redis's `fullname`: `client|list` for a subcommand.
-        match ClientInfo::cmd_of(c.last_cmd.load(Ordering::Relaxed)).and_then(|(i, sub)| Some((super::TABLE.get(i)?, sub))) {
-            None => "NULL".to_string(),
-            Some((spec, sub)) => match sub.and_then(|s| spec.subcommands.get(s)) {
-                Some(s) => format!("{}|{}", spec.name, s.name),
-                None => spec.name.to_string(),
-            },
-        },
+        ClientInfo::cmd_of(c.last_cmd.load(Ordering::Relaxed))
+            .and_then(|(i, sub)| Some(super::TABLE.get(i)?.fullname(sub)))
+            .unwrap_or_else(|| "NULL".to_string()),
         c.resp.load(Ordering::Relaxed),
         ClientInfo::text(&c.lib_name),
         ClientInfo::text(&c.lib_ver),

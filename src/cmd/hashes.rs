@@ -4,8 +4,8 @@
 use bytes::Bytes;
 
 use super::args::{float, int, is, one_of, parse_i64, scan_cursor, text, Args, ScanKind, ScanOpts};
+use super::Ctx;
 use super::{commands, CommandSpec};
-use super::{commit, Ctx};
 use crate::error::{invalid_expire, CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX};
 use crate::resp::Reply;
 use crate::types::coll::{self, Rng, View, Writer};
@@ -74,7 +74,7 @@ fn hset_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, hmset: bool) -> CmdRes
         w.put(&pair[0], 0, &pair[1])?;
         created += !was_live as i64;
     }
-    commit(ctx, w, key, HASH, &["hset"])?;
+    w.commit_with(HASH, &["hset"])?;
     if hmset {
         r.ok();
     } else {
@@ -100,7 +100,7 @@ pub fn hsetnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     }
     w.put(field, 0, value)?;
-    commit(ctx, w, key, HASH, &["hset"])?;
+    w.commit_with(HASH, &["hset"])?;
     r.int(1);
     Ok(())
 }
@@ -145,7 +145,7 @@ pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         n += w.live(f)?.is_some() as i64;
         w.delete(f)?;
     }
-    commit(ctx, w, key, HASH, if n > 0 { &["hdel"] } else { &[] })?;
+    w.commit_with(HASH, if n > 0 { &["hdel"] } else { &[] })?;
     r.int(n);
     Ok(())
 }
@@ -193,7 +193,7 @@ pub fn hincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let next = cur.checked_add(incr).ok_or(OVERFLOW)?;
     // The field keeps its TTL (HASH_SET_KEEP_TTL).
     w.put(field, ttl, next.to_string().as_bytes())?;
-    commit(ctx, w, key, HASH, &["hincrby"])?;
+    w.commit_with(HASH, &["hincrby"])?;
     r.int(next);
     Ok(())
 }
@@ -213,7 +213,7 @@ pub fn hincrbyfloat(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         FloatIncrError::NanOrInf => CmdError::new("ERR increment would produce NaN or Infinity"),
     })?;
     w.put(field, cur.map_or(0, |(t, _)| t), &next)?;
-    commit(ctx, w, key, HASH, &["hincrbyfloat"])?;
+    w.commit_with(HASH, &["hincrbyfloat"])?;
     r.bulk(&next);
     Ok(())
 }
@@ -436,7 +436,7 @@ fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bo
             r.int(1);
         }
     }
-    commit(ctx, w, key, HASH, if changed { &["hexpire"] } else { &[] })?;
+    w.commit_with(HASH, if changed { &["hexpire"] } else { &[] })?;
     Ok(())
 }
 
@@ -517,7 +517,7 @@ pub fn hpersist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
     }
-    commit(ctx, w, key, HASH, if changed { &["hpersist"] } else { &[] })?;
+    w.commit_with(HASH, if changed { &["hpersist"] } else { &[] })?;
     Ok(())
 }
 
@@ -542,7 +542,7 @@ pub fn hgetdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             None => r.null(),
         }
     }
-    commit(ctx, w, key, HASH, if deleted { &["hdel"] } else { &[] })?;
+    w.commit_with(HASH, if deleted { &["hdel"] } else { &[] })?;
     Ok(())
 }
 
@@ -604,7 +604,7 @@ pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         .filter(|(on, _)| *on)
         .map(|(_, e)| *e)
         .collect();
-    commit(ctx, w, key, HASH, &events)?;
+    w.commit_with(HASH, &events)?;
     Ok(())
 }
 
@@ -709,7 +709,7 @@ pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         Some(_) => &["hset", "hexpire"],
         None => &["hset"],
     };
-    commit(ctx, w, key, HASH, events)?;
+    w.commit_with(HASH, events)?;
     r.int(1);
     Ok(())
 }

@@ -88,21 +88,6 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Commits a collection's writes, then sends `events` (of `class`, in
-/// order) and `del` when the key went away, as Redis orders them
-/// (`hdel` then `del`, `srem` then `del`...).
-pub fn commit(ctx: &Ctx, w: crate::types::coll::Writer<'_>, key: &[u8], class: u32, events: &[&'static str]) -> CmdResult<bool> {
-    let had = w.existed();
-    let exists = w.commit()?;
-    for e in events {
-        ctx.notify(class, e, key);
-    }
-    if had && !exists {
-        ctx.notify(crate::types::notify::class::GENERIC, "del", key);
-    }
-    Ok(exists)
-}
-
 /// A handler that runs on the shard owning the command's keys.
 pub type ShardFn = fn(&Ctx, &[Bytes], &mut Reply) -> CmdResult;
 
@@ -245,6 +230,14 @@ impl CommandSpec {
         }
         let sub = argv.get(1)?;
         self.subcommands.iter().position(|s| s.name.as_bytes().eq_ignore_ascii_case(sub))
+    }
+
+    /// Redis's `fullname`: `config|get` for subcommand `sub`, else the name.
+    pub fn fullname(&self, sub: Option<usize>) -> String {
+        match sub.and_then(|s| self.subcommands.get(s)) {
+            Some(s) => format!("{}|{}", self.name, s.name),
+            None => self.name.to_string(),
+        }
     }
 
     /// Positions of the keys in `argv` (COMMAND GETKEYS and routing).

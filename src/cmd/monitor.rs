@@ -46,17 +46,10 @@ pub async fn monitor(mut c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
 /// Whether MONITOR leaves the command out: admin commands (or admin
 /// subcommands, CLIENT LIST, CONFIG GET...), as Redis's `call`.
 fn hidden(spec: &CommandSpec, argv: &[Bytes]) -> bool {
-    if spec.flags.contains(&"admin") {
-        return true;
-    }
-    match argv.get(1) {
-        Some(sub) if !spec.subcommands.is_empty() => spec
-            .subcommands
-            .iter()
-            .find(|s| s.name.eq_ignore_ascii_case(&String::from_utf8_lossy(sub)))
-            .is_some_and(|s| s.flags.contains(&"admin")),
-        _ => false,
-    }
+    spec.flags.contains(&"admin")
+        || spec
+            .subcommand_index(argv)
+            .is_some_and(|s| spec.subcommands[s].flags.contains(&"admin"))
 }
 
 /// Which arguments MONITOR shows as `(redacted)`: AUTH's, and the two

@@ -106,13 +106,7 @@ pub fn drain_into(client: &mut Client, r: &mut Reply) {
         return;
     }
     if let Some(s) = &client.pubsub {
-        let items = s.inbox.take();
-        let mut bytes = 0;
-        for m in &items {
-            bytes += m.size();
-            m.write(r);
-        }
-        s.me.taken(bytes);
+        s.write(s.inbox.take(), r);
     }
 }
 

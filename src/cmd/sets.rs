@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::args::{parse_i64, Args};
 use super::{commands, CommandSpec};
-use super::{commit, Conn, Ctx};
+use super::{Conn, Ctx};
 use crate::coord::coll as gather;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::resp::Reply;
@@ -57,7 +57,7 @@ pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             added += 1;
         }
     }
-    commit(ctx, w, key, SET, if added > 0 { &["sadd"] } else { &[] })?;
+    w.commit_with(SET, if added > 0 { &["sadd"] } else { &[] })?;
     r.int(added);
     Ok(())
 }
@@ -73,7 +73,7 @@ pub fn srem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     for m in members {
         removed += (w.delete(m)? != crate::types::hash::Phys::Missing) as i64;
     }
-    commit(ctx, w, key, SET, if removed > 0 { &["srem"] } else { &[] })?;
+    w.commit_with(SET, if removed > 0 { &["srem"] } else { &[] })?;
     r.int(removed);
     Ok(())
 }
@@ -180,7 +180,7 @@ pub fn spop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         r.bulk(&e.0);
         w.delete(&e.0)?;
     }
-    commit(ctx, w, key, SET, if picks.is_empty() { &[] } else { &["spop"] })?;
+    w.commit_with(SET, if picks.is_empty() { &[] } else { &["spop"] })?;
     Ok(())
 }
 

@@ -328,12 +328,7 @@ pub async fn smove(shard: &S, db: u8, src: Bytes, dst: Bytes, member: Bytes) -> 
                 return Ok(false);
             }
             w.stage_intent(part, &carried);
-            if !w.commit()? {
-                st.ks.notify(class::SET, "srem", db, &s2);
-                st.ks.notify(class::GENERIC, "del", db, &s2);
-            } else {
-                st.ks.notify(class::SET, "srem", db, &s2);
-            }
+            w.commit_with(class::SET, &["srem"])?;
             Ok(true)
         })
         .await?;

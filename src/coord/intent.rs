@@ -248,10 +248,7 @@ pub fn add_member(ks: &Keyspace, db: u8, key: &[u8], member: &[u8], now: u64, do
     if added {
         to.put(member, 0, b"")?;
     }
-    to.commit()?;
-    if added {
-        ks.notify(crate::types::notify::class::SET, "sadd", db, key);
-    }
+    to.commit_with(crate::types::notify::class::SET, if added { &["sadd"] } else { &[] })?;
     Ok(())
 }
 

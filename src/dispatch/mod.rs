@@ -121,14 +121,18 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
     if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
         return Err((Some(idx), MISCONF.into()));
     }
-    // MODES: RESP2's subscribed mode (not inside EXEC, as Redis checks
-    // only what a client sends).
-    if client.pubsub.is_some() && !client.resp3 && !client.in_exec && client.subscribed() && !allowed_subscribed(spec.name) {
-        return Err((Some(idx), not_in_subscribed_mode(spec, argv)));
-    }
-    // A MONITOR client is a replica to Redis: it may not touch keys.
-    if (spec.is_write() || spec.is_readonly()) && client.info.monitor.load(Ordering::Relaxed) {
-        return Err((Some(idx), "ERR Replica can't interact with the keyspace".into()));
+    // MODES: subscribers and monitors (both have a mailbox); one check for
+    // every other client.
+    if client.pubsub.is_some() {
+        // RESP2's subscribed mode (not inside EXEC: Redis checks only
+        // what a client sends).
+        if !client.resp3 && !client.in_exec && client.subscribed() && !allowed_subscribed(spec.name) {
+            return Err((Some(idx), not_in_subscribed_mode(spec, argv)));
+        }
+        // A MONITOR client is a replica to Redis: it may not touch keys.
+        if (spec.is_write() || spec.is_readonly()) && client.info.monitor.load(Ordering::Relaxed) {
+            return Err((Some(idx), "ERR Replica can't interact with the keyspace".into()));
+        }
     }
     Ok((idx, spec))
 }
@@ -141,13 +145,10 @@ fn allowed_subscribed(name: &str) -> bool {
     )
 }
 
-/// Redis's refusal in subscribed mode, naming the command as Redis's
-/// `fullname` does (`config|get` for a subcommand).
+/// Redis's refusal in subscribed mode, naming the command by its
+/// `fullname` (`config|get` for a subcommand).
 fn not_in_subscribed_mode(spec: &CommandSpec, argv: &[Bytes]) -> String {
-    let name = match (spec.subcommands.is_empty(), argv.get(1)) {
-        (false, Some(sub)) => format!("{}|{}", spec.name, String::from_utf8_lossy(sub).to_ascii_lowercase()),
-        _ => spec.name.to_string(),
-    };
+    let name = spec.fullname(spec.subcommand_index(argv));
     format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }
 

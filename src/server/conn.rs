@@ -127,7 +127,9 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
             Event::Read(Ok(n)) => n,
             Event::Pushed(items) => {
                 out.resp3 = client.resp3;
-                write_pushed(&client, items, &mut out);
+                if let Some(s) = &client.pubsub {
+                    s.write(items, &mut out);
+                }
                 st.net.borrow_mut().1 += out.buf.len() as u64;
                 if stream.write_all(&out.buf).await.is_err() {
                     break;
@@ -219,18 +221,6 @@ async fn next_event(stream: &mut TcpStream, buf: &mut [u8], subs: Option<&Subs>)
             let pushed = async { Event::Pushed(s.inbox.recv().await) };
             read.or(pushed).await
         }
-    }
-}
-
-/// Writes messages that arrived for a subscriber into `out`.
-fn write_pushed(client: &Client, items: Vec<Push>, out: &mut Reply) {
-    let mut bytes = 0;
-    for m in &items {
-        bytes += m.size();
-        m.write(out);
-    }
-    if let Some(s) = &client.pubsub {
-        s.me.taken(bytes);
     }
 }
 

@@ -502,25 +502,30 @@ impl Keyspace {
     /// Tells subscribers that `event` (of `class`) happened to `key`, once
     /// the writes staged so far are written. Call it after the write.
     pub fn notify(&self, class: u32, event: &'static str, db: u8, key: &[u8]) {
+        self.queue_event(class, event, db, key, false);
+    }
+
+    /// The `new` event (class n) of a key this batch creates: after the
+    /// batch is written, before the command's own event (Redis's `dbAdd`).
+    fn notify_new(&self, db: u8, key: &[u8]) {
+        self.queue_event(super::notify::class::NEW, "new", db, key, true);
+    }
+
+    /// Queues an event's publication behind the writes staged so far, or,
+    /// with `next`, behind the write being built.
+    fn queue_event(&self, class: u32, event: &'static str, db: u8, key: &[u8], next: bool) {
         let Some(n) = self.notifier.get() else { return };
         if !n.wants(class) {
             return;
         }
         let key = bytes::Bytes::copy_from_slice(key);
         let publish = n.publish.clone();
-        self.store.after_write(Box::new(move || publish(db, event, &key)));
-    }
-
-    /// The `new` event (class n) of a key this batch creates: after the
-    /// batch is written, before the command's own event (Redis's `dbAdd`).
-    fn notify_new(&self, db: u8, key: &[u8]) {
-        let Some(n) = self.notifier.get() else { return };
-        if !n.wants(super::notify::class::NEW) {
-            return;
+        let f: Box<dyn FnOnce()> = Box::new(move || publish(db, event, &key));
+        if next {
+            self.store.after_next_write(f);
+        } else {
+            self.store.after_write(f);
         }
-        let key = bytes::Bytes::copy_from_slice(key);
-        let publish = n.publish.clone();
-        self.store.after_next_write(Box::new(move || publish(db, "new", &key)));
     }
 }
 

@@ -181,6 +181,21 @@ impl<'k> Writer<'k> {
         self.ks.store.stage_intent_done(&mut self.b, r);
     }
 
+    /// [`Writer::commit`], then the keyspace events: `events` (of `class`,
+    /// in order), and `del` when the key went away (Redis's order: `hdel`
+    /// then `del`, `srem` then `del`...).
+    pub fn commit_with(self, class: u32, events: &[&'static str]) -> CmdResult<bool> {
+        let (ks, db, key, had) = (self.ks, self.db, self.key, self.existed());
+        let exists = self.commit()?;
+        for e in events {
+            ks.notify(class, e, db, key);
+        }
+        if had && !exists {
+            ks.notify(super::notify::class::GENERIC, "del", db, key);
+        }
+        Ok(exists)
+    }
+
     /// Writes everything staged. A collection left with no member (or, for
     /// a hash, provably no live field) is deleted. Returns whether the key
     /// exists afterwards.
