@@ -32,6 +32,7 @@ use shards::Then;
 
 use super::S;
 use crate::shard::ShardState;
+use crate::storage::StorageError;
 
 /// Waits, uncounted, until the gate lets `client`'s next command in.
 pub async fn admit(st: &ShardState, client: u64) {
@@ -135,6 +136,7 @@ pub async fn open(shard: &S) {
             .broadcast(move |st: &ShardState| {
                 // Clients blocked on what the EXEC pushed are served
                 // between it and the next.
+                abandon_tx(st);
                 super::serve::release(st);
                 super::serve::hold(st);
                 st.gate.set_owner(client);
@@ -148,6 +150,7 @@ pub async fn open(shard: &S) {
     }
     shard
         .broadcast(|st: &ShardState| {
+            abandon_tx(st);
             super::serve::release(st);
             st.gate.set_owner(0);
         })
@@ -162,6 +165,16 @@ pub async fn open(shard: &S) {
         }
     }
     q.held = false;
+}
+
+/// Ends, unwritten, a transaction an EXEC left open on `st`: one that
+/// unwound before writing it (an EXEC that finished has closed it).
+fn abandon_tx(st: &ShardState) {
+    let store = &st.ks.store;
+    if store.in_tx() {
+        drop(store.take_tx());
+        store.end_tx(&Err(StorageError("transaction abandoned".into())));
+    }
 }
 
 /// The gate held by an EXEC: [`Held::open`] opens it; dropped unopened (a

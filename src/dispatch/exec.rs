@@ -14,7 +14,12 @@
 //! - **Otherwise, behind the transaction gate** (`coord::gate`; other
 //!   connection commands, keys of several shards): no other client's
 //!   command runs on any shard while the WATCH check and the queue run as
-//!   a pipeline through [`execute`]. Not yet all or nothing on disk.
+//!   a pipeline through [`execute`].
+//!
+//! Either way the transaction's writes reach RocksDB as one batch
+//! (`storage::tx`): a crash keeps all of them or none. Should that write
+//! fail (a full disk), nothing of the transaction is applied and EXEC
+//! answers the error instead of the replies.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -75,7 +80,11 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
             .await;
         match done {
             None => out.null_array(),
-            Some(o) => {
+            Some(Err(e)) => {
+                st.record_error(&e.0);
+                out.error(&e.0);
+            }
+            Some(Ok(o)) => {
                 out.array(count);
                 if o.later.is_empty() {
                     out.buf.extend_from_slice(&o.buf);
@@ -98,10 +107,27 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
             // A watched key changed or expired: the transaction does not run.
             out.null_array();
         } else {
+            let at = out.buf.len();
+            if gated {
+                shard.broadcast(|st: &ShardState| st.ks.store.begin_tx()).await;
+            }
             out.array(queue.len());
             client.in_exec = true;
             Box::pin(execute(shard, client, &mut queue, out)).await;
             client.in_exec = false;
+            if gated {
+                // Every shard's writes in one batch, in the order made.
+                let parts = shard.broadcast(|st: &ShardState| st.ks.store.take_tx()).await;
+                let written = st.global.engine.write_tx(parts);
+                let w = written.clone();
+                shard.broadcast(move |st: &ShardState| st.ks.store.end_tx(&w)).await;
+                if let Err(e) = written {
+                    let e = CmdError::from(e);
+                    st.record_error(&e.0);
+                    out.buf.truncate(at);
+                    out.error(&e.0);
+                }
+            }
         }
         if let Some(h) = held {
             h.open().await;
@@ -160,8 +186,8 @@ fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, 
 /// Runs a one-shard transaction on `st`: waits (as a task of that shard)
 /// while a read in flight holds one of its keys, then checks the WATCH and
 /// runs the whole queue in one synchronous step and one write group. None
-/// when the WATCH was spoiled.
-fn isolated(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: Arc<ClientInfo>, watch: Option<Watch>) -> Then<Option<ShareOut>> {
+/// when the WATCH was spoiled; the error when the transaction's write failed.
+fn isolated(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: Arc<ClientInfo>, watch: Option<Watch>) -> Then<Option<Ran>> {
     if held(st, &share, db).is_none() {
         return Then::Now(run_all(st, &share, db, resp3, &info, watch));
     }
@@ -180,14 +206,18 @@ fn held(st: &ShardState, share: &Share, db: u8) -> Option<usize> {
     share.iter().position(|(idx, _, argv)| probe::held(st, &cmd::TABLE[*idx], argv, db))
 }
 
+/// What the isolated step of a transaction gives back.
+type Ran = Result<ShareOut, CmdError>;
+
 /// The synchronous step of [`isolated`].
-fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo, watch: Option<Watch>) -> Option<ShareOut> {
+fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo, watch: Option<Watch>) -> Option<Ran> {
     if watch.is_some_and(|w| w.spoiled(now_ms())) {
         return None;
     }
     let mut r = Reply::new(resp3);
     let mut later = Vec::new();
     let mut marks = Vec::with_capacity(share.len());
+    st.ks.store.begin_tx();
     let mut g = Grouped::begin(st);
     // Blocked clients are served after the transaction, not inside it.
     crate::coord::serve::hold(st);
@@ -197,7 +227,12 @@ fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInf
         run_shard_cmd(st, *idx, *f, argv, db, info, &mut r, &mut later, false);
         marks.push((r.buf.len(), later.len()));
     }
+    // All of it in one write (the group has nothing left to write).
+    let written = st.ks.store.commit_tx();
     g.end(&mut r, &mut marks, &mut later);
     crate::coord::serve::release(st);
-    Some(ShareOut { buf: r.buf, marks, later })
+    Some(match written {
+        Ok(()) => Ok(ShareOut { buf: r.buf, marks, later }),
+        Err(e) => Err(CmdError::from(e)),
+    })
 }

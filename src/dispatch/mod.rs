@@ -289,7 +289,9 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                 }
                 // A GET of another shard's key reads that shard's column
                 // family from here: no hop (see `types::bigstr::peek`).
-                if spec.name == "get" {
+                // Not inside EXEC: the owner's transaction holds its writes
+                // (`storage::tx`), and only the owner reads them.
+                if spec.name == "get" && !client.in_exec {
                     if let Some(store) = st.peers.get(target) {
                         let start = Instant::now();
                         let next = cmds[i + 1..].iter().map(Vec::as_slice);

@@ -103,6 +103,10 @@ impl ShardStore {
         if let Some(v) = self.ahead.get(key) {
             return Ok(Some(v));
         }
+        if self.in_tx() {
+            // Read one by one: the read-ahead keeps committed records only.
+            return self.get_with(key, |v| v.map(Bytes::copy_from_slice));
+        }
         let (mut found, mut read) = (None, 0usize);
         let forward = key == from;
         let mut keep = |k: &[u8], v: &[u8]| {

@@ -148,6 +148,11 @@ impl ShardStore {
     /// Stages `b` in the open group. False when it must be written on its
     /// own (a range delete: reads could not tell what it covers).
     pub(super) fn stage(&self, b: &Batch) -> bool {
+        if self.tx.on() {
+            self.tx_stage(b);
+            self.group.staged.set(self.group.staged.get() + 1);
+            return true;
+        }
         if b.clears_meta || b.has_range {
             return false;
         }
@@ -178,6 +183,9 @@ impl ShardStore {
     /// writing the group first if it wrote `key`.
     #[inline]
     pub(super) fn group_read(&self, key: &[u8]) -> Result<Option<Option<Bytes>>, StorageError> {
+        if self.tx.on() {
+            return Ok(self.tx_read(key));
+        }
         let hit = {
             let p = self.group.pending.borrow();
             if p.count == 0 {
@@ -199,7 +207,7 @@ impl ShardStore {
     /// that write fails). Keyspace notifications wait here, so that a
     /// subscriber who reads the key it was told of finds the change.
     pub fn after_write(&self, f: Box<dyn FnOnce()>) {
-        if self.group.pending.borrow().count == 0 && self.group.after.borrow().is_empty() {
+        if self.group.pending.borrow().count == 0 && self.group.after.borrow().is_empty() && !self.tx_holds_writes() {
             f();
         } else {
             self.group.after.borrow_mut().push(f);

@@ -26,8 +26,10 @@ pub mod meta;
 mod options;
 mod scan;
 mod stats;
+mod tx;
 mod watch;
 pub use stats::RocksMemory;
+pub use tx::TxPart;
 pub mod tier;
 
 use std::path::{Path, PathBuf};
@@ -150,6 +152,8 @@ pub struct Engine {
     pub disk: disk::DiskGuard,
     /// The next cross-shard intent id; see `intent`.
     intent_ids: AtomicU64,
+    /// Orders the batches a transaction stages on several shards (`tx`).
+    tx_stamps: AtomicU64,
     /// Each shard's meta cache (see `cache`), shared by its store and its
     /// peers' read-only views.
     meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
@@ -238,6 +242,7 @@ impl Engine {
         Ok(Engine {
             db,
             intent_ids,
+            tx_stamps: AtomicU64::new(0),
             meta_caches: (0..opts.shards)
                 .map(|_| (per_shard > 0).then(|| Arc::new(cache::MetaCache::new(per_shard))))
                 .collect(),
@@ -296,6 +301,7 @@ impl Engine {
             ahead: Default::default(),
             watches: Default::default(),
             group: Default::default(),
+            tx: Default::default(),
             probe: Default::default(),
         })
     }
@@ -411,7 +417,9 @@ impl Engine {
 
 /// A RocksDB snapshot of the process-wide database. It may travel between
 /// shards (rust-rocksdb marks it `Send + Sync`); dropping it releases it.
-pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>);
+/// Taken inside a transaction, it keeps a copy of what the transaction
+/// had staged (`tx`).
+pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>, Option<Arc<tx::Overlay>>);
 
 /// Writes staged for one atomic [`ShardStore::write`] to one shard, with the
 /// meta records they change (applied to the shard's meta cache once RocksDB
@@ -425,6 +433,8 @@ pub struct Batch {
     has_range: bool,
     /// Hashes of the keys written, while a group is open (`group`).
     hashes: Vec<u64>,
+    /// The writes, while a transaction is open (`tx`).
+    ops: Vec<tx::Op>,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -443,6 +453,7 @@ pub struct ShardStore {
     /// Keys clients WATCH (`watch`).
     watches: watch::Watches,
     group: group::GroupState,
+    tx: tx::TxState,
     probe: tier::Probe,
 }
 
@@ -478,7 +489,7 @@ impl ShardStore {
     /// record through the cache: a hit reads no RocksDB at all).
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
-        if self.group.active() {
+        if self.staging() {
             if let Some(v) = self.group_read(key)? {
                 return Ok(f(v.as_deref()));
             }
@@ -512,6 +523,13 @@ impl ShardStore {
         Batch::default()
     }
 
+    /// Whether writes are staged (an open group or transaction) rather
+    /// than written at once.
+    #[inline]
+    fn staging(&self) -> bool {
+        self.group.active() || self.tx.on()
+    }
+
     /// The column family record `key` lives in.
     #[inline]
     fn cf_of(&self, key: &[u8]) -> &'static ColumnFamily {
@@ -527,7 +545,11 @@ impl ShardStore {
         b.wb.put_cf(self.cf_of(key), key, value);
         self.ahead.forget(key);
         self.touch(key);
-        self.note(b, key, || Some(Bytes::copy_from_slice(value)));
+        if self.tx.on() {
+            b.ops.push(tx::Op::Record(key.into(), Some(Bytes::copy_from_slice(value))));
+        } else {
+            self.note(b, key, || Some(Bytes::copy_from_slice(value)));
+        }
     }
 
     #[inline]
@@ -535,7 +557,11 @@ impl ShardStore {
         b.wb.delete_cf(self.cf_of(key), key);
         self.ahead.forget(key);
         self.touch(key);
-        self.note(b, key, || None);
+        if self.tx.on() {
+            b.ops.push(tx::Op::Record(key.into(), None));
+        } else {
+            self.note(b, key, || None);
+        }
     }
 
     /// Records what the cache and an open group need to know of a write.
@@ -561,6 +587,9 @@ impl ShardStore {
             self.ahead.forget_range(from, to);
         }
         b.has_range = true;
+        if self.tx.on() {
+            b.ops.push(tx::Op::Range(from.into(), to.into()));
+        }
         if !cache::range_spares_meta(from, to) {
             b.clears_meta = true;
         }
@@ -573,7 +602,7 @@ impl ShardStore {
             return Ok(());
         }
         self.note_write();
-        if self.group.active() {
+        if self.staging() {
             if self.stage(&b) {
                 return Ok(());
             }

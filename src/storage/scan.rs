@@ -1,14 +1,36 @@
 //! A shard's range reads: scans forward and back, the last key of a
 //! range, counts, snapshots. A scan reads one column family (meta records
 //! or members, `keys::range_families`) and writes the open group first, so
-//! it sees every write staged before it.
+//! it sees every write staged before it; inside a transaction, it merges
+//! the transaction's writes instead (`tx`).
 
 use rocksdb::{ColumnFamily, DBRawIteratorWithThreadMode, ReadOptions, DB};
 
 /// A raw iterator of the process-wide database.
 type Iter = DBRawIteratorWithThreadMode<'static, DB>;
 
+use super::tx::{merge, Cursor, Overlay};
 use super::{keys, ShardStore, Snap, StorageError};
+
+/// RocksDB's iterator as a [`Cursor`], forward or back.
+struct Dir<'a>(&'a mut Iter, bool);
+
+impl Cursor for Dir<'_> {
+    fn entry(&self) -> Option<(&[u8], &[u8])> {
+        if !self.0.valid() {
+            return None;
+        }
+        self.0.key().zip(self.0.value())
+    }
+
+    fn step(&mut self) {
+        if self.1 {
+            self.0.prev()
+        } else {
+            self.0.next()
+        }
+    }
+}
 
 impl ShardStore {
     /// The one column family a scan of `[from, to)` reads: a scan never
@@ -34,7 +56,16 @@ impl ShardStore {
         // A failure is recorded for `end_group`; the snapshot then shows
         // the data without the lost group, as every later read will.
         let _ = self.flush_group();
-        Snap(self.db.snapshot())
+        Snap(self.db.snapshot(), self.tx_frozen())
+    }
+
+    /// What a transaction staged in `[from, to)` that a read as of `snap`
+    /// (or of the live data) must merge.
+    fn overlay(&self, from: &[u8], to: &[u8], snap: Option<&Snap>) -> Option<Overlay> {
+        match snap {
+            Some(s) => s.1.as_ref().and_then(|o| o.within(from, to)),
+            None => self.tx_within(from, to),
+        }
     }
 
     /// An iterator over `[from, to)` of the one family the range reads,
@@ -62,6 +93,19 @@ impl ShardStore {
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
         let mut it = self.range_iter(from, to, snap, true)?;
+        if let Some(over) = self.overlay(from, to, snap) {
+            match after {
+                Some(a) => it.seek(a),
+                None => it.seek(from),
+            }
+            if let (Some(a), true) = (after, it.valid()) {
+                if it.key() == Some(a) {
+                    it.next();
+                }
+            }
+            merge(&mut Dir(&mut it, false), &over, from, after, to, false, f);
+            return Ok(it.status()?);
+        }
         match after {
             Some(a) => {
                 it.seek(a);
@@ -96,6 +140,10 @@ impl ShardStore {
     pub fn scan_back(&self, from: &[u8], to: &[u8], mut f: impl FnMut(&[u8], &[u8]) -> bool) -> Result<(), StorageError> {
         let mut it = self.range_iter(from, to, None, true)?;
         it.seek_to_last();
+        if let Some(over) = self.overlay(from, to, None) {
+            merge(&mut Dir(&mut it, true), &over, from, None, to, true, f);
+            return Ok(it.status()?);
+        }
         while it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
             if !f(k, v) {
@@ -116,6 +164,14 @@ impl ShardStore {
 
     /// Counts records in `[from, to)` without decoding values.
     pub fn count(&self, from: &[u8], to: &[u8]) -> Result<u64, StorageError> {
+        if self.tx_within(from, to).is_some() {
+            let mut n = 0;
+            self.scan(from, to, |_, _| {
+                n += 1;
+                true
+            })?;
+            return Ok(n);
+        }
         let mut it = self.range_iter(from, to, None, false)?;
         it.seek(from);
         let mut n = 0;

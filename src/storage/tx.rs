@@ -1,0 +1,539 @@
+//! Transactions: every write of an EXEC reaches RocksDB in one batch, so a
+//! crash keeps all of it or none of it, however many shards it spans
+//! (docs/cross-shard.md, "Transactions").
+//!
+//! While a shard's transaction is open ([`ShardStore::begin_tx`]), its
+//! writes are staged in a journal and never written on their own: not
+//! when a read would have written an open group first, not for a range
+//! delete, not when it grows large. Reads see them through the journal's
+//! overlay, an ordered map of every record it wrote (None: deleted) and
+//! the ranges it deleted:
+//! - a point read asks the overlay first;
+//! - a range read merges the overlay's records of the range with
+//!   RocksDB's, skipping what the overlay replaces or a range delete
+//!   covers (`merge`);
+//! - a snapshot taken meanwhile keeps a copy of the overlay.
+//!
+//! Each staged batch gets a stamp from one process-wide counter, so the
+//! parts of all shards ([`ShardStore::take_tx`]) can be put back in the
+//! order they were made: a cross-shard command inside the transaction
+//! writes an intent record on one shard and deletes it on another, and the
+//! delete must come after the write. [`Engine::write_tx`] writes the parts
+//! as one batch; [`ShardStore::end_tx`] then updates the meta cache and
+//! runs what waited for the write (keyspace notifications), or forgets it
+//! all if the write failed.
+//!
+//! Nothing else may write the shard meanwhile: the caller holds it (one
+//! synchronous step on one shard, or the transaction gate on all).
+//! Another shard's direct reads (`PeerStore`) do not see the journal; the
+//! dispatcher sends such reads to the owner during a transaction.
+
+use std::cell::{Cell, RefCell};
+use std::cmp::Ordering as Cmp;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rocksdb::WriteBatch;
+
+use super::{cache, Batch, Engine, ShardStore, StorageError};
+
+/// A WriteBatch's header: an 8-byte sequence number and a 4-byte count.
+const HEADER: usize = 12;
+
+/// One write a batch made, as the overlay needs it (kept only while a
+/// transaction is open).
+pub(super) enum Op {
+    /// A put (Some) or delete (None) of one record.
+    Record(Box<[u8]>, Option<Bytes>),
+    /// A range delete of `[from, to)`.
+    Range(Box<[u8]>, Box<[u8]>),
+}
+
+/// A range `[from, to)` a transaction deleted.
+type Span = (Box<[u8]>, Box<[u8]>);
+
+/// The overlay's records of a range, in the visit's order.
+type Records<'a> = Box<dyn Iterator<Item = (&'a Box<[u8]>, &'a Option<Bytes>)> + 'a>;
+
+/// What a transaction wrote, as reads see it.
+#[derive(Default, Clone)]
+pub(super) struct Overlay {
+    records: BTreeMap<Box<[u8]>, Option<Bytes>>,
+    ranges: Vec<Span>,
+}
+
+impl Overlay {
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Record(k, v) => {
+                self.records.insert(k.clone(), v.clone());
+            }
+            Op::Range(from, to) => {
+                if from < to {
+                    let span = (Bound::Included(&from[..]), Bound::Excluded(&to[..]));
+                    let gone: Vec<Box<[u8]>> = self.records.range::<[u8], _>(span).map(|(k, _)| k.clone()).collect();
+                    for k in gone {
+                        self.records.remove(&k);
+                    }
+                }
+                self.ranges.push((from.clone(), to.clone()));
+            }
+        }
+    }
+
+    /// Some(value) when the overlay decides `key`: a record it wrote, or
+    /// None inside a range it deleted (a record written after a range
+    /// delete replaced its entry there).
+    fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        if let Some(v) = self.records.get(key) {
+            return Some(v.clone());
+        }
+        self.covers(key).then_some(None)
+    }
+
+    fn covers(&self, key: &[u8]) -> bool {
+        self.ranges.iter().any(|(a, b)| &a[..] <= key && key < &b[..])
+    }
+
+    /// The overlay restricted to `[from, to)`, or None when it has nothing
+    /// there (the range reads RocksDB alone).
+    pub(super) fn within(&self, from: &[u8], to: &[u8]) -> Option<Overlay> {
+        let ranges: Vec<_> = self.ranges.iter().filter(|(a, b)| &a[..] < to && from < &b[..]).cloned().collect();
+        let records: BTreeMap<_, _> = if from < to {
+            let span = (Bound::Included(from), Bound::Excluded(to));
+            self.records.range::<[u8], _>(span).map(|(k, v)| (k.clone(), v.clone())).collect()
+        } else {
+            BTreeMap::new()
+        };
+        (!ranges.is_empty() || !records.is_empty()).then_some(Overlay { records, ranges })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.ranges.is_empty()
+    }
+}
+
+/// A shard's open transaction.
+#[derive(Default)]
+struct Journal {
+    /// The staged batches' records, one after another (no header).
+    rep: Vec<u8>,
+    count: u32,
+    /// Per staged batch: its stamp and where its records start in `rep`.
+    marks: Vec<(u64, usize)>,
+    overlay: Overlay,
+    /// A range delete reached meta records: the meta cache is cleared
+    /// once the transaction is written.
+    clears_meta: bool,
+}
+
+/// A shard store's transaction state (only the owner's thread uses it).
+#[derive(Default)]
+pub(super) struct TxState {
+    on: Cell<bool>,
+    journal: RefCell<Journal>,
+}
+
+impl TxState {
+    #[inline]
+    pub(super) fn on(&self) -> bool {
+        self.on.get()
+    }
+}
+
+/// One shard's part of a transaction, handed to the shard that writes it.
+pub struct TxPart {
+    rep: Vec<u8>,
+    count: u32,
+    marks: Vec<(u64, usize)>,
+}
+
+impl ShardStore {
+    /// Opens a transaction on this shard: from now on writes are staged in
+    /// its journal until [`ShardStore::end_tx`]. Writes an open group
+    /// first (none is open between commands; a failure would be reported
+    /// by its `end_group`).
+    pub fn begin_tx(&self) {
+        let _ = self.flush_group();
+        self.tx.on.set(true);
+    }
+
+    /// Whether a transaction is open on this shard.
+    pub fn in_tx(&self) -> bool {
+        self.tx.on()
+    }
+
+    /// Stages `b` in the open transaction.
+    pub(super) fn tx_stage(&self, b: &Batch) {
+        let mut j = self.tx.journal.borrow_mut();
+        let stamp = self.engine.tx_stamps.fetch_add(1, Ordering::Relaxed);
+        let at = j.rep.len();
+        j.marks.push((stamp, at));
+        j.rep.extend_from_slice(b.wb.data().get(HEADER..).unwrap_or_default());
+        j.count += b.wb.len() as u32;
+        j.clears_meta |= b.clears_meta;
+        for op in &b.ops {
+            j.overlay.apply(op);
+        }
+    }
+
+    /// What the open transaction says of `key` (see [`Overlay::get`]).
+    #[inline]
+    pub(super) fn tx_read(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        self.tx.journal.borrow().overlay.get(key)
+    }
+
+    /// The open transaction's overlay within `[from, to)`, if it wrote there.
+    pub(super) fn tx_within(&self, from: &[u8], to: &[u8]) -> Option<Overlay> {
+        if !self.tx.on() {
+            return None;
+        }
+        self.tx.journal.borrow().overlay.within(from, to)
+    }
+
+    /// A copy of the open transaction's overlay for a snapshot (None when
+    /// it is closed or wrote nothing).
+    pub(super) fn tx_frozen(&self) -> Option<Arc<Overlay>> {
+        if !self.tx.on() {
+            return None;
+        }
+        let j = self.tx.journal.borrow();
+        (!j.overlay.is_empty()).then(|| Arc::new(j.overlay.clone()))
+    }
+
+    /// Whether the open transaction holds writes not yet in RocksDB.
+    pub(super) fn tx_holds_writes(&self) -> bool {
+        self.tx.on() && self.tx.journal.borrow().count > 0
+    }
+
+    /// Takes what the transaction staged, for [`Engine::write_tx`]; the
+    /// overlay stays for [`ShardStore::end_tx`].
+    pub fn take_tx(&self) -> TxPart {
+        let mut j = self.tx.journal.borrow_mut();
+        TxPart {
+            rep: std::mem::take(&mut j.rep),
+            count: std::mem::take(&mut j.count),
+            marks: std::mem::take(&mut j.marks),
+        }
+    }
+
+    /// Closes the transaction once its write is done: on success the meta
+    /// cache learns the records it wrote and what waited for the write
+    /// runs; on failure the cache forgets everything and the waiters are
+    /// dropped, as for any failed write.
+    pub fn end_tx(&self, written: &Result<(), StorageError>) {
+        let j = std::mem::take(&mut *self.tx.journal.borrow_mut());
+        self.tx.on.set(false);
+        match written {
+            Ok(()) => {
+                if let Some(c) = &self.cache {
+                    if j.clears_meta {
+                        c.clear();
+                    }
+                    for (k, v) in j.overlay.records {
+                        if cache::is_meta(&k) {
+                            c.insert(k, v);
+                        }
+                    }
+                }
+                self.run_after();
+            }
+            Err(_) => {
+                if let Some(c) = &self.cache {
+                    c.clear();
+                }
+                self.drop_after();
+            }
+        }
+    }
+
+    /// A transaction on this shard alone: writes what it staged and closes it.
+    pub fn commit_tx(&self) -> Result<(), StorageError> {
+        let part = self.take_tx();
+        let r = self.engine.write_tx(vec![part]);
+        self.end_tx(&r);
+        r
+    }
+}
+
+impl Engine {
+    /// Writes every shard's part of one transaction as one RocksDB batch,
+    /// the staged batches in the order they were made.
+    pub fn write_tx(&self, parts: Vec<TxPart>) -> Result<(), StorageError> {
+        let count: u32 = parts.iter().map(|p| p.count).sum();
+        if count == 0 {
+            return Ok(());
+        }
+        let mut pieces: Vec<(u64, &[u8])> = Vec::new();
+        for p in &parts {
+            for (i, &(stamp, at)) in p.marks.iter().enumerate() {
+                let end = p.marks.get(i + 1).map_or(p.rep.len(), |m| m.1);
+                pieces.push((stamp, p.rep.get(at..end).unwrap_or_default()));
+            }
+        }
+        pieces.sort_unstable_by_key(|p| p.0);
+        let mut rep = Vec::with_capacity(HEADER + pieces.iter().map(|p| p.1.len()).sum::<usize>());
+        rep.extend_from_slice(&[0; 8]);
+        rep.extend_from_slice(&count.to_le_bytes());
+        for (_, piece) in pieces {
+            rep.extend_from_slice(piece);
+        }
+        let bytes = rep.len();
+        if let Err(e) = self.db.write(WriteBatch::from_data(&rep)) {
+            let e = StorageError::from(e);
+            self.disk.note_write_error(&e.0);
+            return Err(e);
+        }
+        if self.disk.spend(bytes) {
+            self.check_disk();
+        }
+        self.written.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// A cursor over records in key order, forward or back: RocksDB's
+/// iterator, as `merge` drives it.
+pub(super) trait Cursor {
+    fn entry(&self) -> Option<(&[u8], &[u8])>;
+    fn step(&mut self);
+}
+
+/// Visits the records of `[from, to)` as the transaction sees them: the
+/// cursor's (RocksDB's) merged with `over`'s, in the cursor's direction
+/// (`back`), skipping what `over` deleted; `after` (forward only): start
+/// just past it. False when `f` stopped the visit.
+pub(super) fn merge<C: Cursor>(
+    cur: &mut C,
+    over: &Overlay,
+    from: &[u8],
+    after: Option<&[u8]>,
+    to: &[u8],
+    back: bool,
+    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+) -> bool {
+    let lo = match after {
+        Some(a) => Bound::Excluded(a),
+        None => Bound::Included(from),
+    };
+    let span = (lo, Bound::Excluded(to));
+    let mut mine: Records<'_> = if from < to {
+        let r = over.records.range::<[u8], _>(span);
+        if back {
+            Box::new(r.rev())
+        } else {
+            Box::new(r)
+        }
+    } else {
+        Box::new(std::iter::empty())
+    };
+    let mut next_mine = mine.next();
+    loop {
+        // Which comes first in the visit's direction: RocksDB's record
+        // (Less), the overlay's (Greater), or both of one key (Equal).
+        let order = match (cur.entry(), next_mine) {
+            (None, None) => return true,
+            (None, Some(_)) => Cmp::Greater,
+            (Some(_), None) => Cmp::Less,
+            (Some((k, _)), Some((m, _))) => {
+                let o = k.cmp(&m[..]);
+                if back {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+        };
+        if order == Cmp::Less {
+            if let Some((k, v)) = cur.entry() {
+                if !over.covers(k) && !f(k, v) {
+                    return false;
+                }
+            }
+            cur.step();
+            continue;
+        }
+        if order == Cmp::Equal {
+            cur.step();
+        }
+        if let Some((k, Some(v))) = next_mine {
+            if !f(k, v) {
+                return false;
+            }
+        }
+        next_mine = mine.next();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{keys, test_opts, Engine, PeerStore};
+    use super::*;
+
+    fn stores(shards: usize) -> (tempfile::TempDir, &'static Engine) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = test_opts(dir.path(), shards, 1 << 20);
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        (dir, e)
+    }
+
+    fn get(s: &ShardStore, k: &[u8]) -> Option<Vec<u8>> {
+        s.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+    }
+
+    fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
+        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+    }
+
+    fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
+        let mut b = s.batch();
+        s.put(&mut b, k, v);
+        s.write(b).unwrap();
+    }
+
+    fn del(s: &ShardStore, k: &[u8]) {
+        let mut b = s.batch();
+        s.delete(&mut b, k);
+        s.write(b).unwrap();
+    }
+
+    fn scan(s: &ShardStore, from: &[u8], to: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        s.scan(from, to, |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            true
+        })
+        .unwrap();
+        out
+    }
+
+    fn scan_back(s: &ShardStore, from: &[u8], to: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        s.scan_back(from, to, |k, _| {
+            out.push(k.to_vec());
+            true
+        })
+        .unwrap();
+        out
+    }
+
+    /// Reads inside a transaction see its writes (point reads, scans both
+    /// ways, counts, range deletes), nothing reaches RocksDB before the
+    /// commit, and everything does with it.
+    #[test]
+    fn reads_see_the_journal_and_nothing_is_written_before_the_commit() {
+        let (_d, e) = stores(1);
+        let s = e.shard(0).unwrap();
+        let p = e.peer(0).unwrap();
+        let k = |f: &str| keys::sub_key(0, b"h", 1, f.as_bytes());
+        let (lo, hi) = keys::sub_range(0, b"h", 1);
+        let m = keys::meta_key(0, b"h");
+        put(&s, &k("a"), b"1");
+        put(&s, &k("c"), b"3");
+        put(&s, &k("e"), b"5");
+        put(&s, &m, b"meta0");
+        s.begin_tx();
+        s.begin_group();
+        put(&s, &k("b"), b"2");
+        del(&s, &k("c"));
+        put(&s, &k("e"), b"5b");
+        put(&s, &m, b"meta1");
+        assert!(s.end_group().is_empty());
+        // Written nowhere yet, though the group ended.
+        assert_eq!(peer(&p, &k("b")), None);
+        assert_eq!(peer(&p, &m), Some(b"meta0".to_vec()));
+        assert_eq!(get(&s, &k("b")), Some(b"2".to_vec()));
+        assert_eq!(get(&s, &k("c")), None);
+        assert_eq!(get(&s, &m), Some(b"meta1".to_vec()));
+        let want = |ks: &[(&str, &str)]| -> Vec<(Vec<u8>, Vec<u8>)> { ks.iter().map(|(f, v)| (k(f), v.as_bytes().to_vec())).collect() };
+        assert_eq!(scan(&s, &lo, &hi), want(&[("a", "1"), ("b", "2"), ("e", "5b")]));
+        assert_eq!(scan_back(&s, &lo, &hi), vec![k("e"), k("b"), k("a")]);
+        assert_eq!(s.count(&lo, &hi).unwrap(), 3);
+        assert_eq!(s.last_key(&lo, &hi).unwrap(), Some(k("e")));
+        let mut after_b = Vec::new();
+        s.scan_from(None, &lo, Some(&k("b")), &hi, |k, _| {
+            after_b.push(k.to_vec());
+            true
+        })
+        .unwrap();
+        assert_eq!(after_b, vec![k("e")]);
+        // A range delete, then a write inside the range: only the write stays.
+        let snap = s.snapshot();
+        let mut b = s.batch();
+        s.delete_range(&mut b, &lo, &hi);
+        s.write(b).unwrap();
+        put(&s, &k("d"), b"4");
+        assert_eq!(get(&s, &k("a")), None);
+        assert_eq!(scan(&s, &lo, &hi), want(&[("d", "4")]));
+        assert_eq!(scan_back(&s, &lo, &hi), vec![k("d")]);
+        assert_eq!(s.count(&lo, &hi).unwrap(), 1);
+        // The snapshot taken before the range delete still reads as then.
+        let mut seen = Vec::new();
+        s.scan_from(Some(&snap), &lo, None, &hi, |k, _| {
+            seen.push(k.to_vec());
+            true
+        })
+        .unwrap();
+        assert_eq!(seen, vec![k("a"), k("b"), k("e")]);
+        assert_eq!(peer(&p, &k("a")), Some(b"1".to_vec()));
+        s.commit_tx().unwrap();
+        assert!(!s.in_tx());
+        assert_eq!(peer(&p, &k("a")), None);
+        assert_eq!(peer(&p, &k("d")), Some(b"4".to_vec()));
+        assert_eq!(peer(&p, &m), Some(b"meta1".to_vec()));
+        assert_eq!(scan(&s, &lo, &hi), want(&[("d", "4")]));
+        // Closed: writes go straight to RocksDB again.
+        put(&s, &k("f"), b"6");
+        assert_eq!(peer(&p, &k("f")), Some(b"6".to_vec()));
+    }
+
+    /// Two shards' parts go in as one batch, in the order they were
+    /// staged: an intent written on one shard and deleted on the other
+    /// does not survive the commit.
+    #[test]
+    fn parts_of_several_shards_are_written_in_staging_order() {
+        let (_d, e) = stores(2);
+        let (s0, s1) = (e.shard(0).unwrap(), e.shard(1).unwrap());
+        let r = super::super::intent::IntentRef { id: 9, part: 1 };
+        s0.begin_tx();
+        s1.begin_tx();
+        put(&s1, &keys::meta_key(0, b"early"), b"x");
+        let mut b = s0.batch();
+        s0.put(&mut b, &keys::meta_key(0, b"k0"), b"v0");
+        s0.stage_intent(&mut b, r, b"part");
+        s0.write(b).unwrap();
+        let mut b = s1.batch();
+        s1.put(&mut b, &keys::meta_key(0, b"k1"), b"v1");
+        s1.stage_intent_done(&mut b, r);
+        s1.write(b).unwrap();
+        assert!(e.pending_intents().unwrap().is_empty(), "nothing written before the commit");
+        // Handed over in the other order: the stamps put them back.
+        let parts = vec![s1.take_tx(), s0.take_tx()];
+        let w = e.write_tx(parts);
+        s0.end_tx(&w);
+        s1.end_tx(&w);
+        w.unwrap();
+        assert!(e.pending_intents().unwrap().is_empty(), "the intent's delete came last");
+        assert_eq!(get(&s0, &keys::meta_key(0, b"k0")), Some(b"v0".to_vec()));
+        assert_eq!(get(&s1, &keys::meta_key(0, b"k1")), Some(b"v1".to_vec()));
+        assert_eq!(get(&s1, &keys::meta_key(0, b"early")), Some(b"x".to_vec()));
+    }
+
+    /// What waits for the write (keyspace notifications) runs at the commit.
+    #[test]
+    fn waiters_run_when_the_transaction_is_written() {
+        let (_d, e) = stores(1);
+        let s = e.shard(0).unwrap();
+        let ran = std::rc::Rc::new(Cell::new(false));
+        s.begin_tx();
+        put(&s, &keys::meta_key(0, b"k"), b"v");
+        let r = ran.clone();
+        s.after_write(Box::new(move || r.set(true)));
+        assert!(!ran.get());
+        s.commit_tx().unwrap();
+        assert!(ran.get());
+    }
+}
