@@ -170,10 +170,9 @@ pub async fn open(shard: &S) {
 /// Ends, unwritten, a transaction an EXEC left open on `st`: one that
 /// unwound before writing it (an EXEC that finished has closed it).
 fn abandon_tx(st: &ShardState) {
-    let store = &st.ks.store;
-    if store.in_tx() {
-        drop(store.take_tx());
-        store.end_tx(&Err(StorageError("transaction abandoned".into())));
+    if st.ks.store.in_tx() {
+        drop(st.ks.store.take_tx());
+        st.ks.end_tx(&Err(StorageError("transaction abandoned".into())));
     }
 }
 

@@ -120,7 +120,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
                 let parts = shard.broadcast(|st: &ShardState| st.ks.store.take_tx()).await;
                 let written = st.global.engine.write_tx(parts);
                 let w = written.clone();
-                shard.broadcast(move |st: &ShardState| st.ks.store.end_tx(&w)).await;
+                shard.broadcast(move |st: &ShardState| st.ks.end_tx(&w)).await;
                 if let Err(e) = written {
                     let e = CmdError::from(e);
                     st.record_error(&e.0);
@@ -228,7 +228,7 @@ fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInf
         marks.push((r.buf.len(), later.len()));
     }
     // All of it in one write (the group has nothing left to write).
-    let written = st.ks.store.commit_tx();
+    let written = st.ks.commit_tx();
     g.end(&mut r, &mut marks, &mut later);
     crate::coord::serve::release(st);
     Some(match written {

@@ -250,12 +250,10 @@ impl ShardStore {
         }
     }
 
-    /// A transaction on this shard alone: writes what it staged and closes it.
-    pub fn commit_tx(&self) -> Result<(), StorageError> {
-        let part = self.take_tx();
-        let r = self.engine.write_tx(vec![part]);
-        self.end_tx(&r);
-        r
+    /// A transaction on this shard alone: writes what it staged (close it
+    /// with [`ShardStore::end_tx`]).
+    pub fn write_own_tx(&self) -> Result<(), StorageError> {
+        self.engine.write_tx(vec![self.take_tx()])
     }
 }
 
@@ -479,7 +477,9 @@ mod tests {
         .unwrap();
         assert_eq!(seen, vec![k("a"), k("b"), k("e")]);
         assert_eq!(peer(&p, &k("a")), Some(b"1".to_vec()));
-        s.commit_tx().unwrap();
+        let w = s.write_own_tx();
+        s.end_tx(&w);
+        w.unwrap();
         assert!(!s.in_tx());
         assert_eq!(peer(&p, &k("a")), None);
         assert_eq!(peer(&p, &k("d")), Some(b"4".to_vec()));
@@ -533,7 +533,9 @@ mod tests {
         let r = ran.clone();
         s.after_write(Box::new(move || r.set(true)));
         assert!(!ran.get());
-        s.commit_tx().unwrap();
+        let w = s.write_own_tx();
+        s.end_tx(&w);
+        w.unwrap();
         assert!(ran.get());
     }
 }

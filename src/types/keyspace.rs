@@ -20,7 +20,7 @@ use crate::error::{CmdError, CmdResult, CORRUPT};
 use crate::storage::group::Lost;
 use crate::storage::keys::{self, meta_key, ttl_key};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
-use crate::storage::{Batch, ShardStore};
+use crate::storage::{Batch, ShardStore, StorageError};
 
 /// The meta cache's counters, as INFO reports them.
 pub use crate::storage::cache::CacheStats;
@@ -158,6 +158,25 @@ impl Keyspace {
             }
         }
         lost
+    }
+
+    /// Closes this shard's transaction once its write is done
+    /// (`storage::tx`); after a failed write the key counts, moved as the
+    /// commands staged their writes, are counted again.
+    pub fn end_tx(&self, written: &Result<(), StorageError>) {
+        self.store.end_tx(written);
+        if written.is_err() {
+            if let Err(e) = self.recount() {
+                tracing::error!(error = %e.0, "recounting keys after a failed transaction");
+            }
+        }
+    }
+
+    /// Writes a transaction on this shard alone and closes it ([`Keyspace::end_tx`]).
+    pub fn commit_tx(&self) -> Result<(), StorageError> {
+        let written = self.store.write_own_tx();
+        self.end_tx(&written);
+        written
     }
 
     pub fn databases(&self) -> usize {
