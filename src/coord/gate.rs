@@ -98,14 +98,20 @@ pub async fn close(shard: &S, client: u64) {
             super::serve::hold(st);
         })
         .await;
+    // Once drained, each shard stages the EXEC's writes for one write
+    // (`storage::tx`): nothing admitted earlier lands in it.
     let drains = (0..shard.count())
         .map(|t| {
             shard.invoke_on_then(t, |st: &Rc<ShardState>| {
                 if st.gate.running() == 0 {
+                    st.ks.store.begin_tx(true);
                     return Then::Now(());
                 }
                 let st = st.clone();
-                Then::Later(Box::pin(async move { drained(&st).await }))
+                Then::Later(Box::pin(async move {
+                    drained(&st).await;
+                    st.ks.store.begin_tx(true);
+                }))
             })
         })
         .collect();
@@ -120,9 +126,13 @@ const HANDOVERS: u32 = 8;
 /// Opens the gate [`close`] took, or hands it, still closed, to the next
 /// EXEC waiting (at most [`HANDOVERS`] times in a row: a row of EXECs
 /// then costs one broadcast each instead of three rounds, and the other
-/// clients still get their turn).
-pub async fn open(shard: &S) {
+/// clients still get their turn). The same broadcast ends every shard's
+/// transaction with `written`, how its write went (`storage::tx`), and,
+/// handing over, opens the next one.
+pub async fn open(shard: &S, written: Result<(), StorageError>) {
     let g = shard.state().global.clone();
+    // Left unwritten (an EXEC that unwound): gone.
+    g.engine.drop_tx();
     let next = {
         let mut q = g.tx_queue.lock().unwrap_or_else(|e| e.into_inner());
         if q.handovers < HANDOVERS {
@@ -132,14 +142,16 @@ pub async fn open(shard: &S) {
         }
     };
     if let Some((client, post)) = next {
+        let w = written.clone();
         shard
             .broadcast(move |st: &ShardState| {
+                end_tx(st, &w);
                 // Clients blocked on what the EXEC pushed are served
                 // between it and the next.
-                abandon_tx(st);
                 super::serve::release(st);
                 super::serve::hold(st);
                 st.gate.set_owner(client);
+                st.ks.store.begin_tx(true);
             })
             .await;
         g.tx_queue.lock().unwrap_or_else(|e| e.into_inner()).handovers += 1;
@@ -149,8 +161,8 @@ pub async fn open(shard: &S) {
         // Its connection went away: open, and go on as below.
     }
     shard
-        .broadcast(|st: &ShardState| {
-            abandon_tx(st);
+        .broadcast(move |st: &ShardState| {
+            end_tx(st, &written);
             super::serve::release(st);
             st.gate.set_owner(0);
         })
@@ -167,12 +179,11 @@ pub async fn open(shard: &S) {
     q.held = false;
 }
 
-/// Ends, unwritten, a transaction an EXEC left open on `st`: one that
-/// unwound before writing it (an EXEC that finished has closed it).
-fn abandon_tx(st: &ShardState) {
+/// Ends the transaction of `st`, written or not (`written`), before the
+/// blocked clients its pushes fed are served.
+fn end_tx(st: &ShardState, written: &Result<(), StorageError>) {
     if st.ks.store.in_tx() {
-        drop(st.ks.store.take_tx());
-        st.ks.end_tx(&Err(StorageError("transaction abandoned".into())));
+        st.ks.end_tx(written);
     }
 }
 
@@ -190,9 +201,10 @@ impl Held {
         }
     }
 
-    pub async fn open(mut self) {
+    /// Opens the gate, ending the transaction with `written`.
+    pub async fn open(mut self, written: Result<(), StorageError>) {
         if let Some(shard) = self.shard.take() {
-            open(&shard).await;
+            open(&shard, written).await;
         }
     }
 }
@@ -201,7 +213,8 @@ impl Drop for Held {
     fn drop(&mut self) {
         if let Some(shard) = self.shard.take() {
             tracing::error!("transaction gate dropped while held; opening it");
-            shards::rt::spawn(async move { open(&shard).await });
+            let abandoned = Err(StorageError("transaction abandoned".into()));
+            shards::rt::spawn(async move { open(&shard, abandoned).await });
         }
     }
 }

@@ -103,26 +103,21 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
         } else {
             None
         };
+        let mut written = Ok(());
         if watch.is_some_and(|w| w.spoiled(now_ms())) {
             // A watched key changed or expired: the transaction does not run.
             out.null_array();
         } else {
             let at = out.buf.len();
-            if gated {
-                shard.broadcast(|st: &ShardState| st.ks.store.begin_tx()).await;
-            }
             out.array(queue.len());
             client.in_exec = true;
             Box::pin(execute(shard, client, &mut queue, out)).await;
             client.in_exec = false;
             if gated {
-                // Every shard's writes in one batch, in the order made.
-                let parts = shard.broadcast(|st: &ShardState| st.ks.store.take_tx()).await;
-                let written = st.global.engine.write_tx(parts);
-                let w = written.clone();
-                shard.broadcast(move |st: &ShardState| st.ks.end_tx(&w)).await;
-                if let Err(e) = written {
-                    let e = CmdError::from(e);
+                // Every shard's writes in one batch (`storage::tx`).
+                written = st.global.engine.write_tx();
+                if let Err(e) = &written {
+                    let e = CmdError::from(e.clone());
                     st.record_error(&e.0);
                     out.buf.truncate(at);
                     out.error(&e.0);
@@ -130,7 +125,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
             }
         }
         if let Some(h) = held {
-            h.open().await;
+            h.open(written).await;
         }
     }
     client.info.multi.store(-1, Ordering::Relaxed);
@@ -217,7 +212,7 @@ fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInf
     let mut r = Reply::new(resp3);
     let mut later = Vec::new();
     let mut marks = Vec::with_capacity(share.len());
-    st.ks.store.begin_tx();
+    st.ks.store.begin_tx(false);
     let mut g = Grouped::begin(st);
     // Blocked clients are served after the transaction, not inside it.
     crate::coord::serve::hold(st);

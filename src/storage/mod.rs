@@ -29,7 +29,6 @@ mod stats;
 mod tx;
 mod watch;
 pub use stats::RocksMemory;
-pub use tx::TxPart;
 pub mod tier;
 
 use std::path::{Path, PathBuf};
@@ -152,8 +151,8 @@ pub struct Engine {
     pub disk: disk::DiskGuard,
     /// The next cross-shard intent id; see `intent`.
     intent_ids: AtomicU64,
-    /// Orders the batches a transaction stages on several shards (`tx`).
-    tx_stamps: AtomicU64,
+    /// What a transaction over several shards stages (`tx`).
+    tx_sink: tx::Sink,
     /// Each shard's meta cache (see `cache`), shared by its store and its
     /// peers' read-only views.
     meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
@@ -242,7 +241,7 @@ impl Engine {
         Ok(Engine {
             db,
             intent_ids,
-            tx_stamps: AtomicU64::new(0),
+            tx_sink: Default::default(),
             meta_caches: (0..opts.shards)
                 .map(|_| (per_shard > 0).then(|| Arc::new(cache::MetaCache::new(per_shard))))
                 .collect(),

@@ -14,14 +14,18 @@
 //!   covers (`merge`);
 //! - a snapshot taken meanwhile keeps a copy of the overlay.
 //!
-//! Each staged batch gets a stamp from one process-wide counter, so the
-//! parts of all shards ([`ShardStore::take_tx`]) can be put back in the
-//! order they were made: a cross-shard command inside the transaction
-//! writes an intent record on one shard and deletes it on another, and the
-//! delete must come after the write. [`Engine::write_tx`] writes the parts
-//! as one batch; [`ShardStore::end_tx`] then updates the meta cache and
-//! runs what waited for the write (keyspace notifications), or forgets it
-//! all if the write failed.
+//! The records go to one of two places, in the order staged:
+//! - a transaction on one shard keeps them in its own journal, and
+//!   [`ShardStore::write_own_tx`] writes them;
+//! - a transaction over several shards (`shared`) appends every shard's
+//!   to the engine's one sink, under its lock, and [`Engine::write_tx`]
+//!   writes them. The lock orders the shards' batches as they were made:
+//!   a cross-shard command inside the transaction writes an intent record
+//!   on one shard and deletes it on another, and the delete comes after.
+//!
+//! Either is one RocksDB batch. [`ShardStore::end_tx`] then updates the
+//! meta cache and runs what waited for the write (keyspace notifications),
+//! or forgets it all if the write failed.
 //!
 //! Nothing else may write the shard meanwhile: the caller holds it (one
 //! synchronous step on one shard, or the transaction gate on all).
@@ -33,7 +37,7 @@ use std::cmp::Ordering as Cmp;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use rocksdb::WriteBatch;
@@ -56,7 +60,7 @@ pub(super) enum Op {
 type Span = (Box<[u8]>, Box<[u8]>);
 
 /// The overlay's records of a range, in the visit's order.
-type Records<'a> = Box<dyn Iterator<Item = (&'a Box<[u8]>, &'a Option<Bytes>)> + 'a>;
+type InRange<'a> = Box<dyn Iterator<Item = (&'a Box<[u8]>, &'a Option<Bytes>)> + 'a>;
 
 /// What a transaction wrote, as reads see it.
 #[derive(Default, Clone)]
@@ -116,14 +120,52 @@ impl Overlay {
     }
 }
 
+/// Staged records, one batch's after another (no WriteBatch header).
+#[derive(Default)]
+pub(super) struct Records {
+    rep: Vec<u8>,
+    count: u32,
+}
+
+impl Records {
+    fn append(&mut self, b: &Batch) {
+        self.rep.extend_from_slice(b.wb.data().get(HEADER..).unwrap_or_default());
+        self.count += b.wb.len() as u32;
+    }
+
+    /// Writes them as one batch and empties them.
+    fn write(&mut self, engine: &Engine) -> Result<(), StorageError> {
+        let count = std::mem::take(&mut self.count);
+        let records = std::mem::take(&mut self.rep);
+        if count == 0 {
+            return Ok(());
+        }
+        let mut rep = Vec::with_capacity(HEADER + records.len());
+        rep.extend_from_slice(&[0; 8]);
+        rep.extend_from_slice(&count.to_le_bytes());
+        rep.extend_from_slice(&records);
+        let bytes = rep.len();
+        if let Err(e) = engine.db.write(WriteBatch::from_data(&rep)) {
+            let e = StorageError::from(e);
+            engine.disk.note_write_error(&e.0);
+            return Err(e);
+        }
+        if engine.disk.spend(bytes) {
+            engine.check_disk();
+        }
+        engine.written.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// The engine's sink for transactions over several shards (one at a time).
+pub(super) type Sink = Mutex<Records>;
+
 /// A shard's open transaction.
 #[derive(Default)]
 struct Journal {
-    /// The staged batches' records, one after another (no header).
-    rep: Vec<u8>,
-    count: u32,
-    /// Per staged batch: its stamp and where its records start in `rep`.
-    marks: Vec<(u64, usize)>,
+    /// Its records, unless they go to the engine's sink.
+    own: Records,
     overlay: Overlay,
     /// A range delete reached meta records: the meta cache is cleared
     /// once the transaction is written.
@@ -134,6 +176,7 @@ struct Journal {
 #[derive(Default)]
 pub(super) struct TxState {
     on: Cell<bool>,
+    shared: Cell<bool>,
     journal: RefCell<Journal>,
 }
 
@@ -144,20 +187,15 @@ impl TxState {
     }
 }
 
-/// One shard's part of a transaction, handed to the shard that writes it.
-pub struct TxPart {
-    rep: Vec<u8>,
-    count: u32,
-    marks: Vec<(u64, usize)>,
-}
-
 impl ShardStore {
-    /// Opens a transaction on this shard: from now on writes are staged in
-    /// its journal until [`ShardStore::end_tx`]. Writes an open group
+    /// Opens a transaction on this shard: from now on writes are staged
+    /// until [`ShardStore::end_tx`], in the engine's sink when `shared`
+    /// (several shards), else in the shard's journal. Writes an open group
     /// first (none is open between commands; a failure would be reported
     /// by its `end_group`).
-    pub fn begin_tx(&self) {
+    pub fn begin_tx(&self, shared: bool) {
         let _ = self.flush_group();
+        self.tx.shared.set(shared);
         self.tx.on.set(true);
     }
 
@@ -169,11 +207,11 @@ impl ShardStore {
     /// Stages `b` in the open transaction.
     pub(super) fn tx_stage(&self, b: &Batch) {
         let mut j = self.tx.journal.borrow_mut();
-        let stamp = self.engine.tx_stamps.fetch_add(1, Ordering::Relaxed);
-        let at = j.rep.len();
-        j.marks.push((stamp, at));
-        j.rep.extend_from_slice(b.wb.data().get(HEADER..).unwrap_or_default());
-        j.count += b.wb.len() as u32;
+        if self.tx.shared.get() {
+            self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner()).append(b);
+        } else {
+            j.own.append(b);
+        }
         j.clears_meta |= b.clears_meta;
         for op in &b.ops {
             j.overlay.apply(op);
@@ -204,20 +242,9 @@ impl ShardStore {
         (!j.overlay.is_empty()).then(|| Arc::new(j.overlay.clone()))
     }
 
-    /// Whether the open transaction holds writes not yet in RocksDB.
+    /// Whether an open transaction may hold writes not yet in RocksDB.
     pub(super) fn tx_holds_writes(&self) -> bool {
-        self.tx.on() && self.tx.journal.borrow().count > 0
-    }
-
-    /// Takes what the transaction staged, for [`Engine::write_tx`]; the
-    /// overlay stays for [`ShardStore::end_tx`].
-    pub fn take_tx(&self) -> TxPart {
-        let mut j = self.tx.journal.borrow_mut();
-        TxPart {
-            rep: std::mem::take(&mut j.rep),
-            count: std::mem::take(&mut j.count),
-            marks: std::mem::take(&mut j.marks),
-        }
+        self.tx.on() && !self.tx.journal.borrow().overlay.is_empty()
     }
 
     /// Closes the transaction once its write is done: on success the meta
@@ -253,43 +280,20 @@ impl ShardStore {
     /// A transaction on this shard alone: writes what it staged (close it
     /// with [`ShardStore::end_tx`]).
     pub fn write_own_tx(&self) -> Result<(), StorageError> {
-        self.engine.write_tx(vec![self.take_tx()])
+        self.tx.journal.borrow_mut().own.write(self.engine)
     }
 }
 
 impl Engine {
-    /// Writes every shard's part of one transaction as one RocksDB batch,
-    /// the staged batches in the order they were made.
-    pub fn write_tx(&self, parts: Vec<TxPart>) -> Result<(), StorageError> {
-        let count: u32 = parts.iter().map(|p| p.count).sum();
-        if count == 0 {
-            return Ok(());
-        }
-        let mut pieces: Vec<(u64, &[u8])> = Vec::new();
-        for p in &parts {
-            for (i, &(stamp, at)) in p.marks.iter().enumerate() {
-                let end = p.marks.get(i + 1).map_or(p.rep.len(), |m| m.1);
-                pieces.push((stamp, p.rep.get(at..end).unwrap_or_default()));
-            }
-        }
-        pieces.sort_unstable_by_key(|p| p.0);
-        let mut rep = Vec::with_capacity(HEADER + pieces.iter().map(|p| p.1.len()).sum::<usize>());
-        rep.extend_from_slice(&[0; 8]);
-        rep.extend_from_slice(&count.to_le_bytes());
-        for (_, piece) in pieces {
-            rep.extend_from_slice(piece);
-        }
-        let bytes = rep.len();
-        if let Err(e) = self.db.write(WriteBatch::from_data(&rep)) {
-            let e = StorageError::from(e);
-            self.disk.note_write_error(&e.0);
-            return Err(e);
-        }
-        if self.disk.spend(bytes) {
-            self.check_disk();
-        }
-        self.written.fetch_add(1, Ordering::AcqRel);
-        Ok(())
+    /// Writes what a transaction over several shards staged, as one batch
+    /// (see the module doc), and empties the sink.
+    pub fn write_tx(&self) -> Result<(), StorageError> {
+        self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()).write(self)
+    }
+
+    /// Empties the sink unwritten (a transaction abandoned).
+    pub fn drop_tx(&self) {
+        *self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()) = Records::default();
     }
 }
 
@@ -318,7 +322,7 @@ pub(super) fn merge<C: Cursor>(
         None => Bound::Included(from),
     };
     let span = (lo, Bound::Excluded(to));
-    let mut mine: Records<'_> = if from < to {
+    let mut mine: InRange<'_> = if from < to {
         let r = over.records.range::<[u8], _>(span);
         if back {
             Box::new(r.rev())
@@ -433,7 +437,7 @@ mod tests {
         put(&s, &k("c"), b"3");
         put(&s, &k("e"), b"5");
         put(&s, &m, b"meta0");
-        s.begin_tx();
+        s.begin_tx(false);
         s.begin_group();
         put(&s, &k("b"), b"2");
         del(&s, &k("c"));
@@ -490,7 +494,7 @@ mod tests {
         assert_eq!(peer(&p, &k("f")), Some(b"6".to_vec()));
     }
 
-    /// Two shards' parts go in as one batch, in the order they were
+    /// Two shards' writes go in as one batch, in the order they were
     /// staged: an intent written on one shard and deleted on the other
     /// does not survive the commit.
     #[test]
@@ -498,8 +502,8 @@ mod tests {
         let (_d, e) = stores(2);
         let (s0, s1) = (e.shard(0).unwrap(), e.shard(1).unwrap());
         let r = super::super::intent::IntentRef { id: 9, part: 1 };
-        s0.begin_tx();
-        s1.begin_tx();
+        s0.begin_tx(true);
+        s1.begin_tx(true);
         put(&s1, &keys::meta_key(0, b"early"), b"x");
         let mut b = s0.batch();
         s0.put(&mut b, &keys::meta_key(0, b"k0"), b"v0");
@@ -510,9 +514,7 @@ mod tests {
         s1.stage_intent_done(&mut b, r);
         s1.write(b).unwrap();
         assert!(e.pending_intents().unwrap().is_empty(), "nothing written before the commit");
-        // Handed over in the other order: the stamps put them back.
-        let parts = vec![s1.take_tx(), s0.take_tx()];
-        let w = e.write_tx(parts);
+        let w = e.write_tx();
         s0.end_tx(&w);
         s1.end_tx(&w);
         w.unwrap();
@@ -528,7 +530,7 @@ mod tests {
         let (_d, e) = stores(1);
         let s = e.shard(0).unwrap();
         let ran = std::rc::Rc::new(Cell::new(false));
-        s.begin_tx();
+        s.begin_tx(false);
         put(&s, &keys::meta_key(0, b"k"), b"v");
         let r = ran.clone();
         s.after_write(Box::new(move || r.set(true)));
