@@ -1,8 +1,43 @@
 //! The wall clock, for every layer (expiry times, key versions). Depends on
 //! nothing else in the crate.
+//!
+//! A transaction sees one time: while EXEC runs its queue, [`now_ms`]
+//! answers the time EXEC started, as Redis holds its command time for the
+//! whole of it (a key that expires meanwhile is live for every command of
+//! the transaction, or for none). A transaction on one shard freezes the
+//! clock of that shard's thread for its synchronous step
+//! ([`freeze_here`]); one behind the transaction gate freezes it for every
+//! thread ([`freeze_all`]): nothing else runs then. `now_us` (key
+//! versions, logs) is never frozen.
 
-/// Wall clock in ms since the Unix epoch.
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The time every thread reads while a gated EXEC runs (0: none).
+static FROZEN: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The time this thread reads while a one-shard EXEC runs (0: none).
+    static FROZEN_HERE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Wall clock in ms since the Unix epoch, or the frozen time of the
+/// transaction running.
+#[inline]
 pub fn now_ms() -> u64 {
+    let here = FROZEN_HERE.with(Cell::get);
+    if here != 0 {
+        return here;
+    }
+    let all = FROZEN.load(Ordering::Relaxed);
+    if all != 0 {
+        return all;
+    }
+    wall_ms()
+}
+
+/// Wall clock in ms since the Unix epoch, never frozen.
+pub fn wall_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -13,4 +48,48 @@ pub fn now_us() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// A frozen clock; dropped, it runs again.
+pub struct Frozen {
+    all: bool,
+}
+
+/// Freezes [`now_ms`] at `ms` on this thread.
+pub fn freeze_here(ms: u64) -> Frozen {
+    FROZEN_HERE.with(|c| c.set(ms.max(1)));
+    Frozen { all: false }
+}
+
+/// Freezes [`now_ms`] at `ms` on every thread.
+pub fn freeze_all(ms: u64) -> Frozen {
+    FROZEN.store(ms.max(1), Ordering::Relaxed);
+    Frozen { all: true }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        if self.all {
+            FROZEN.store(0, Ordering::Relaxed);
+        } else {
+            FROZEN_HERE.with(|c| c.set(0));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frozen_clock_holds_until_its_guard_drops() {
+        let t = now_ms();
+        {
+            let _f = freeze_here(t - 5000);
+            assert_eq!(now_ms(), t - 5000);
+            // Another thread still reads the wall clock.
+            assert!(std::thread::spawn(now_ms).join().unwrap() >= t);
+        }
+        assert!(now_ms() >= t);
+    }
 }

@@ -174,3 +174,37 @@ fn a_big_collection_read_in_slices_sees_the_transactions_writes() {
         assert_eq!(array_len(&c.cmd(&["HGETALL", key])), 2998, "{shards} shards, after EXEC");
     }
 }
+
+/// Time stands still inside EXEC, as in Redis: a key that expires while
+/// the transaction runs (here during a DEBUG SLEEP) is live for every
+/// command of it, and gone after. The script runs whole on one server,
+/// then on the other (interleaved, one server's sleep would pass on the
+/// other's clock), and the replies are compared.
+#[test]
+fn time_stands_still_inside_exec_like_redis() {
+    let script: &[&[&str]] = &[
+        &["SET", "k", "v", "PX", "150"],
+        &["SET", "k2", "v", "PX", "150"],
+        &["MULTI"],
+        &["GET", "k"],
+        &["DEBUG", "SLEEP", "0.3"],
+        &["GET", "k"],
+        &["EXISTS", "k", "k2"],
+        &["GET", "k2"],
+        &["EXEC"],
+        &["GET", "k"],
+        &["EXISTS", "k", "k2"],
+    ];
+    let run = |c: &mut common::Raw| -> Vec<String> { script.iter().map(|cmd| common::show(&c.cmd(cmd))).collect() };
+    let debug = ["--enable-debug-command", "yes"];
+    let redis = common::RedisServer::start_with(&debug);
+    let want = run(&mut redis.raw());
+    assert_eq!(
+        want[8], "*5\\r\\n$1\\r\\nv\\r\\n+OK\\r\\n$1\\r\\nv\\r\\n:2\\r\\n$1\\r\\nv\\r\\n",
+        "redis-server's EXEC"
+    );
+    for shards in [1, 4] {
+        let basalt = Basalt::start_with(shards, &debug);
+        assert_eq!(run(&mut basalt.raw()), want, "{shards} shards");
+    }
+}

@@ -32,7 +32,7 @@ use shards::{Shard, Then};
 use super::group::Grouped;
 use super::{execute, finish_cmd, probe, run_shard_cmd, splice_later, target_of, Share, ShareOut};
 use crate::client::{Client, ClientInfo, Watch};
-use crate::clock::now_ms;
+use crate::clock::{self, now_ms};
 use crate::cmd::{self, Exec};
 use crate::coord::gate;
 use crate::error::CmdError;
@@ -69,6 +69,9 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
         return;
     }
     let mut queue = m.queue;
+    // Every command of the transaction sees the time it started (`clock`;
+    // behind the gate, the time it took the gate).
+    let time = now_ms();
     // As Redis, the client shows as in MULTI (`flags=x multi=<n>`) while
     // EXEC runs its queue.
     client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
@@ -76,7 +79,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
         let count = share.len();
         let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
         let done = shard
-            .invoke_on_then(target, move |st: &Rc<ShardState>| isolated(st, share, db, resp3, info, watch))
+            .invoke_on_then(target, move |st: &Rc<ShardState>| isolated(st, share, db, resp3, info, watch, time))
             .await;
         match done {
             None => out.null_array(),
@@ -104,6 +107,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
             None
         };
         let mut written = Ok(());
+        let frozen = gated.then(|| clock::freeze_all(clock::wall_ms()));
         if watch.is_some_and(|w| w.spoiled(now_ms())) {
             // A watched key changed or expired: the transaction does not run.
             out.null_array();
@@ -124,6 +128,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
                 }
             }
         }
+        drop(frozen);
         if let Some(h) = held {
             h.open(written).await;
         }
@@ -182,9 +187,17 @@ fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, 
 /// while a read in flight holds one of its keys, then checks the WATCH and
 /// runs the whole queue in one synchronous step and one write group. None
 /// when the WATCH was spoiled; the error when the transaction's write failed.
-fn isolated(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: Arc<ClientInfo>, watch: Option<Watch>) -> Then<Option<Ran>> {
+fn isolated(
+    st: &Rc<ShardState>,
+    share: Share,
+    db: u8,
+    resp3: bool,
+    info: Arc<ClientInfo>,
+    watch: Option<Watch>,
+    time: u64,
+) -> Then<Option<Ran>> {
     if held(st, &share, db).is_none() {
-        return Then::Now(run_all(st, &share, db, resp3, &info, watch));
+        return Then::Now(run_all(st, &share, db, resp3, &info, watch, time));
     }
     let st = st.clone();
     Then::Later(Box::pin(async move {
@@ -192,7 +205,7 @@ fn isolated(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: Arc<Cl
             let (idx, _, argv) = &share[k];
             probe::after_reads(&st, &cmd::TABLE[*idx], argv, db).await;
         }
-        run_all(&st, &share, db, resp3, &info, watch)
+        run_all(&st, &share, db, resp3, &info, watch, time)
     }))
 }
 
@@ -205,7 +218,8 @@ fn held(st: &ShardState, share: &Share, db: u8) -> Option<usize> {
 type Ran = Result<ShareOut, CmdError>;
 
 /// The synchronous step of [`isolated`].
-fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo, watch: Option<Watch>) -> Option<Ran> {
+fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInfo, watch: Option<Watch>, time: u64) -> Option<Ran> {
+    let _frozen = clock::freeze_here(time);
     if watch.is_some_and(|w| w.spoiled(now_ms())) {
         return None;
     }
