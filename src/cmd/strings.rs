@@ -67,7 +67,7 @@ pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = Args::new(argv).key()?;
     // Zero-copy: the value goes from RocksDB's pinned slice to the reply.
     let found = bigstr::with_value(ctx.ks(), ctx.db, key, ctx.now_ms, |v| reply_value(r, v))?;
-    ctx.ks().note_lookup(found);
+    ctx.ks().note_lookup(ctx.db, key, found);
     Ok(())
 }
 

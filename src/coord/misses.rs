@@ -80,7 +80,9 @@ pub async fn after_reads_of<'k>(st: &ShardState, db: u8, keys: impl Iterator<Ite
 /// (after [`ROUNDS`] it reads the disk itself).
 pub fn read_job<R: 'static>(st: &Rc<ShardState>, db: u8, keys: Vec<Bytes>, job: impl Fn(&ShardState, &[Bytes]) -> R + 'static) -> Then<R> {
     if !st.ks.store.tiered() {
-        return Then::Now(job(st, &keys));
+        let r = job(st, &keys);
+        st.ks.end_lookups(true);
+        return Then::Now(r);
     }
     if let Some(r) = probe_once(st, &keys, &job) {
         return Then::Now(r);
@@ -98,7 +100,9 @@ pub fn read_job<R: 'static>(st: &Rc<ShardState>, db: u8, keys: Vec<Bytes>, job: 
             }
             wanted = st.ks.store.take_wanted();
         }
-        job(&st, &keys)
+        let r = job(&st, &keys);
+        st.ks.end_lookups(true);
+        r
     }))
 }
 
@@ -109,7 +113,9 @@ fn probe_once<R>(st: &ShardState, keys: &[Bytes], job: &impl Fn(&ShardState, &[B
     st.ks.store.set_probe(true);
     let r = job(st, keys);
     st.ks.store.set_probe(false);
-    if !st.ks.store.missed() {
+    let kept = !st.ks.store.missed();
+    st.ks.end_lookups(kept);
+    if kept {
         return Some(r);
     }
     st.ks.stats.hits.set(lookups.0);

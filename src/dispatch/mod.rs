@@ -298,7 +298,10 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                         let found = probe::peer_get(store, client.db, &cmds[i][1], next, n, out).await;
                         if let Some(res) = found {
                             match &res {
-                                Ok(hit) => st.ks.note_lookup(*hit),
+                                Ok(hit) => {
+                                    st.ks.note_lookup(client.db, &cmds[i][1], *hit);
+                                    st.ks.end_lookups(true);
+                                }
                                 Err(e) => out.error(&e.0),
                             }
                             finish_cmd(st, idx, &cmds[i], start, res.as_ref().err(), &client.info);
@@ -402,9 +405,11 @@ pub fn run_shard_cmd(
             r.buf.truncate(at);
             st.ks.stats.hits.set(lookups.0);
             st.ks.stats.misses.set(lookups.1);
+            st.ks.end_lookups(false);
             return false;
         }
     }
+    st.ks.end_lookups(true);
     match &res {
         Err(e) => r.error(&e.0),
         Ok(()) => {

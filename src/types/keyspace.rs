@@ -90,6 +90,8 @@ pub struct Keyspace {
     pub sample_bounds: RefCell<HashMap<Incarnation, Bounds>>,
     /// Keyspace notifications' hook, set once by the server (`notify`).
     pub notifier: std::cell::OnceCell<super::notify::Notifier>,
+    /// `keymiss` events of the command running (`note_lookup`).
+    keymisses: RefCell<Vec<(u8, Box<[u8]>)>>,
 }
 
 fn bump(c: &Cell<u64>) {
@@ -108,6 +110,7 @@ impl Keyspace {
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
             notifier: Default::default(),
+            keymisses: Default::default(),
             stats: KeyspaceStats::default(),
         };
         ks.recount()?;
@@ -376,9 +379,30 @@ impl Keyspace {
         Ok(found)
     }
 
-    /// Counts a read for INFO's keyspace_hits / keyspace_misses.
-    pub fn note_lookup(&self, hit: bool) {
+    /// Counts a read of `key` for INFO's keyspace_hits / keyspace_misses;
+    /// a miss is also a `keymiss` event (class m), held until the command
+    /// is known to have run for good ([`Keyspace::end_lookups`]: a probed
+    /// pass that found a record on disk only is run again).
+    pub fn note_lookup(&self, db: u8, key: &[u8], hit: bool) {
         bump(if hit { &self.stats.hits } else { &self.stats.misses });
+        if !hit && self.notifier.get().is_some_and(|n| n.wants(super::notify::class::KEY_MISS)) {
+            self.keymisses.borrow_mut().push((db, key.into()));
+        }
+    }
+
+    /// After a command's lookups: sends their `keymiss` events when `kept`
+    /// (the command ran for good), else forgets them.
+    #[inline]
+    pub fn end_lookups(&self, kept: bool) {
+        if self.keymisses.borrow().is_empty() {
+            return;
+        }
+        let misses = std::mem::take(&mut *self.keymisses.borrow_mut());
+        if kept {
+            for (db, key) in misses {
+                self.notify(super::notify::class::KEY_MISS, "keymiss", db, &key);
+            }
+        }
     }
 
     /// Drops every key of `db` on this shard.

@@ -46,7 +46,7 @@ pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResul
                 None => Ok(None),
             }
         })??;
-        ks.note_lookup(v.is_some());
+        ks.note_lookup(db, k, v.is_some());
         out.push(v);
     }
     Ok(out)
