@@ -436,7 +436,14 @@ fn hexpire_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, cmd: &str, secs: bo
             r.int(1);
         }
     }
-    w.commit_with(HASH, if changed { &["hexpire"] } else { &[] })?;
+    // Redis 8: fields a past time deleted are `hexpired`, as if they had
+    // expired; new times are `hexpire`.
+    let event: &[&'static str] = match (changed, at <= ctx.now_ms) {
+        (false, _) => &[],
+        (true, true) => &["hexpired"],
+        (true, false) => &["hexpire"],
+    };
+    w.commit_with(HASH, event)?;
     Ok(())
 }
 
@@ -599,7 +606,8 @@ pub fn hgetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
     }
-    let events: Vec<&'static str> = [(persisted, "hpersist"), (expiring, "hexpire"), (deleted, "hdel")]
+    // Redis 8: a past time deletes the fields as if they had expired.
+    let events: Vec<&'static str> = [(persisted, "hpersist"), (expiring, "hexpire"), (deleted, "hexpired")]
         .iter()
         .filter(|(on, _)| *on)
         .map(|(_, e)| *e)
@@ -705,7 +713,8 @@ pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
     }
     let events: &[&'static str] = match a.at {
-        Some(t) if t <= ctx.now_ms => &["hset", "hdel"],
+        // Redis 8: set and expired at once is only `hexpired`.
+        Some(t) if t <= ctx.now_ms => &["hexpired"],
         Some(_) => &["hset", "hexpire"],
         None => &["hset"],
     };
