@@ -37,7 +37,9 @@ pub enum Wait {
 pub struct Served {
     pub key: Bytes,
     pub elements: Vec<Vec<u8>>,
-    pub pending: Option<IntentRef>,
+    /// A cross-shard move's push still to do (its intent part), and
+    /// whether the pop emptied the source (its events go after the push).
+    pub pending: Option<(IntentRef, bool)>,
 }
 
 /// Why a waiter stopped waiting without data.

@@ -145,9 +145,10 @@ pub async fn block(
     match outcome {
         Ok(Ok(Served { key, elements, pending })) => match (pending, &w.wait) {
             (None, _) => Ok(Some((key, elements))),
-            (Some(part), Wait::Move { dst, from, to }) => {
+            (Some((part, emptied)), Wait::Move { dst, from, to }) => {
                 let element = elements.into_iter().next().unwrap_or_default();
-                let moved = finish_move(shard, db, key.clone(), dst.clone(), (*from, *to), element, part).await?;
+                let popped = (element, emptied);
+                let moved = finish_move(shard, db, key.clone(), dst.clone(), (*from, *to), popped, part).await?;
                 Ok(moved.map(|e| (key, vec![e])))
             }
             (Some(_), Wait::Pop { .. }) => Ok(Some((key, elements))),

@@ -20,6 +20,7 @@ use crate::shard::ShardState;
 use crate::slot::owner;
 use crate::storage::intent::IntentRef;
 use crate::types::list::{self, End};
+use crate::types::notify::class;
 use crate::types::KeyType;
 
 /// LMOVE: the element moved, None when `src` is missing.
@@ -59,22 +60,23 @@ pub async fn lmove(shard: &S, db: u8, src: Bytes, dst: Bytes, from: End, to: End
     let popped = shard
         .invoke_on(so, move |st: &ShardState| pop_for_move(st, db, &s2, from, &d2, to, part))
         .await?;
-    let Some(element) = popped else { return Ok(None) };
-    finish_move(shard, db, src, dst, (from, to), element, part).await
+    let Some(popped) = popped else { return Ok(None) };
+    finish_move(shard, db, src, dst, (from, to), popped, part).await
 }
 
 /// The destination half of a cross-shard move whose source half (intent
-/// `part`) is written: pushes `element` on the destination's owner. If the
-/// destination stopped being a list since it was checked, the element goes
-/// back to the source (Redis would have refused the move) and the move
-/// answers WRONGTYPE.
+/// `part`) is written: pushes `element` on the destination's owner, then
+/// sends the pop's events (and `del` when the source went, `emptied`), in
+/// Redis's order: push, pop, del. If the destination stopped being a list
+/// since it was checked, the element goes back to the source (Redis would
+/// have refused the move: no event) and the move answers WRONGTYPE.
 pub async fn finish_move(
     shard: &S,
     db: u8,
     src: Bytes,
     dst: Bytes,
     (from, to): (End, End),
-    element: Vec<u8>,
+    (element, emptied): (Vec<u8>, bool),
     part: IntentRef,
 ) -> CmdResult<Option<Vec<u8>>> {
     let n = shard.count();
@@ -96,6 +98,10 @@ pub async fn finish_move(
                 }
                 Err(e) => Err(e),
                 Ok(()) => {
+                    st.ks.notify(class::LIST, from.pop_event(), db, &src);
+                    if emptied {
+                        st.ks.notify(class::GENERIC, "del", db, &src);
+                    }
                     key_ready(st, db, &dst);
                     Ok(None)
                 }
@@ -107,7 +113,7 @@ pub async fn finish_move(
         let key = src_name;
         shard
             .invoke_on(so, move |st: &ShardState| {
-                list::push_one(&st.ks, db, &key, from, &e2, now_ms(), Some(back))?;
+                list::push_back(&st.ks, db, &key, from, &e2, now_ms(), back)?;
                 key_ready(st, db, &key);
                 Ok::<_, crate::error::CmdError>(())
             })

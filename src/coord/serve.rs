@@ -90,8 +90,10 @@ fn take(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
                     id: st.global.engine.next_intent_id(),
                     part: 0,
                 };
-                let moved = pop_for_move(st, db, key, *from, dst, *to, part)?;
-                Ok(served(moved.into_iter().collect(), Some(part)))
+                Ok(match pop_for_move(st, db, key, *from, dst, *to, part)? {
+                    Some((element, emptied)) => served(vec![element], Some((part, emptied))),
+                    None => served(Vec::new(), None),
+                })
             }
         }
     }
@@ -99,8 +101,19 @@ fn take(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
 
 /// The source half of a cross-shard move, on the source's owner: pops at
 /// `from` of `src` in the batch that records intent part `part` (push it
-/// at `to` of `dst`, or back to `src` if `dst` is no list by then).
-pub fn pop_for_move(st: &ShardState, db: u8, src: &[u8], from: End, dst: &[u8], to: End, part: IntentRef) -> CmdResult<Option<Vec<u8>>> {
+/// at `to` of `dst`, or back to `src` if `dst` is no list by then). The
+/// element, and whether `src` is gone; the pop's events are the
+/// destination's to send, after its push, in Redis's order
+/// ([`super::list::finish_move`]).
+pub fn pop_for_move(
+    st: &ShardState,
+    db: u8,
+    src: &[u8],
+    from: End,
+    dst: &[u8],
+    to: End,
+    part: IntentRef,
+) -> CmdResult<Option<(Vec<u8>, bool)>> {
     let Some(mut l) = List::open(&st.ks, db, src, now_ms(), false)? else {
         return Ok(None);
     };
@@ -114,8 +127,8 @@ pub fn pop_for_move(st: &ShardState, db: u8, src: &[u8], from: End, dst: &[u8], 
     }
     .encode();
     l.stage_intent(part, &carried);
-    l.commit_with(&[from.pop_event()])?;
-    Ok(Some(element))
+    let exists = l.commit()?;
+    Ok(Some((element, !exists)))
 }
 
 /// Pops up to `count` elements at `end` of `key` on its owner; None when

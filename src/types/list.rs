@@ -529,6 +529,18 @@ pub fn push_one(ks: &Keyspace, db: u8, key: &[u8], end: End, v: &[u8], now: u64,
     Ok(())
 }
 
+/// Puts back at `end` of `key` an element a cross-shard move popped and
+/// could not push (its destination stopped being a list), in the batch
+/// that deletes intent part `done`. No event: to a client the move was
+/// refused.
+pub fn push_back(ks: &Keyspace, db: u8, key: &[u8], end: End, v: &[u8], now: u64, done: IntentRef) -> CmdResult {
+    let mut l = List::open(ks, db, key, now, true)?.ok_or(CORRUPT)?;
+    l.intent_done(done);
+    l.push(end, v);
+    l.commit()?;
+    Ok(())
+}
+
 /// A listpack's header and end byte.
 const LISTPACK_OVERHEAD: u64 = 7;
 

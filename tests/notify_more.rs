@@ -1,0 +1,82 @@
+//! Keyspace events against Debian's redis-server, on 1 and 4 shards:
+//! `keymiss` (class m), sent for the lookups Basalt counts in
+//! keyspace_misses (GET, MGET, a GET of another shard's key), not for
+//! writes, not with the `A` alias alone (it leaves m out); and the events
+//! of list moves whose keys are on two shards, in Redis's order.
+
+mod common;
+
+use common::run_clients;
+
+const KEYMISS: &str = r#"
+    B: CONFIG SET notify-keyspace-events Km
+    A> PSUBSCRIBE __key*__:*
+    A<
+    B: GET nosuch
+    A<
+    B: SET here v
+    B: GET here
+    B: MGET here miss1 here miss2
+    A<< 2
+    B: INCR fresh
+    B: GET fresh
+    B: PUBLISH __keyspace@0__:done end
+    A<
+    B: CONFIG SET notify-keyspace-events Em
+    B: GET nosuch2
+    A<
+    B: MGET nosuch3
+    A<
+    B: CONFIG SET notify-keyspace-events KEA
+    B: GET nosuch4
+    B: PUBLISH __keyspace@0__:done end
+    A<
+"#;
+
+#[test]
+fn keymiss_matches_redis() {
+    for shards in [1, 4] {
+        run_clients("keymiss", KEYMISS, shards, false);
+    }
+    run_clients("keymiss-resp3", KEYMISS, 4, true);
+}
+
+/// LMOVE, RPOPLPUSH and a served BLMOVE between keys of two shards (with
+/// 4): the push, then the pop, then `del` of an emptied source, as Redis
+/// sends them; a move refused for a wrong-type destination sends nothing.
+const MOVES: &str = r#"
+    B: CONFIG SET notify-keyspace-events KEA
+    A> PSUBSCRIBE __keyevent@0__:*
+    A<
+    B: RPUSH src a b
+    A<
+    B: LMOVE src dst LEFT RIGHT
+    A<
+    A<
+    B: RPOPLPUSH src dst
+    A<
+    A<
+    A<
+    B: SET notalist x
+    A<
+    B: LMOVE dst notalist LEFT LEFT
+    C> BLMOVE bsrc bdst LEFT LEFT 0
+    SLEEP 100
+    B: RPUSH bsrc x
+    C<
+    A<
+    A<
+    A<
+    A<
+    B: PUBLISH __keyevent@0__:done end
+    A<
+"#;
+
+#[test]
+fn cross_shard_moves_notify_like_redis() {
+    let spread = |a: &str, b: &str| basalt::slot::owner(a.as_bytes(), 4) != basalt::slot::owner(b.as_bytes(), 4);
+    assert!(spread("src", "dst") && spread("bsrc", "bdst"), "the moves span shards");
+    for shards in [1, 4] {
+        run_clients("moves", MOVES, shards, false);
+    }
+}
