@@ -1,8 +1,9 @@
 //! Keyspace events against Debian's redis-server, on 1 and 4 shards:
-//! `keymiss` (class m), sent for the lookups Basalt counts in
-//! keyspace_misses (GET, MGET, a GET of another shard's key), not for
-//! writes, not with the `A` alias alone (it leaves m out); and the events
-//! of list moves whose keys are on two shards, in Redis's order.
+//! `keymiss` (class m), sent when a read command looks up a missing key
+//! (GET, MGET, a GET of another shard's key, HGET, LRANGE, EXISTS, TYPE,
+//! TTL... and GETDEL, GETEX), not for writes or OBJECT, not with the `A`
+//! alias alone (it leaves m out); and the events of list moves whose keys
+//! are on two shards, in Redis's order.
 
 mod common;
 
@@ -32,6 +33,64 @@ const KEYMISS: &str = r#"
     B: PUBLISH __keyspace@0__:done end
     A<
 "#;
+
+/// Read commands of every type on missing keys, one event each (EXISTS:
+/// one per key), and none for a key that is there, a write, or OBJECT.
+const KEYMISS_READS: &str = r#"
+    B: CONFIG SET notify-keyspace-events Km
+    A> PSUBSCRIBE __key*__:*
+    A<
+    B: HGET nh f
+    A<
+    B: HGETALL nh
+    A<
+    B: HMGET nh a b
+    A<
+    B: LRANGE nl 0 -1
+    A<
+    B: LLEN nl
+    A<
+    B: LINDEX nl 0
+    A<
+    B: SMEMBERS ns
+    A<
+    B: SISMEMBER ns m
+    A<
+    B: SCARD ns
+    A<
+    B: STRLEN nstr
+    A<
+    B: GETRANGE nstr 0 1
+    A<
+    B: TYPE nt
+    A<
+    B: TTL nt
+    A<
+    B: PTTL nt
+    A<
+    B: EXISTS e1 e2
+    A<< 2
+    B: GETDEL gd
+    A<
+    B: GETEX ge
+    A<
+    B: OBJECT ENCODING oe
+    B: SET x v
+    B: INCR cnt
+    B: HSET h f v
+    B: HGET h nofield
+    B: TYPE x
+    B: DEL gone
+    B: PUBLISH __keyspace@0__:done end
+    A<
+"#;
+
+#[test]
+fn keymiss_for_every_read_matches_redis() {
+    for shards in [1, 4] {
+        run_clients("keymiss-reads", KEYMISS_READS, shards, false);
+    }
+}
 
 #[test]
 fn keymiss_matches_redis() {

@@ -216,6 +216,18 @@ impl CommandSpec {
         self.bits & flag::READONLY != 0
     }
 
+    /// Whether the command's key reads are lookups (keyspace hits and
+    /// misses, `keymiss` events): Redis's `lookupKeyRead`, which read
+    /// commands use, and GETDEL and GETEX; not OBJECT (`LOOKUP_NONOTIFY`).
+    #[inline]
+    pub fn looks_up(&self) -> bool {
+        if self.is_readonly() {
+            self.name != "object"
+        } else {
+            matches!(self.name, "getdel" | "getex")
+        }
+    }
+
     /// Runs before AUTH when a password is set (AUTH, HELLO, QUIT, ...).
     #[inline]
     pub fn no_auth(&self) -> bool {

@@ -66,8 +66,7 @@ pub fn reply_value(r: &mut Reply, v: Option<&[u8]>) -> bool {
 pub fn get(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = Args::new(argv).key()?;
     // Zero-copy: the value goes from RocksDB's pinned slice to the reply.
-    let found = bigstr::with_value(ctx.ks(), ctx.db, key, ctx.now_ms, |v| reply_value(r, v))?;
-    ctx.ks().note_lookup(ctx.db, key, found);
+    bigstr::with_value(ctx.ks(), ctx.db, key, ctx.now_ms, |v| reply_value(r, v))?;
     Ok(())
 }
 
@@ -452,6 +451,7 @@ pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub async fn mget(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let db = c.db();
     let parts = coord::fan_out(c.shard, db, &coord::keys_from(argv, 1, 1), coord::Access::Read, move |st, ks| {
+        st.ks.begin_lookups();
         multi::mget_keys(&st.ks, db, ks, now_ms())
     })
     .await;

@@ -93,6 +93,8 @@ pub async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool) -> CmdResult<i64>
         if del {
             k::del_keys(&st.ks, db, ks, now_ms())
         } else {
+            // EXISTS and TOUCH look their keys up (`Keyspace::read`).
+            st.ks.begin_lookups();
             k::exists_keys(&st.ks, db, ks, now_ms())
         }
     })

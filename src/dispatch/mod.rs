@@ -397,6 +397,9 @@ pub fn run_shard_cmd(
     if probe {
         st.ks.store.set_probe(true);
     }
+    if cmd::TABLE[idx].looks_up() {
+        st.ks.begin_lookups();
+    }
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
     if probe {

@@ -92,6 +92,8 @@ pub struct Keyspace {
     pub notifier: std::cell::OnceCell<super::notify::Notifier>,
     /// `keymiss` events of the command running (`note_lookup`).
     keymisses: RefCell<Vec<(u8, Box<[u8]>)>>,
+    /// A read command runs: reads are its lookups (`begin_lookups`).
+    lookups: Cell<bool>,
 }
 
 fn bump(c: &Cell<u64>) {
@@ -111,6 +113,7 @@ impl Keyspace {
             sample_bounds: RefCell::new(HashMap::new()),
             notifier: Default::default(),
             keymisses: Default::default(),
+            lookups: Cell::new(false),
             stats: KeyspaceStats::default(),
         };
         ks.recount()?;
@@ -238,7 +241,30 @@ impl Keyspace {
         Ok(expire_ms)
     }
 
+    /// Reads a live key: `f` sees its meta (borrowed, no copy) or `None`.
+    /// While a read command runs ([`Keyspace::begin_lookups`]) the read is
+    /// one of its lookups: counted as a keyspace hit or miss, a miss also a
+    /// `keymiss` event, as Redis's `lookupKeyRead` (reads made inside it,
+    /// by a repair, are not lookups of their own).
+    #[inline]
     pub fn read<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
+        if !self.lookups.get() {
+            return self.lookup(db, key, now_ms, f);
+        }
+        let mut hit = false;
+        self.lookups.set(false);
+        let r = self.lookup(db, key, now_ms, |m| {
+            hit = m.is_some();
+            f(m)
+        });
+        self.lookups.set(true);
+        if r.is_ok() {
+            self.note_lookup(db, key, hit);
+        }
+        r
+    }
+
+    fn lookup<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
         enum Step<R> {
             Done(R),
             Expired(Option<Coll>),
@@ -390,10 +416,18 @@ impl Keyspace {
         }
     }
 
+    /// From now until [`Keyspace::end_lookups`], every [`Keyspace::read`]
+    /// is a lookup of a read command (see there).
+    #[inline]
+    pub fn begin_lookups(&self) {
+        self.lookups.set(true);
+    }
+
     /// After a command's lookups: sends their `keymiss` events when `kept`
     /// (the command ran for good), else forgets them.
     #[inline]
     pub fn end_lookups(&self, kept: bool) {
+        self.lookups.set(false);
         if self.keymisses.borrow().is_empty() {
             return;
         }

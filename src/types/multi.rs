@@ -46,7 +46,6 @@ pub fn mget_keys(ks: &Keyspace, db: u8, keys: &[Bytes], now_ms: u64) -> CmdResul
                 None => Ok(None),
             }
         })??;
-        ks.note_lookup(db, k, v.is_some());
         out.push(v);
     }
     Ok(out)
