@@ -70,6 +70,11 @@ const KEYMISS_READS: &str = r#"
     A<
     B: EXISTS e1 e2
     A<< 2
+    B: SADD sa m
+    B: SINTER sa nsb
+    A<
+    B: SUNIONSTORE dst nsc sa
+    A<
     B: GETDEL gd
     A<
     B: GETEX ge

@@ -98,7 +98,8 @@ pub fn smembers(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 /// the reply built from the slices' encoded members.
 async fn stream(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, w: Whole) -> CmdResult {
     let key = Args::new(argv).arg()?;
-    let g = gather::gather_with(c.shard, c.db(), key, w.ty(), w.keep())
+    // The handler that sent it here made the lookup.
+    let g = gather::gather_with(c.shard, c.db(), key, w.ty(), w.keep(), false)
         .await?
         .unwrap_or_default();
     w.header(r, g.count);

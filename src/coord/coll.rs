@@ -103,8 +103,15 @@ fn read_slice(
 /// follow, the snapshot they read.
 type First = Option<(coll::View, Option<Arc<Snap>>, Slice)>;
 
-fn first_slice(st: &ShardState, db: u8, key: &[u8], ty: KeyType, now: u64, keep: Keep) -> CmdResult<First> {
-    let Some(view) = coll::view(&st.ks, db, key, ty, now)? else {
+fn first_slice(st: &ShardState, db: u8, key: &[u8], ty: KeyType, now: u64, keep: Keep, lookup: bool) -> CmdResult<First> {
+    if lookup {
+        st.ks.begin_lookups();
+    }
+    let view = coll::view(&st.ks, db, key, ty, now);
+    if lookup {
+        st.ks.end_lookups(view.is_ok());
+    }
+    let Some(view) = view? else {
         return Ok(None);
     };
     let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
@@ -123,13 +130,14 @@ pub struct Gathered {
 
 /// Every live member of the collection at `key` (type `ty`), read in
 /// slices from one snapshot. None when the key is missing; WRONGTYPE for
-/// another type.
-pub async fn gather_with(shard: &S, db: u8, key: &Bytes, ty: KeyType, keep: Keep) -> CmdResult<Option<Gathered>> {
+/// another type. With `lookup`, the key's read is a lookup of the command
+/// (`Keyspace::read`: a keyspace hit or miss, `keymiss`).
+pub async fn gather_with(shard: &S, db: u8, key: &Bytes, ty: KeyType, keep: Keep, lookup: bool) -> CmdResult<Option<Gathered>> {
     let target = owner(key, shard.count());
     let now = now_ms();
     let k = key.clone();
     let first = shard
-        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, ty, now, keep))
+        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, ty, now, keep, lookup))
         .await?;
     let Some((view, snap, mut slice)) = first else {
         return Ok(None);
@@ -153,9 +161,10 @@ pub async fn gather_with(shard: &S, db: u8, key: &Bytes, ty: KeyType, keep: Keep
     Ok(Some(all))
 }
 
-/// [`gather_with`] keeping the members.
+/// [`gather_with`] keeping the members, for the set algebra: each source
+/// is looked up, as Redis's `lookupKeyRead` (a missing one is `keymiss`).
 pub async fn gather(shard: &S, db: u8, key: &Bytes, ty: KeyType) -> CmdResult<Option<Vec<Entry>>> {
-    Ok(gather_with(shard, db, key, ty, Keep::Entries).await?.map(|g| g.entries))
+    Ok(gather_with(shard, db, key, ty, Keep::Entries, true).await?.map(|g| g.entries))
 }
 
 /// Appends gathered reply chunks, letting the shard's other clients run
