@@ -282,7 +282,7 @@ fn cross_shard_rename_keeps_a_concurrent_write_to_the_source() {
 /// transaction is whole. The WAL is unbuffered (`min-free-disk 0`), so
 /// every batch written is in the file when the kill comes: with each shard
 /// writing its own part, 3 of 3 runs found a torn transaction across
-/// shards at the second kill. The one-shard kind has no such window to
+/// shards after the first kill. The one-shard kind has no such window to
 /// widen (its step is synchronous): it is here for coverage.
 #[test]
 fn exec_is_whole_after_kill_9() {
