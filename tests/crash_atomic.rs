@@ -133,6 +133,36 @@ fn locate(c: &mut redis::Connection, names: &[String]) -> redis::RedisResult<Opt
     Ok(found)
 }
 
+/// [`CYCLES`] times: starts the server on `dir` with `args`, runs `check`,
+/// lets [`WRITERS`] threads run `writer` (port, writer number, stop flag,
+/// seed) and kills the server with SIGKILL at a random moment. Then starts
+/// it once more, checks, and returns it.
+fn kill_cycles<W>(dir: &std::path::Path, args: &[&str], rng: &mut Rng, writer: W, check: impl Fn(&Basalt, usize)) -> Basalt
+where
+    W: Fn(u16, usize, Arc<AtomicBool>, u64) + Copy + Send + 'static,
+{
+    for cycle in 0..CYCLES {
+        let mut b = Basalt::start_in(dir, SHARDS, args);
+        check(&b, cycle);
+        let stop = Arc::new(AtomicBool::new(false));
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|t| {
+                let (port, stop, seed) = (b.port, stop.clone(), rng.next());
+                std::thread::spawn(move || writer(port, t, stop, seed))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(100 + rng.below(400) as u64));
+        b.signal_and_wait("-KILL");
+        stop.store(true, Ordering::Relaxed);
+        for h in handles {
+            h.join().expect("writer");
+        }
+    }
+    let b = Basalt::start_in(dir, SHARDS, args);
+    check(&b, CYCLES);
+    b
+}
+
 /// Checks every writer's groups after a restart.
 fn check_whole(b: &Basalt, cycle: usize) {
     let mut c = b.client();
@@ -203,25 +233,7 @@ fn cross_shard_writes_are_whole_after_kill_9() {
             let _: () = redis::cmd("RPUSH").arg(&la).arg(&LIST_ELEMENTS).query(&mut c).expect("RPUSH");
         }
     }
-    for cycle in 0..CYCLES {
-        let mut b = Basalt::start_in(tmp.path(), SHARDS, &[]);
-        check_whole(&b, cycle);
-        let stop = Arc::new(AtomicBool::new(false));
-        let handles: Vec<_> = (0..WRITERS)
-            .map(|t| {
-                let (port, stop, seed) = (b.port, stop.clone(), rng.next());
-                std::thread::spawn(move || writer(port, t, stop, seed))
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(100 + rng.below(400) as u64));
-        b.signal_and_wait("-KILL");
-        stop.store(true, Ordering::Relaxed);
-        for h in handles {
-            h.join().expect("writer");
-        }
-    }
-    let b = Basalt::start_in(tmp.path(), SHARDS, &[]);
-    check_whole(&b, CYCLES);
+    let b = kill_cycles(tmp.path(), &[], &mut rng, writer, check_whole);
     // The writers did get through: each group was written at least once.
     let mut c = b.client();
     let v: Option<String> = redis::cmd("GET").arg("grp:0:0").query(&mut c).expect("GET");
@@ -347,25 +359,7 @@ fn exec_is_whole_after_kill_9() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng(0x7A11);
     let unbuffered = ["--min-free-disk", "0", "--enable-debug-command", "yes"];
-    for cycle in 0..CYCLES {
-        let mut b = Basalt::start_in(tmp.path(), SHARDS, &unbuffered);
-        check(&b, cycle);
-        let stop = Arc::new(AtomicBool::new(false));
-        let handles: Vec<_> = (0..WRITERS)
-            .map(|t| {
-                let (port, stop, seed) = (b.port, stop.clone(), rng.next());
-                std::thread::spawn(move || writer(port, t, stop, seed))
-            })
-            .collect();
-        std::thread::sleep(Duration::from_millis(100 + rng.below(400) as u64));
-        b.signal_and_wait("-KILL");
-        stop.store(true, Ordering::Relaxed);
-        for h in handles {
-            h.join().expect("writer");
-        }
-    }
-    let b = Basalt::start_in(tmp.path(), SHARDS, &unbuffered);
-    check(&b, CYCLES);
+    let b = kill_cycles(tmp.path(), &unbuffered, &mut rng, writer, check);
     let mut c = b.client();
     let v: Option<String> = redis::cmd("GET").arg("txk:0:0").query(&mut c).expect("GET");
     let s: Option<String> = redis::cmd("GET").arg("{one:0}s").query(&mut c).expect("GET");

@@ -140,26 +140,44 @@ pub mod flag {
     pub const WRITE: u32 = 1;
     pub const READONLY: u32 = 1 << 1;
     pub const NO_AUTH: u32 = 1 << 2;
+    /// Not a flag of Redis's: its key reads are lookups
+    /// ([`super::CommandSpec::looks_up`]).
+    pub const LOOKS_UP: u32 = 1 << 3;
+}
+
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// [`CommandSpec::bits`] of command `name` with `flags`: [`flag_bits`],
+/// and [`flag::LOOKS_UP`] for the commands whose key reads are lookups, as
+/// Redis's `lookupKeyRead`: every read-only command but OBJECT
+/// (`LOOKUP_NONOTIFY`), and GETDEL and GETEX.
+pub const fn spec_bits(name: &str, flags: &[&str]) -> u32 {
+    let bits = flag_bits(flags);
+    let reads = bits & flag::READONLY != 0 && !eq(name, "object");
+    if reads || eq(name, "getdel") || eq(name, "getex") {
+        bits | flag::LOOKS_UP
+    } else {
+        bits
+    }
 }
 
 /// The bits of the flags in `names` that [`flag`] knows; computed at
 /// compile time by `commands!`, so a check per command is a mask, not a
 /// string search.
 pub const fn flag_bits(names: &[&str]) -> u32 {
-    const fn eq(a: &str, b: &str) -> bool {
-        let (a, b) = (a.as_bytes(), b.as_bytes());
-        if a.len() != b.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < a.len() {
-            if a[i] != b[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
     let known: [(&str, u32); 3] = [("write", flag::WRITE), ("readonly", flag::READONLY), ("no_auth", flag::NO_AUTH)];
     let mut bits = 0;
     let mut i = 0;
@@ -217,15 +235,10 @@ impl CommandSpec {
     }
 
     /// Whether the command's key reads are lookups (keyspace hits and
-    /// misses, `keymiss` events): Redis's `lookupKeyRead`, which read
-    /// commands use, and GETDEL and GETEX; not OBJECT (`LOOKUP_NONOTIFY`).
+    /// misses, `keymiss` events; see [`spec_bits`]).
     #[inline]
     pub fn looks_up(&self) -> bool {
-        if self.is_readonly() {
-            self.name != "object"
-        } else {
-            matches!(self.name, "getdel" | "getex")
-        }
+        self.bits & flag::LOOKS_UP != 0
     }
 
     /// Runs before AUTH when a password is set (AUTH, HELLO, QUIT, ...).
@@ -367,6 +380,8 @@ mod tests {
             assert_eq!(c.is_write(), c.flags.contains(&"write"), "{}", c.name);
             assert_eq!(c.is_readonly(), c.flags.contains(&"readonly"), "{}", c.name);
             assert_eq!(c.no_auth(), c.flags.contains(&"no_auth"), "{}", c.name);
+            let reads = c.is_readonly() && c.name != "object" || matches!(c.name, "getdel" | "getex");
+            assert_eq!(c.looks_up(), reads, "{}", c.name);
         }
         assert_eq!(flag_bits(&["write", "denyoom", "fast"]), flag::WRITE);
         assert_eq!(flag_bits(&[]), 0);

@@ -21,7 +21,7 @@ macro_rules! commands {
             name: $name,
             arity: $arity,
             flags: &[$(stringify!($flag)),*],
-            bits: $crate::cmd::flag_bits(&[$(stringify!($flag)),*]),
+            bits: $crate::cmd::spec_bits($name, &[$(stringify!($flag)),*]),
             first_key: $fk,
             last_key: $lk,
             step: $step,

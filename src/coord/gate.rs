@@ -131,8 +131,11 @@ const HANDOVERS: u32 = 8;
 /// handing over, opens the next one.
 pub async fn open(shard: &S, written: Result<(), StorageError>) {
     let g = shard.state().global.clone();
-    // Left unwritten (an EXEC that unwound): gone.
-    g.engine.drop_tx();
+    if written.is_err() {
+        // Left unwritten (an EXEC that unwound): gone. A written or failed
+        // write took what was there.
+        g.engine.drop_tx();
+    }
     let next = {
         let mut q = g.tx_queue.lock().unwrap_or_else(|e| e.into_inner());
         if q.handovers < HANDOVERS {

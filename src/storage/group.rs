@@ -27,7 +27,6 @@
 //! connection turns those commands' replies into the error.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::Ordering;
 
 use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
@@ -257,7 +256,6 @@ impl ShardStore {
         }
         let count = p.count;
         p.rep[8..HEADER].copy_from_slice(&count.to_le_bytes());
-        let bytes = p.rep.len();
         let wb = WriteBatch::from_data(&p.rep);
         let first = p.first;
         let meta = std::mem::take(&mut p.meta);
@@ -268,12 +266,10 @@ impl ShardStore {
         p.count = 0;
         p.keys.clear();
         drop(p);
-        if let Err(e) = self.db.write(wb) {
+        if let Err(e) = self.engine.write_batch(wb) {
             if let Some(c) = &self.cache {
                 c.clear();
             }
-            let e = StorageError::from(e);
-            self.engine.disk.note_write_error(&e.0);
             self.group.lost.borrow_mut().push(Lost {
                 from: first,
                 to: self.group.staged.get(),
@@ -292,16 +288,13 @@ impl ShardStore {
             }
         }
         self.group.pending.borrow_mut().meta = recycled(meta);
-        if self.engine.disk.spend(bytes) {
-            self.engine.check_disk();
-        }
-        self.engine.written.fetch_add(1, Ordering::AcqRel);
         Ok(true)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::testkit::{get, peer, put};
     use super::super::{keys, test_opts, Engine, PeerStore};
     use super::*;
 
@@ -310,21 +303,6 @@ mod tests {
         let opts = test_opts(dir.path(), 1, meta_cache_bytes);
         let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
         (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
-    }
-
-    fn get(s: &ShardStore, k: &[u8]) -> Option<Vec<u8>> {
-        s.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
-    }
-
-    /// What another shard reads: RocksDB and the owner's cache only.
-    fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
-        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
-    }
-
-    fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
-        let mut b = s.batch();
-        s.put(&mut b, k, v);
-        s.write(b).unwrap();
     }
 
     /// What waits for the group's write (keyspace notifications) runs

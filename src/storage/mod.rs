@@ -612,14 +612,11 @@ impl ShardStore {
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
-        let bytes = b.wb.size_in_bytes();
-        if let Err(e) = self.db.write(b.wb) {
+        if let Err(e) = self.engine.write_batch(b.wb) {
             // RocksDB may hold the batch or not: forget what the cache knew.
             if let Some(c) = &self.cache {
                 c.clear();
             }
-            let e = StorageError::from(e);
-            self.engine.disk.note_write_error(&e.0);
             self.drop_after();
             return Err(e);
         }
@@ -631,11 +628,27 @@ impl ShardStore {
                 c.insert(k, v);
             }
         }
-        if self.engine.disk.spend(bytes) {
-            self.engine.check_disk();
-        }
-        self.engine.written.fetch_add(1, Ordering::AcqRel);
         self.run_after();
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Writes one batch, whatever it holds (a command's, a write group, a
+    /// transaction). A failure is noted by the disk guard; a success spends
+    /// the guard's budget and moves `written`, so the connection flushes
+    /// the WAL before it replies.
+    fn write_batch(&self, wb: WriteBatch) -> Result<(), StorageError> {
+        let bytes = wb.size_in_bytes();
+        if let Err(e) = self.db.write(wb) {
+            let e = StorageError::from(e);
+            self.disk.note_write_error(&e.0);
+            return Err(e);
+        }
+        if self.disk.spend(bytes) {
+            self.check_disk();
+        }
+        self.written.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 }
@@ -654,5 +667,28 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         io_threads: 2,
         memtables_bytes: 0,
         bottommost: Compression::Zstd,
+    }
+}
+
+/// Reads and writes the storage unit tests share.
+#[cfg(test)]
+mod testkit {
+    use super::{PeerStore, ShardStore};
+
+    /// A record as the owner reads it (staged writes included).
+    pub fn get(s: &ShardStore, k: &[u8]) -> Option<Vec<u8>> {
+        s.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+    }
+
+    /// What another shard reads: RocksDB and the owner's cache only.
+    pub fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
+        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+    }
+
+    /// One put, as one batch.
+    pub fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
+        let mut b = s.batch();
+        s.put(&mut b, k, v);
+        s.write(b).unwrap();
     }
 }

@@ -36,7 +36,6 @@ use std::cell::{Cell, RefCell};
 use std::cmp::Ordering as Cmp;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -144,17 +143,7 @@ impl Records {
         rep.extend_from_slice(&[0; 8]);
         rep.extend_from_slice(&count.to_le_bytes());
         rep.extend_from_slice(&records);
-        let bytes = rep.len();
-        if let Err(e) = engine.db.write(WriteBatch::from_data(&rep)) {
-            let e = StorageError::from(e);
-            engine.disk.note_write_error(&e.0);
-            return Err(e);
-        }
-        if engine.disk.spend(bytes) {
-            engine.check_disk();
-        }
-        engine.written.fetch_add(1, Ordering::AcqRel);
-        Ok(())
+        engine.write_batch(WriteBatch::from_data(&rep))
     }
 }
 
@@ -372,7 +361,8 @@ pub(super) fn merge<C: Cursor>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{keys, test_opts, Engine, PeerStore};
+    use super::super::testkit::{get, peer, put};
+    use super::super::{keys, test_opts, Engine};
     use super::*;
 
     fn stores(shards: usize) -> (tempfile::TempDir, &'static Engine) {
@@ -380,20 +370,6 @@ mod tests {
         let opts = test_opts(dir.path(), shards, 1 << 20);
         let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
         (dir, e)
-    }
-
-    fn get(s: &ShardStore, k: &[u8]) -> Option<Vec<u8>> {
-        s.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
-    }
-
-    fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
-        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
-    }
-
-    fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
-        let mut b = s.batch();
-        s.put(&mut b, k, v);
-        s.write(b).unwrap();
     }
 
     fn del(s: &ShardStore, k: &[u8]) {
