@@ -190,6 +190,12 @@ impl Blocked {
         true
     }
 
+    /// The keys of dbs `a` and `b` someone waits on (SWAPDB serves those
+    /// the swapped-in db has data for).
+    pub fn keys_in(&self, a: u8, b: u8) -> Vec<(u8, Bytes)> {
+        self.by_key.borrow().keys().filter(|(d, _)| *d == a || *d == b).cloned().collect()
+    }
+
     /// Waiters queued on this shard (counting one per key it waits on).
     pub fn len(&self) -> usize {
         self.by_key.borrow().values().map(VecDeque::len).sum()

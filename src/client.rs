@@ -29,6 +29,21 @@ pub struct Client {
     pub watch: Option<Watch>,
     /// Pub/sub subscriptions, from the first (P|S)SUBSCRIBE on.
     pub pubsub: Option<Box<Subs>>,
+    /// CLIENT REPLY: which replies the connection sends.
+    pub reply: ReplyMode,
+}
+
+/// CLIENT REPLY's modes. Pushed messages (pub/sub, MONITOR) are sent in
+/// every mode, as Redis 7 sends them.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ReplyMode {
+    On,
+    /// No reply until CLIENT REPLY ON (whose +OK is sent).
+    Off,
+    /// CLIENT REPLY SKIP ran: the next command's reply is dropped.
+    SkipNext,
+    /// The command running now is the one SKIP named.
+    Skipping,
 }
 
 /// A connection's own side of pub/sub: what it subscribes to (the registry
@@ -148,6 +163,10 @@ pub struct ClientInfo {
     /// The wait of a client blocked on keys (BLPOP...): CLIENT UNBLOCK and
     /// KILL end it; CLIENT LIST shows `flags=b` while it is set.
     pub waiter: Mutex<Option<Arc<Waiter>>>,
+    /// Parked by CLIENT PAUSE (counted in INFO's `blocked_clients`).
+    pub paused: AtomicBool,
+    /// CLIENT NO-TOUCH: its commands leave access times alone (but TOUCH).
+    pub no_touch: AtomicBool,
 }
 
 impl ClientInfo {

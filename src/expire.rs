@@ -29,9 +29,10 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         let hz = st.global.config.hz.load(Ordering::Relaxed).max(1);
         shards::rt::sleep(Duration::from_millis(1000 / hz)).await;
         housekeeping(&st, &mut stall_since);
+        send_peer_touches(&shard).await;
         // A multi-shard EXEC holds the gate: no key expires under it (as
         // Redis's EXEC runs with the clock held); the next tick catches up.
-        if st.gate.is_closed() {
+        if st.gate.is_closed() || !st.global.active_expire.load(Ordering::Relaxed) || crate::pause::holds_expiry(now_ms()) {
             continue;
         }
         let start = Instant::now();
@@ -61,10 +62,36 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
 
 /// The shard's periodic bookkeeping: samples for INFO's instantaneous rates
 /// and, on shard 0, RocksDB write stalls for the latency monitor.
+/// Sends the owners the access times of the keys GETs read from here
+/// (`ShardState::peer_touches`), one message per owner. Also before an
+/// OBJECT or DEBUG runs, so a client reads back its own GETs' touches.
+pub async fn send_peer_touches(shard: &Rc<Shard<ShardState>>) {
+    let touches = std::mem::take(&mut *shard.state().peer_touches.borrow_mut());
+    if touches.is_empty() {
+        return;
+    }
+    let now = crate::clock::wall_ms();
+    for owner in 0..shard.count() {
+        let keys: Vec<(u8, bytes::Bytes)> = touches.iter().filter(|t| t.0 == owner).map(|t| (t.1, t.2.clone())).collect();
+        if keys.is_empty() {
+            continue;
+        }
+        shard
+            .invoke_on(owner, move |st: &ShardState| {
+                for (db, key) in &keys {
+                    st.ks.touch(*db, key, now);
+                }
+            })
+            .await;
+    }
+}
+
 fn housekeeping(st: &ShardState, stall_since: &mut Option<Instant>) {
     let now = Instant::now();
     let (input, output) = *st.net.borrow();
     st.rates.borrow_mut().sample(now, st.total_calls(), input, output);
+    let lfu = |name: &str| st.global.config.get_int(name).max(0) as u64;
+    st.ks.access.configure(lfu("lfu-log-factor"), lfu("lfu-decay-time"));
     if st.id != 0 {
         return;
     }

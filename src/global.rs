@@ -19,6 +19,8 @@ pub struct Global {
     pub shards: usize,
     pub databases: usize,
     pub started: Instant,
+    /// Bytes the allocator held when the server was ready (MEMORY STATS).
+    pub startup_allocated: u64,
     pub run_id: String,
     pub port: u16,
     pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
@@ -27,6 +29,8 @@ pub struct Global {
     pub rejected_connections: AtomicU64,
     pub lastsave: AtomicU64,
     pub bgsave_running: AtomicBool,
+    /// A BGREWRITEAOF (a flush of the memtables) is running.
+    pub aof_rewriting: AtomicBool,
     /// Slow-log entry ids, process-wide so SLOWLOG GET can merge shards.
     pub slowlog_next_id: AtomicU64,
     pub latency: crate::monitor::LatencyMonitor,
@@ -38,6 +42,8 @@ pub struct Global {
     pub pubsub: crate::pubsub::PubSub,
     /// Clients closed for going over `client-output-buffer-limit`.
     pub output_limit_cuts: AtomicU64,
+    /// Whether keys expire in the background (`DEBUG SET-ACTIVE-EXPIRE`).
+    pub active_expire: AtomicBool,
     /// Who holds the transaction gate and who waits for it (`coord::gate`).
     pub tx_queue: Mutex<TxQueue>,
 }

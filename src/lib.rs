@@ -30,6 +30,7 @@
 //! - [`glob`]: Redis's pattern matching.
 //! - [`slot`]: hash slots (CRC16, hash tags) and the shard owning each.
 //! - [`clock`]: the wall clock.
+//! - [`pause`]: CLIENT PAUSE's process-wide state.
 //! - [`error`]: the error type that maps to RESP errors.
 
 pub mod blocked;
@@ -44,6 +45,7 @@ pub mod expire;
 pub mod glob;
 pub mod global;
 pub mod monitor;
+pub mod pause;
 pub mod pubsub;
 pub mod resp;
 pub mod server;

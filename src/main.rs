@@ -28,7 +28,10 @@ fn main() -> ExitCode {
     let logfile = config.get("logfile");
     let sub = tracing_subscriber::fmt().with_max_level(level).with_target(false);
     if logfile.is_empty() {
-        sub.with_writer(std::io::stderr).init();
+        // Colour codes only for a terminal: a log redirected to a file (as
+        // `.ci/setup > log`) stays plain text.
+        use std::io::IsTerminal;
+        sub.with_ansi(std::io::stderr().is_terminal()).with_writer(std::io::stderr).init();
     } else {
         match std::fs::OpenOptions::new().create(true).append(true).open(&logfile) {
             Ok(f) => sub.with_ansi(false).with_writer(std::sync::Mutex::new(f)).init(),

@@ -85,7 +85,16 @@ pub struct ShardState {
     pub blocked: crate::blocked::Blocked,
     /// The transaction gate's side on this shard (`coord::gate`).
     pub gate: Gate,
+    /// Keys of other shards that GETs read from here (the cross-shard
+    /// direct read), by owner: their access times are sent to the owners
+    /// once per housekeeping tick (`expire`), not once per GET; at most
+    /// [`PEER_TOUCHES`] a tick (past it, a key's time is a tick or more
+    /// old, at a 1-second resolution).
+    pub peer_touches: RefCell<Vec<(usize, u8, bytes::Bytes)>>,
 }
+
+/// Cross-shard GETs whose access time one tick sends at most.
+pub const PEER_TOUCHES: usize = 4096;
 
 /// One shard's side of the transaction gate (`coord::gate` runs it).
 #[derive(Default)]
@@ -174,6 +183,7 @@ impl ShardState {
             scan_cursors: RefCell::new(HashMap::new()),
             blocked: Default::default(),
             gate: Default::default(),
+            peer_touches: Default::default(),
         }
     }
 

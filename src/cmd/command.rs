@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use super::args::{is, text, Args};
 use super::keys::help_reply;
+use super::keyspecs::{self, Begin, Find, KeySpec};
 use super::{lookup, subcommands, CommandSpec, Conn, SubSpec, TABLE};
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::glob;
@@ -17,6 +18,7 @@ pub(super) const COMMAND_SUBS: &[SubSpec] = subcommands! {
     "docs"    -2 [loading stale] "Returns documentary information about one, multiple or all commands.";
     "list"    -2 [loading stale] "Returns a list of command names.";
     "getkeys" -3 [loading stale] "Extracts the key names from an arbitrary command.";
+    "getkeysandflags" -3 [loading stale] "Extracts the key names and access flags for an arbitrary command.";
     "help"    2  [loading stale] "Returns helpful text about the different subcommands.";
 };
 
@@ -47,22 +49,73 @@ fn write_flags(r: &mut Reply, flags: &[&str]) {
     }
 }
 
+/// Redis's legacy (first, last, step) of a subcommand: from its one plain
+/// range key spec, else 0 0 0.
+fn legacy_range(specs: &[KeySpec]) -> (i64, i64, i64) {
+    match specs {
+        [KeySpec {
+            begin: Begin::Index(i),
+            find: Find::Range(last, step, _),
+            ..
+        }] if *last >= 0 => (*i as i64, (*i + *last) as i64, *step as i64),
+        _ => (0, 0, 0),
+    }
+}
+
+/// Redis's `addReplyCommandKeySpecs`.
+fn write_key_specs(r: &mut Reply, specs: &[KeySpec]) {
+    r.array(specs.len());
+    for k in specs {
+        r.map(if k.notes.is_empty() { 3 } else { 4 });
+        if !k.notes.is_empty() {
+            r.bulk(b"notes");
+            r.bulk(k.notes.as_bytes());
+        }
+        r.bulk(b"flags");
+        write_flags(r, k.flags);
+        r.bulk(b"begin_search");
+        let Begin::Index(i) = k.begin;
+        r.map(2);
+        r.bulk(b"type");
+        r.bulk(b"index");
+        r.bulk(b"spec");
+        r.map(1);
+        r.bulk(b"index");
+        r.int(i as i64);
+        r.bulk(b"find_keys");
+        r.map(2);
+        r.bulk(b"type");
+        let (kind, names, values) = match k.find {
+            Find::Range(last, step, limit) => ("range", ["lastkey", "keystep", "limit"], [last, step, limit]),
+            Find::Keynum(idx, first, step) => ("keynum", ["keynumidx", "firstkey", "keystep"], [idx, first, step]),
+        };
+        r.bulk(kind.as_bytes());
+        r.bulk(b"spec");
+        r.map(3);
+        for (n, v) in names.iter().zip(values) {
+            r.bulk(n.as_bytes());
+            r.int(v as i64);
+        }
+    }
+}
+
 fn write_sub(r: &mut Reply, parent: &CommandSpec, s: &SubSpec) {
+    let fullname = format!("{}|{}", parent.name, s.name);
     r.array(10);
-    r.bulk(format!("{}|{}", parent.name, s.name).as_bytes());
+    r.bulk(fullname.as_bytes());
     r.int(s.arity as i64);
     write_flags(r, s.flags);
-    let has_key = parent.name == "object" && s.name != "help";
-    r.int(if has_key { 2 } else { 0 });
-    r.int(if has_key { 2 } else { 0 });
-    r.int(if has_key { 1 } else { 0 });
+    let (first, last, step) = legacy_range(keyspecs::of(&fullname));
+    r.int(first);
+    r.int(last);
+    r.int(step);
     let cats = acl_categories(s.flags, parent.group);
     r.set(cats.len());
     for c in &cats {
         r.simple(c);
     }
     r.set(0);
-    r.array(0);
+    write_key_specs(r, keyspecs::of(&fullname));
     r.array(0);
 }
 
@@ -71,16 +124,23 @@ fn write_info(r: &mut Reply, c: &CommandSpec) {
     r.bulk(c.name.as_bytes());
     r.int(c.arity as i64);
     write_flags(r, c.flags);
-    r.int(c.first_key as i64);
-    r.int(c.last_key as i64);
-    r.int(c.step as i64);
+    // A container's keys are its subcommands' (OBJECT routes by them).
+    if c.subcommands.is_empty() {
+        r.int(c.first_key as i64);
+        r.int(c.last_key as i64);
+        r.int(c.step as i64);
+    } else {
+        r.int(0);
+        r.int(0);
+        r.int(0);
+    }
     let cats = acl_categories(c.flags, c.group);
     r.set(cats.len());
     for cat in &cats {
         r.simple(cat);
     }
     r.set(0);
-    r.array(0);
+    write_key_specs(r, keyspecs::of(c.name));
     r.array(c.subcommands.len());
     for s in c.subcommands {
         write_sub(r, c, s);
@@ -113,6 +173,100 @@ fn write_docs(r: &mut Reply, c: &CommandSpec) {
     }
 }
 
+/// A command by name, or a subcommand by its fullname (`client|list`), as
+/// COMMAND INFO and DOCS take them.
+fn find(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static SubSpec>)> {
+    match memchr::memchr(b'|', name) {
+        None => lookup(name).map(|(_, c)| (c, None)),
+        Some(at) => {
+            let (_, c) = lookup(&name[..at])?;
+            let sub = c
+                .subcommands
+                .iter()
+                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(&name[at + 1..]))?;
+            Some((c, Some(sub)))
+        }
+    }
+}
+
+/// The command (or subcommand) `cmd` names, as Redis's `lookupCommand`:
+/// its fullname and its declared arity.
+fn named(cmd: &[Bytes]) -> Option<(String, i32)> {
+    let (_, c) = lookup(&cmd[0])?;
+    if c.subcommands.is_empty() {
+        return Some((c.name.to_string(), c.arity));
+    }
+    let i = c.subcommand_index(cmd)?;
+    Some((c.fullname(Some(i)), c.subcommands[i].arity))
+}
+
+/// COMMAND GETKEYS/GETKEYSANDFLAGS: the positions of `cmd`'s keys with
+/// their flags, found with its key specs as Redis's
+/// `getKeysUsingKeySpecs`; SET's flags depend on its GET option, as
+/// Redis's `setGetKeys` says.
+fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
+    let Some((name, arity)) = named(cmd) else {
+        return Err(CmdError::new("ERR Invalid command specified"));
+    };
+    let specs = keyspecs::of(&name);
+    if specs.is_empty() {
+        return Err(CmdError::new("ERR The command has no key arguments"));
+    }
+    if !CommandSpec::arity_ok(arity, cmd.len()) {
+        return Err(CmdError::new("ERR Invalid number of arguments specified for command"));
+    }
+    let invalid = || CmdError::new("ERR Invalid arguments specified for command");
+    let argc = cmd.len() as i64;
+    let mut out = Vec::new();
+    for k in specs {
+        let Begin::Index(first) = k.begin;
+        let mut first = first as i64;
+        let (last, step) = match k.find {
+            Find::Range(lastkey, step, limit) => {
+                let last = if lastkey >= 0 {
+                    first + lastkey as i64
+                } else if limit == 0 {
+                    argc + lastkey as i64
+                } else {
+                    first + ((argc - first) / limit as i64 + lastkey as i64)
+                };
+                (last, step as i64)
+            }
+            Find::Keynum(idx, firstkey, step) => {
+                if idx as i64 >= argc - first {
+                    return Err(invalid());
+                }
+                let n = super::args::parse_i64(&cmd[(first + idx as i64) as usize])
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(invalid)?;
+                first += firstkey as i64;
+                (first + n - 1, step as i64)
+            }
+        };
+        if last >= argc || last < first || first >= argc {
+            return Err(invalid());
+        }
+        let mut i = first;
+        while i <= last {
+            let flags: &'static [&'static str] = if name == "set" {
+                if cmd.iter().skip(3).any(|a| is(a, "get")) {
+                    &["RW", "access", "update"]
+                } else {
+                    &["OW", "update"]
+                }
+            } else {
+                k.flags
+            };
+            out.push((i as usize, flags));
+            i += step.max(1);
+        }
+    }
+    if out.is_empty() {
+        return Err(invalid());
+    }
+    Ok(out)
+}
+
 const COMMAND_HELP: &[&str] = &[
     "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "(no subcommand)",
@@ -131,8 +285,10 @@ const COMMAND_HELP: &[&str] = &[
     "    commands are returned.",
     "GETKEYS <full-command>",
     "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -157,8 +313,9 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             } else {
                 r.array(names.len());
                 for name in names {
-                    match lookup(name) {
-                        Some((_, c)) => write_info(r, c),
+                    match find(name) {
+                        Some((c, None)) => write_info(r, c),
+                        Some((c, Some(sub))) => write_sub(r, c, sub),
                         None => r.null(),
                     }
                 }
@@ -205,21 +362,17 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                 r.bulk(n.as_bytes());
             }
         }
-        "getkeys" => {
-            let cmd = names;
-            let Some((_, c)) = lookup(&cmd[0]) else {
-                return Err(CmdError::new("ERR Invalid command specified"));
-            };
-            if !CommandSpec::arity_ok(c.arity, cmd.len()) {
-                return Err(CmdError::new("ERR Invalid number of arguments specified for command"));
-            }
-            let pos = c.key_positions(cmd.len());
-            if pos.is_empty() {
-                return Err(CmdError::new("ERR The command has no key arguments"));
-            }
-            r.array(pos.len());
-            for p in pos {
-                r.bulk(&cmd[p]);
+        "getkeys" | "getkeysandflags" => {
+            let keys = keys_of(names)?;
+            r.array(keys.len());
+            for (pos, flags) in keys {
+                if sub == "getkeys" {
+                    r.bulk(&names[pos]);
+                } else {
+                    r.array(2);
+                    r.bulk(&names[pos]);
+                    write_flags(r, flags);
+                }
             }
         }
         _ => help_reply(r, COMMAND_HELP),

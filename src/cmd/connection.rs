@@ -10,8 +10,8 @@ use super::args::{db_index, int, is, text, Args};
 use super::keys::help_reply;
 use super::{commands, subcommands, CommandSpec, Conn, SubSpec};
 use crate::blocked::Gone;
-use crate::client::Client;
 use crate::client::ClientInfo;
+use crate::client::{Client, ReplyMode};
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::global::Global;
 use crate::resp::Reply;
@@ -42,6 +42,13 @@ const CLIENT_SUBS: &[SubSpec] = subcommands! {
     "unblock"  -3 [admin noscript loading stale] "Unblocks a client blocked by a blocking command from a different connection.";
     "no-evict" 3  [admin noscript loading stale] "Sets the client eviction mode of the connection.";
     "no-touch" 3  [noscript loading stale]       "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.";
+    "reply"    3  [noscript loading stale]       "Instructs the server whether to reply to commands.";
+    "caching"  3  [noscript loading stale]       "Instructs the server whether to track the keys in the next request.";
+    "getredir" 2  [noscript loading stale]       "Returns the client ID to which the connection's tracking notifications are redirected.";
+    "tracking" -3 [noscript loading stale]       "Controls server-assisted client-side caching for the connection.";
+    "trackinginfo" 2 [noscript loading stale]    "Returns information about server-assisted client-side caching for the connection.";
+    "pause"    -3 [admin noscript loading stale] "Suspends commands processing.";
+    "unpause"  2  [admin noscript loading stale] "Resumes processing commands from paused clients.";
     "help"     2  [loading stale]                "Returns helpful text about the different subcommands.";
 };
 
@@ -135,6 +142,7 @@ pub async fn reset(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     client.info.db.store(0, Ordering::Relaxed);
     client.info.resp.store(2, Ordering::Relaxed);
     client.end_multi();
+    client.reply = ReplyMode::On;
     super::pubsub::unsubscribe_all(&c.shard.state().global, client);
     r.simple("RESET");
     Ok(())
@@ -323,6 +331,21 @@ const CLIENT_HELP: &[&str] = &[
     "    Protect current client connection from eviction.",
     "NO-TOUCH (ON|OFF)",
     "    Will not touch LRU/LFU stats when this mode is on.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
     "UNBLOCK <clientid> [TIMEOUT|ERROR]",
@@ -332,7 +355,7 @@ const CLIENT_HELP: &[&str] = &[
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -416,8 +439,76 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
             r.ok();
         }
         "no-evict" | "no-touch" => {
-            if args.word(&["on", "off"]).is_some() {
+            // Nothing is ever evicted from disk: NO-EVICT has nothing to change.
+            let Some(w) = args.word(&["on", "off"]) else {
+                return Err(SYNTAX);
+            };
+            if sub == "no-touch" {
+                client.info.no_touch.store(w == 0, Ordering::Relaxed);
+            }
+            r.ok();
+        }
+        "pause" => {
+            let ms = super::args::parse_i64(args.bytes()?).ok_or_else(|| CmdError::new("ERR timeout is not an integer or out of range"))?;
+            if ms < 0 {
+                return Err(CmdError::new("ERR timeout is negative"));
+            }
+            let all = match args.word(&["write", "all"]) {
+                Some(0) => false,
+                Some(_) => true,
+                None if args.is_empty() => true,
+                None => return Err(SYNTAX),
+            };
+            args.finish()?;
+            crate::pause::pause(now.saturating_add(ms as u64), all, now);
+            r.ok();
+        }
+        "unpause" => {
+            crate::pause::unpause();
+            r.ok();
+        }
+        // Server-assisted client-side caching is not built yet: no
+        // connection is ever in tracking mode, and TRACKING ON says so.
+        "caching" => {
+            return Err(CmdError::new(
+                "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+            ))
+        }
+        "getredir" => r.int(-1),
+        "trackinginfo" => {
+            r.map(3);
+            r.bulk(b"flags");
+            r.set(1);
+            r.bulk(b"off");
+            r.bulk(b"redirect");
+            r.int(-1);
+            r.bulk(b"prefixes");
+            r.array(0);
+        }
+        "tracking" => {
+            let mode = args.bytes()?;
+            if is(mode, "off") {
                 r.ok();
+            } else if is(mode, "on") {
+                return Err(CmdError::new(
+                    "ERR CLIENT TRACKING ON is not supported by Basalt yet (no client-side caching)",
+                ));
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        "reply" => {
+            // The connection drops the replies the mode says (`server::conn`).
+            let mode = args.bytes()?;
+            if is(mode, "on") {
+                client.reply = ReplyMode::On;
+                r.ok();
+            } else if is(mode, "off") {
+                client.reply = ReplyMode::Off;
+            } else if is(mode, "skip") {
+                if client.reply != ReplyMode::Off {
+                    client.reply = ReplyMode::SkipNext;
+                }
             } else {
                 return Err(SYNTAX);
             }

@@ -235,7 +235,7 @@ const OBJECT_HELP: &[&str] = &[
     "    Return the number of references of the value associated with the specified",
     "    <key>.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 /// Writes a HELP reply: status lines, as Redis's `addReplyHelp`.
@@ -263,11 +263,21 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         r.bulk(encoding.as_bytes());
     } else if is(sub, "refcount") {
         r.int(1);
-    } else if is(sub, "idletime") {
-        // Basalt keeps no per-key access clock: every key reads as just used.
-        r.int(0);
     } else {
-        return Err(CmdError::new("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+        // Which of the two Redis tracks follows `maxmemory-policy`.
+        let lfu = ctx.shard.global.config.get("maxmemory-policy").contains("lfu");
+        let now = crate::clock::wall_ms();
+        if is(sub, "idletime") {
+            if lfu {
+                return Err(CmdError::new("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+            }
+            r.int((ctx.ks().idle_ms(ctx.db, key, now) / 1000) as i64);
+        } else {
+            if !lfu {
+                return Err(CmdError::new("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+            }
+            r.int(ctx.ks().freq(ctx.db, key, now) as i64);
+        }
     }
     Ok(())
 }
@@ -284,20 +294,24 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
     let (key, ttl, payload) = (args.key()?, args.int()?, args.bytes()?);
     let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq) = (None, None);
     while !args.is_empty() {
         if args.flag("replace") {
             replace = true;
         } else if args.flag("absttl") {
             absttl = true;
-        } else if args.option("idletime", 1) {
-            if args.int()? < 0 {
+        } else if freq.is_none() && args.option("idletime", 1) {
+            let t = args.int()?;
+            if t < 0 {
                 return Err(CmdError::new("ERR Invalid IDLETIME value, must be >= 0"));
             }
-        } else if args.option("freq", 1) {
+            idle = Some(t as u64);
+        } else if idle.is_none() && args.option("freq", 1) {
             let f = args.int()?;
             if !(0..=255).contains(&f) {
                 return Err(CmdError::new("ERR Invalid FREQ value, must be >= 0 and <= 255"));
             }
+            freq = Some(f as u8);
         } else {
             return Err(SYNTAX);
         }
@@ -324,6 +338,9 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
     } else {
         coll::place(ks, ctx.db, key, &v, ctx.now_ms)?;
+        if idle.is_some() || freq.is_some() {
+            ks.set_access(ctx.db, key, crate::clock::wall_ms(), idle, freq);
+        }
         ctx.notify(GENERIC, "restore", key);
     }
     r.ok();
@@ -333,13 +350,13 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 // ---- commands over keys of several shards, or all of them (`coord`) ----
 
 pub async fn del(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    r.int(coord::sum(c.shard, c.db(), argv, true).await?);
+    r.int(coord::sum(c.shard, c.db(), argv, true, false).await?);
     Ok(())
 }
 
 /// EXISTS and TOUCH.
 pub async fn exists(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    r.int(coord::sum(c.shard, c.db(), argv, false).await?);
+    r.int(coord::sum(c.shard, c.db(), argv, false, is(&argv[0], "touch")).await?);
     Ok(())
 }
 
@@ -414,8 +431,9 @@ pub async fn keys(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 /// SCAN: the cursor is the next hash slot to visit. Each call visits whole
-/// slots on the shard owning the cursor's slot, so a key present for the
-/// whole scan is returned exactly once, and the cursor is a plain number.
+/// slots, from the shard owning the cursor's slot on into the next shards'
+/// until COUNT keys were visited, so a key present for the whole scan is
+/// returned exactly once, and the cursor is a plain number.
 pub async fn scan(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (shard, db) = (c.shard, c.db());
     let mut args = Args::new(argv);
@@ -427,26 +445,40 @@ pub async fn scan(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         r.array(0);
         return Ok(());
     }
-    let slot = cursor as u16;
+    // One call goes on into the next shard's slots until it has done
+    // COUNT keys' worth of work, so a keyspace smaller than COUNT comes back
+    // whole with cursor 0, as Redis returns a small keyspace.
     let n = shard.count();
-    let target = shard_of_slot(slot, n);
-    let end = first_slot_of(target + 1, n);
-    let (next, keys) = shard
-        .invoke_on(target, move |st: &ShardState| {
-            let mut out = Vec::new();
-            let mut visited = 0usize;
-            let next = st.ks.scan_slots(db, slot, end, now_ms(), |key, m| {
-                visited += 1;
-                let type_ok = ty.as_deref().is_none_or(|t| t == m.ty.name());
-                let match_ok = pattern.as_ref().is_none_or(|p| glob::matches(p, key, false));
-                if type_ok && match_ok {
-                    out.push(Bytes::copy_from_slice(key));
-                }
-                visited < count
-            })?;
-            Ok::<_, CmdError>((next, out))
-        })
-        .await?;
+    let mut next = cursor as u16;
+    let mut keys: Vec<Bytes> = Vec::new();
+    let mut work = 0usize;
+    while (next as usize) < SLOTS as usize && work < count {
+        let (slot, budget) = (next, count - work);
+        let target = shard_of_slot(slot, n);
+        let end = first_slot_of(target + 1, n);
+        let (pattern, ty) = (pattern.clone(), ty.clone());
+        let (after, found, visited) = shard
+            .invoke_on(target, move |st: &ShardState| {
+                let mut out = Vec::new();
+                let mut visited = 0usize;
+                let next = st.ks.scan_slots(db, slot, end, now_ms(), |key, m| {
+                    visited += 1;
+                    let type_ok = ty.as_deref().is_none_or(|t| t == m.ty.name());
+                    let match_ok = pattern.as_ref().is_none_or(|p| glob::matches(p, key, false));
+                    if type_ok && match_ok {
+                        out.push(Bytes::copy_from_slice(key));
+                    }
+                    visited < budget
+                })?;
+                Ok::<_, CmdError>((next, out, visited))
+            })
+            .await?;
+        keys.extend(found);
+        // A shard with nothing left in its slots costs a little work too,
+        // so a call over many empty shards still ends.
+        work += visited.max(1);
+        next = after;
+    }
     let next = if next >= SLOTS { 0 } else { next };
     r.array(2);
     r.bulk(next.to_string().as_bytes());

@@ -16,6 +16,7 @@ pub mod command;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod keyspecs;
 pub mod lists;
 pub mod monitor;
 pub mod multi;
@@ -143,6 +144,9 @@ pub mod flag {
     /// Not a flag of Redis's: its key reads are lookups
     /// ([`super::CommandSpec::looks_up`]).
     pub const LOOKS_UP: u32 = 1 << 3;
+    /// Not a flag of Redis's: its key reads leave the keys' access times
+    /// alone (Redis's `LOOKUP_NOTOUCH`: TYPE, TTL and friends, OBJECT).
+    pub const NO_TOUCH: u32 = 1 << 4;
 }
 
 const fn eq(a: &str, b: &str) -> bool {
@@ -167,11 +171,20 @@ const fn eq(a: &str, b: &str) -> bool {
 pub const fn spec_bits(name: &str, flags: &[&str]) -> u32 {
     let bits = flag_bits(flags);
     let reads = bits & flag::READONLY != 0 && !eq(name, "object");
-    if reads || eq(name, "getdel") || eq(name, "getex") {
+    let bits = if reads || eq(name, "getdel") || eq(name, "getex") {
         bits | flag::LOOKS_UP
     } else {
         bits
+    };
+    let no_touch: [&str; 7] = ["type", "ttl", "pttl", "expiretime", "pexpiretime", "object", "exists"];
+    let mut i = 0;
+    while i < no_touch.len() {
+        if eq(name, no_touch[i]) {
+            return bits | flag::NO_TOUCH;
+        }
+        i += 1;
     }
+    bits
 }
 
 /// The bits of the flags in `names` that [`flag`] knows; computed at
@@ -239,6 +252,13 @@ impl CommandSpec {
     #[inline]
     pub fn looks_up(&self) -> bool {
         self.bits & flag::LOOKS_UP != 0
+    }
+
+    /// Whether the command's key reads update access times (see
+    /// [`flag::NO_TOUCH`]).
+    #[inline]
+    pub fn touches(&self) -> bool {
+        self.bits & flag::NO_TOUCH == 0
     }
 
     /// Runs before AUTH when a password is set (AUTH, HELLO, QUIT, ...).

@@ -60,7 +60,7 @@ const PUBSUB_HELP: &[&str] = &[
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 /// The reply words of each class: subscribed, unsubscribed.

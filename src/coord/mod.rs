@@ -32,6 +32,7 @@ pub mod intent;
 pub mod list;
 pub mod misses;
 pub mod serve;
+pub mod swapdb;
 
 use intent::Op;
 
@@ -87,7 +88,8 @@ pub fn keys_from(argv: &[Bytes], from: usize, step: usize) -> Vec<(usize, Bytes)
 }
 
 /// Sums an integer-per-shard command (DEL, EXISTS, TOUCH).
-pub async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool) -> CmdResult<i64> {
+/// `touch`: TOUCH, whose reads update the keys' access times.
+pub async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool, touch: bool) -> CmdResult<i64> {
     let access = if del { Access::Write } else { Access::Read };
     let parts = fan_out(shard, db, &keys_from(argv, 1, 1), access, move |st, ks| {
         if del {
@@ -95,7 +97,10 @@ pub async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool) -> CmdResult<i64>
         } else {
             // EXISTS and TOUCH look their keys up (`Keyspace::read`).
             st.ks.begin_lookups();
-            k::exists_keys(&st.ks, db, ks, now_ms())
+            st.ks.access.begin(touch);
+            let n = k::exists_keys(&st.ks, db, ks, now_ms());
+            st.ks.access.end();
+            n
         }
     })
     .await;

@@ -245,6 +245,15 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                 continue;
             }
         };
+        // MODES: CLIENT PAUSE parks the command (not its checks' errors).
+        if crate::pause::blocks(may_replicate(spec, client)) {
+            close_group(&mut group, out, &mut [], &mut later);
+            wait_unpaused(st, client, may_replicate(spec, client)).await;
+        }
+        if matches!(spec.name, "object" | "debug") && !st.peer_touches.borrow().is_empty() {
+            close_group(&mut group, out, &mut [], &mut later);
+            crate::expire::send_peer_touches(shard).await;
+        }
         // MODES: MULTI queueing here; the pub/sub command filter is in `precheck`.
         client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
         client
@@ -301,6 +310,10 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                                 Ok(hit) => {
                                     st.ks.note_lookup(client.db, &cmds[i][1], *hit);
                                     st.ks.end_lookups(true);
+                                    let mut touches = st.peer_touches.borrow_mut();
+                                    if *hit && touches.len() < crate::shard::PEER_TOUCHES && !client.info.no_touch.load(Ordering::Relaxed) {
+                                        touches.push((target, client.db, cmds[i][1].clone()));
+                                    }
                                 }
                                 Err(e) => out.error(&e.0),
                             }
@@ -354,6 +367,34 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
     close_group(&mut group, out, &mut [], &mut later);
 }
 
+/// Whether CLIENT PAUSE WRITE holds the command back: a write, PUBLISH
+/// and SPUBLISH (Redis's `may_replicate`), and an EXEC whose queue has one.
+fn may_replicate(spec: &CommandSpec, client: &Client) -> bool {
+    let writes = |s: &CommandSpec| s.is_write() || matches!(s.name, "publish" | "spublish");
+    if spec.name == "exec" {
+        return client
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.queue.iter().any(|a| cmd::lookup(&a[0]).is_some_and(|(_, s)| writes(s))));
+    }
+    writes(spec)
+}
+
+/// Parks a command until CLIENT PAUSE no longer holds it, uncounted on the
+/// transaction gate meanwhile (and admitted by it again after).
+async fn wait_unpaused(st: &ShardState, client: &Client, write: bool) {
+    st.gate.leave();
+    client.info.paused.store(true, Ordering::Relaxed);
+    while crate::pause::blocks(write) && !client.info.killed.load(Ordering::Relaxed) {
+        shards::rt::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    client.info.paused.store(false, Ordering::Relaxed);
+    st.gate.enter();
+    if st.gate.closed_to(client.info.id) {
+        crate::coord::gate::admit(st, client.info.id).await;
+    }
+}
+
 /// Ends a batch's count on the transaction gate, also when it unwinds.
 struct Running<'a>(&'a ShardState);
 
@@ -400,8 +441,13 @@ pub fn run_shard_cmd(
     if cmd::TABLE[idx].looks_up() {
         st.ks.begin_lookups();
     }
+    // Its key reads update the keys' access times (OBJECT IDLETIME/FREQ).
+    st.ks
+        .access
+        .begin(cmd::TABLE[idx].touches() && !client.no_touch.load(Ordering::Relaxed));
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
+    st.ks.access.end();
     if probe {
         st.ks.store.set_probe(false);
         if st.ks.store.missed() {

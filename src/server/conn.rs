@@ -18,7 +18,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use shards::rt::TcpStream;
 use shards::Shard;
 
-use crate::client::{Client, ClientInfo, Subs};
+use crate::client::{Client, ClientInfo, ReplyMode, Subs};
 use crate::clock::now_ms;
 use crate::dispatch;
 use crate::global::Global;
@@ -76,6 +76,8 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         subs: Default::default(),
         monitor: false.into(),
         waiter: Default::default(),
+        paused: false.into(),
+        no_touch: false.into(),
     });
     {
         let admitted = match g.clients.lock() {
@@ -105,6 +107,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         in_exec: false,
         watch: None,
         pubsub: None,
+        reply: crate::client::ReplyMode::On,
     };
     // `rbuf` holds only what the parser has not consumed yet; it grows on
     // demand, so a connection costs one read chunk, not two.
@@ -279,10 +282,17 @@ async fn run_batch(
     // A bug outside the handlers' own guards must cost this connection, not
     // the shard: a panic that escaped the connection task wedged its whole
     // executor (seen while building replies left to the connection).
-    let ran_ok = std::panic::AssertUnwindSafe(dispatch::execute(shard, client, &mut cmds, out))
-        .catch_unwind()
-        .await
-        .is_ok();
+    let ran_ok = if client.reply == ReplyMode::On && !cmds.iter().any(|a| is_client_reply(a)) {
+        std::panic::AssertUnwindSafe(dispatch::execute(shard, client, &mut cmds, out))
+            .catch_unwind()
+            .await
+            .is_ok()
+    } else {
+        std::panic::AssertUnwindSafe(one_by_one(shard, client, &mut cmds, out))
+            .catch_unwind()
+            .await
+            .is_ok()
+    };
     if !ran_ok {
         tracing::error!("connection loop panicked; closing the connection");
         out.error("ERR internal error");
@@ -294,4 +304,34 @@ async fn run_batch(
         return (true, false);
     }
     (false, more)
+}
+
+/// Whether `argv` is CLIENT REPLY (a batch holding one runs command by
+/// command, so each reply can be dropped or kept).
+fn is_client_reply(argv: &[Bytes]) -> bool {
+    argv.len() >= 2 && argv[0].len() == 6 && argv[0].eq_ignore_ascii_case(b"client") && argv[1].eq_ignore_ascii_case(b"reply")
+}
+
+/// Runs a batch one command at a time under CLIENT REPLY OFF or SKIP,
+/// keeping only the replies the mode lets through: none while OFF (the
+/// OFF itself included; ON's +OK is sent), none for SKIP and the command
+/// after it.
+async fn one_by_one(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &mut [Vec<Bytes>], out: &mut Reply) {
+    for i in 0..cmds.len() {
+        if client.closing {
+            break;
+        }
+        let skipped = client.reply == ReplyMode::SkipNext;
+        if skipped {
+            client.reply = ReplyMode::Skipping;
+        }
+        let at = out.buf.len();
+        dispatch::execute(shard, client, &mut cmds[i..i + 1], out).await;
+        if client.reply == ReplyMode::Skipping {
+            client.reply = ReplyMode::On;
+        }
+        if skipped || matches!(client.reply, ReplyMode::Off | ReplyMode::SkipNext) {
+            out.buf.truncate(at);
+        }
+    }
 }

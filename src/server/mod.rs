@@ -203,6 +203,7 @@ pub fn run(config: Config) -> Result<(), String> {
         shards,
         databases,
         started: Instant::now(),
+        startup_allocated: crate::cmd::server::allocated_now(),
         run_id: format!(
             "{:040x}",
             (now_us() as u128 * 0x9E37_79B9_7F4A_7C15u128) ^ std::process::id() as u128
@@ -214,12 +215,14 @@ pub fn run(config: Config) -> Result<(), String> {
         rejected_connections: AtomicU64::new(0),
         lastsave: AtomicU64::new(now_ms() / 1000),
         bgsave_running: AtomicBool::new(false),
+        aof_rewriting: AtomicBool::new(false),
         slowlog_next_id: AtomicU64::new(0),
         latency: Default::default(),
         listeners: Mutex::new(Vec::new()),
         memory: mem,
         pubsub: Default::default(),
         output_limit_cuts: AtomicU64::new(0),
+        active_expire: AtomicBool::new(true),
         tx_queue: Default::default(),
     });
     install_signal_thread(g.clone(), signals);

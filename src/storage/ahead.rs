@@ -83,6 +83,11 @@ impl ReadAhead {
         }
     }
 
+    /// Bytes of values held (MEMORY STATS).
+    pub fn bytes(&self) -> usize {
+        self.bytes.get()
+    }
+
     /// Records held (tests).
     pub fn len(&self) -> usize {
         self.map.borrow().len()

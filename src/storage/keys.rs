@@ -10,9 +10,75 @@
 //! SCAN walks slots in order. The db byte is at most 254, so the TTL index
 //! (0xFF) sorts after every db.
 //!
-//! This module is pure: no I/O, no RocksDB types. Slots are `crate::slot`.
+//! The `db` byte on disk is a *physical* database: SWAPDB swaps which
+//! physical database a `SELECT` index names (the process-wide map below,
+//! persisted by `storage::dbmap`). Every function here takes and returns
+//! `SELECT` indexes and translates at the byte; code that reads raw
+//! records (compaction filter, watches, caches) stays physical throughout.
+//!
+//! This module does no I/O and names no RocksDB type. Slots are `crate::slot`.
+
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::slot::slot_of;
+
+/// The identity map, the state of a data dir SWAPDB never touched.
+const fn identity() -> [AtomicU8; 256] {
+    let mut a = [const { AtomicU8::new(0) }; 256];
+    let mut i = 0;
+    while i < 256 {
+        a[i] = AtomicU8::new(i as u8);
+        i += 1;
+    }
+    a
+}
+
+/// `SELECT` index -> physical db byte.
+static PHYSICAL: [AtomicU8; 256] = identity();
+/// Physical db byte -> `SELECT` index.
+static LOGICAL: [AtomicU8; 256] = identity();
+
+/// The physical db byte `SELECT` index `db` is stored under.
+#[inline]
+pub fn physical(db: u8) -> u8 {
+    PHYSICAL[db as usize].load(Ordering::Relaxed)
+}
+
+/// The `SELECT` index stored under physical db byte `p`.
+#[inline]
+pub fn logical(p: u8) -> u8 {
+    LOGICAL[p as usize].load(Ordering::Relaxed)
+}
+
+/// The map as bytes: entry `i` is `physical(i)` (what `storage::dbmap`
+/// persists).
+pub fn db_map() -> Vec<u8> {
+    PHYSICAL.iter().map(|p| p.load(Ordering::Relaxed)).collect()
+}
+
+/// Installs a map read back with [`db_map`]; refused (false) unless it is
+/// a permutation of 0..=255.
+pub fn set_db_map(map: &[u8]) -> bool {
+    let mut seen = [false; 256];
+    if map.len() != 256 || map.iter().any(|&p| std::mem::replace(&mut seen[p as usize], true)) {
+        return false;
+    }
+    for (i, &p) in map.iter().enumerate() {
+        PHYSICAL[i].store(p, Ordering::Relaxed);
+        LOGICAL[p as usize].store(i as u8, Ordering::Relaxed);
+    }
+    true
+}
+
+/// Swaps the physical dbs of `SELECT` indexes `a` and `b`. Only while no
+/// command runs anywhere (SWAPDB holds the transaction gate).
+pub fn swap_dbs(a: u8, b: u8) {
+    let (pa, pb) = (physical(a), physical(b));
+    PHYSICAL[a as usize].store(pb, Ordering::Relaxed);
+    PHYSICAL[b as usize].store(pa, Ordering::Relaxed);
+    LOGICAL[pb as usize].store(a, Ordering::Relaxed);
+    LOGICAL[pa as usize].store(b, Ordering::Relaxed);
+}
 
 /// Tag of meta records.
 pub const TAG_META: u8 = b'M';
@@ -28,7 +94,7 @@ pub const FIELD_TTL_PREFIX: [u8; 2] = [0xFF, b'F'];
 pub fn meta_key(db: u8, key: &[u8]) -> Vec<u8> {
     let slot = slot_of(key);
     let mut k = Vec::with_capacity(4 + key.len());
-    k.push(db);
+    k.push(physical(db));
     k.push(TAG_META);
     k.extend_from_slice(&slot.to_be_bytes());
     k.extend_from_slice(key);
@@ -37,19 +103,21 @@ pub fn meta_key(db: u8, key: &[u8]) -> Vec<u8> {
 
 /// The first meta key of `slot` in `db` (inclusive bound).
 pub fn meta_slot_start(db: u8, slot: u16) -> Vec<u8> {
-    let mut k = vec![db, TAG_META];
+    let mut k = vec![physical(db), TAG_META];
     k.extend_from_slice(&slot.to_be_bytes());
     k
 }
 
 /// Bounds of every meta record of `db`: `[db 'M', db 'N')`.
 pub fn meta_db_range(db: u8) -> (Vec<u8>, Vec<u8>) {
-    (vec![db, TAG_META], vec![db, TAG_META + 1])
+    let p = physical(db);
+    (vec![p, TAG_META], vec![p, TAG_META + 1])
 }
 
 /// Bounds of every record of `db`, meta and sub alike: `[db, db+1)`.
 pub fn db_range(db: u8) -> (Vec<u8>, Vec<u8>) {
-    (vec![db], vec![db + 1])
+    let p = physical(db);
+    (vec![p], vec![p + 1])
 }
 
 /// Splits a meta key into (db, slot, user key).
@@ -57,7 +125,7 @@ pub fn split_meta_key(k: &[u8]) -> Option<(u8, u16, &[u8])> {
     if k.len() < 4 || k[1] != TAG_META {
         return None;
     }
-    Some((k[0], u16::from_be_bytes([k[2], k[3]]), &k[4..]))
+    Some((logical(k[0]), u16::from_be_bytes([k[2], k[3]]), &k[4..]))
 }
 
 /// The TTL index entry for `key` in `db` expiring at `expire_ms`.
@@ -74,7 +142,7 @@ fn index_key(prefix: [u8; 2], expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(11 + key.len());
     k.extend_from_slice(&prefix);
     k.extend_from_slice(&expire_ms.to_be_bytes());
-    k.push(db);
+    k.push(physical(db));
     k.extend_from_slice(key);
     k
 }
@@ -83,7 +151,7 @@ fn index_key(prefix: [u8; 2], expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
 /// `db 'S' slot(2) keylen(4) user_key version(8)`.
 pub fn sub_prefix(db: u8, key: &[u8], version: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(16 + key.len());
-    k.push(db);
+    k.push(physical(db));
     k.push(TAG_SUB);
     k.extend_from_slice(&slot_of(key).to_be_bytes());
     k.extend_from_slice(&(key.len() as u32).to_be_bytes());
@@ -135,7 +203,7 @@ pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
     }
     let mut ms = [0u8; 8];
     ms.copy_from_slice(&k[2..10]);
-    Some((u64::from_be_bytes(ms), k[10], &k[11..]))
+    Some((u64::from_be_bytes(ms), logical(k[10]), &k[11..]))
 }
 
 /// The slot a stored record belongs to, for moving it between shards.

@@ -16,6 +16,7 @@
 mod ahead;
 pub mod budget;
 pub mod cache;
+mod dbmap;
 pub mod disk;
 mod families;
 pub mod gc;
@@ -229,6 +230,7 @@ impl Engine {
         descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         families::reshard(&mut db, &names, opts.shards)?;
+        Self::load_db_map(&db)?;
         let wanted: Vec<String> = shard_cf_names(opts.shards).collect();
         for stale in names.iter().filter(|n| !wanted.contains(n)) {
             db.drop_cf(stale)?;
@@ -388,6 +390,12 @@ impl Engine {
     /// Flushes memtables and syncs the WAL: used at shutdown.
     pub fn shutdown(&self) -> Result<(), StorageError> {
         self.db.flush_wal(true)?;
+        self.flush_memtables()
+    }
+
+    /// Flushes every column family's memtable to SST files, after which
+    /// RocksDB drops the WAL files they covered (BGREWRITEAOF, DEBUG RELOAD).
+    pub fn flush_memtables(&self) -> Result<(), StorageError> {
         // Every column family: `DB::flush` alone flushes only the default
         // one, and the shards' memtables came back from the WAL on restart.
         for name in shard_cf_names(self.meta_caches.len()) {

@@ -97,6 +97,35 @@ impl ShardStore {
         }
     }
 
+    /// SWAPDB of the physical dbs `pa` and `pb` (either order): a watch of
+    /// a key in one now names the same key in the other, where that
+    /// `SELECT` index's records are now; it is touched when the key exists
+    /// in either db, as Redis's `touchAllWatchedKeysInDb` both ways.
+    pub fn swap_watched(&self, pa: u8, pb: u8) {
+        if self.watches.is_empty() || pa == pb {
+            return;
+        }
+        let moved: Vec<(Box<[u8]>, Watchers)> = {
+            let mut map = self.watches.map.borrow_mut();
+            let keys: Vec<Box<[u8]>> = map.keys().filter(|k| k[0] == pa || k[0] == pb).cloned().collect();
+            keys.into_iter().filter_map(|k| map.remove(&k).map(|w| (k, w))).collect()
+        };
+        for (mut mk, flags) in moved {
+            let mut other = mk.to_vec();
+            other[0] = if mk[0] == pa { pb } else { pa };
+            // Absent or unreadable: a read error spoils the watch.
+            let exists = |k: &[u8]| self.get_with(k, |v| v.is_some()).unwrap_or(true);
+            if exists(&mk) || exists(&other) {
+                for f in flags.iter().filter_map(Weak::upgrade) {
+                    f.store(true, Ordering::SeqCst);
+                }
+                continue;
+            }
+            mk = other.into();
+            self.watches.map.borrow_mut().entry(mk).or_default().extend(flags);
+        }
+    }
+
     /// Watches meta key `mk`: `flag` is set when a write touches it.
     pub fn watch(&self, mk: &[u8], flag: &Arc<AtomicBool>) {
         debug_assert!(cache::is_meta(mk));

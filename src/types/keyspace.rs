@@ -94,6 +94,8 @@ pub struct Keyspace {
     keymisses: RefCell<Vec<(u8, Box<[u8]>)>>,
     /// A read command runs: reads are its lookups (`begin_lookups`).
     lookups: Cell<bool>,
+    /// When each key was last accessed, and how often (`types::access`).
+    pub access: super::access::Access,
 }
 
 fn bump(c: &Cell<u64>) {
@@ -114,6 +116,7 @@ impl Keyspace {
             notifier: Default::default(),
             keymisses: Default::default(),
             lookups: Cell::new(false),
+            access: super::access::Access::new(crate::clock::wall_ms()),
             stats: KeyspaceStats::default(),
         };
         ks.recount()?;
@@ -199,6 +202,40 @@ impl Keyspace {
         self.expires.get(db as usize).map_or(0, |c| c.get())
     }
 
+    /// Milliseconds since `key` was last accessed (OBJECT IDLETIME).
+    pub fn idle_ms(&self, db: u8, key: &[u8], now_ms: u64) -> u64 {
+        self.access.idle_ms(&meta_key(db, key), now_ms)
+    }
+
+    /// `key`'s access counter (OBJECT FREQ).
+    pub fn freq(&self, db: u8, key: &[u8], now_ms: u64) -> u8 {
+        self.access.freq(&meta_key(db, key), now_ms)
+    }
+
+    /// A read elsewhere accessed `key` (a cross-shard GET): one table
+    /// update, no read (an entry for a key deleted meanwhile is harmless:
+    /// a new key starts fresh).
+    pub fn touch(&self, db: u8, key: &[u8], now_ms: u64) {
+        self.access.touch(&meta_key(db, key), now_ms);
+    }
+
+    /// RESTORE's IDLETIME and FREQ for `key`.
+    pub fn set_access(&self, db: u8, key: &[u8], now_ms: u64, idle_s: Option<u64>, freq: Option<u8>) {
+        self.access.set(&meta_key(db, key), now_ms, idle_s, freq);
+    }
+
+    /// SWAPDB `a` `b` on this shard, once the engine switched its map
+    /// (`Engine::swap_dbs`): the key counts follow their data, and watches
+    /// follow their `SELECT` index (`ShardStore::swap_watched`).
+    pub fn swap_dbs(&self, a: u8, b: u8) {
+        let (a, b) = (a as usize, b as usize);
+        if a < self.counts.len() && b < self.counts.len() {
+            self.counts[a].swap(&self.counts[b]);
+            self.expires[a].swap(&self.expires[b]);
+        }
+        self.store.swap_watched(keys::physical(a as u8), keys::physical(b as u8));
+    }
+
     fn adjust(&self, db: u8, delta: i64) {
         if let Some(c) = self.counts.get(db as usize) {
             c.set(c.get() + delta);
@@ -272,20 +309,31 @@ impl Keyspace {
         }
         let mk = meta_key(db, key);
         let mut f = Some(f);
+        let mut live = false;
         let step = self.store.get_with(&mk, |v| match v {
             None => Ok(f.take().map(|f| Step::Done(f(None)))),
             Some(raw) => match Meta::decode(raw) {
                 None => Err(CORRUPT),
                 Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.coll()))),
                 Some(m) if may_be_empty(&m, now_ms) => Ok(Some(Step::Repair(raw.to_vec()))),
-                Some(m) => Ok(f.take().map(|f| Step::Done(f(Some(m))))),
+                Some(m) => {
+                    live = true;
+                    Ok(f.take().map(|f| Step::Done(f(Some(m)))))
+                }
             },
         })??;
+        if live && self.access.touching() {
+            self.access.touch(&mk, now_ms);
+        }
         let f = f.take();
         match (step, f) {
             (Some(Step::Done(r)), _) => Ok(r),
             (Some(Step::Expired(coll)), Some(f)) => {
-                self.expire_key(db, key, coll)?;
+                // During CLIENT PAUSE the key reads as gone but stays, as
+                // Redis keeps the dataset still.
+                if !crate::pause::holds_expiry(crate::clock::wall_ms()) {
+                    self.expire_key(db, key, coll)?;
+                }
                 Ok(f(None))
             }
             (Some(Step::Repair(raw)), Some(f)) => match (self.repair)(self, db, key, &raw, now_ms)? {
@@ -326,7 +374,12 @@ impl Keyspace {
     /// Adds the writes that store `raw` as `key`'s meta value to `b`.
     /// `prior`: the key's state before (for the key and expiry counts).
     pub fn stage_put(&self, b: &mut Batch, db: u8, key: &[u8], raw: &[u8], prior: Prior) {
-        self.store.put(b, &meta_key(db, key), raw);
+        let mk = meta_key(db, key);
+        if prior.is_none() {
+            // A new key starts with a fresh access time and counter.
+            self.access.created(&mk, crate::clock::wall_ms());
+        }
+        self.store.put(b, &mk, raw);
         let expire_ms = Meta::decode(raw).map_or(0, |m| m.expire_ms);
         if expire_ms != 0 {
             self.store.put(b, &ttl_key(expire_ms, db, key), b"");

@@ -9,12 +9,14 @@
 /// names come from it).
 pub use crate::storage::meta::KeyType;
 
+pub mod access;
 pub mod bigstr;
 pub mod coll;
 pub mod dump;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
+pub mod memory;
 pub mod multi;
 pub mod notify;
 pub mod string;

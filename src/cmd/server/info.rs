@@ -97,7 +97,7 @@ fn wal_bytes(g: &Global) -> u64 {
         .unwrap_or(0)
 }
 
-fn rss_bytes() -> u64 {
+pub(super) fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
@@ -107,7 +107,7 @@ fn rss_bytes() -> u64 {
 /// Bytes the allocator has handed out (glibc's mallinfo2: arenas and
 /// mmapped chunks): Redis's `used_memory`. RocksDB's caches and memtables
 /// are in it; the page cache and thread stacks are not.
-fn heap_bytes() -> Option<u64> {
+pub(super) fn heap_bytes() -> Option<u64> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads the allocator's counters.
@@ -168,13 +168,21 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         );
     }
     if want("clients") {
+        let paused = crate::pause::info(crate::clock::wall_ms());
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\npaused_reason:{}\r\npaused_actions:{}\r\npaused_timeout_milliseconds:{}\r\n\r\n",
             g.connected(),
             g.config.maxclients.load(Ordering::Relaxed),
-            g.clients.lock().map_or(0, |c| c.values().filter(|c| c.waiter().is_some()).count()),
+            // Clients parked by CLIENT PAUSE count as blocked, as in Redis.
+            g.clients.lock().map_or(0, |c| c
+                .values()
+                .filter(|c| c.waiter().is_some() || c.paused.load(Ordering::Relaxed))
+                .count()),
             g.clients.lock().map_or(0, |c| c.values().filter(|c| c.is_pubsub()).count()),
+            paused.0,
+            paused.1,
+            paused.2,
         );
     }
     if want("memory") {
@@ -252,9 +260,21 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             g.output_limit_cuts.load(Ordering::Relaxed),
         );
     }
+    if want("replication") {
+        // No replication yet: a master without replicas, as redis-server
+        // alone reports itself.
+        let _ = write!(
+            out,
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\nrepl_backlog_size:1048576\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n\r\n",
+            g.run_id
+        );
+    }
     if want("cpu") {
         let (sys, user) = cpu_times();
         let _ = write!(out, "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
+    }
+    if want("modules") || want("module_list") {
+        out.push_str("# Modules\r\n\r\n");
     }
     if want("commandstats") {
         out.push_str("# Commandstats\r\n");
@@ -321,6 +341,9 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             );
         }
         out.push_str("\r\n");
+    }
+    if want("cluster") {
+        out.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
     }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");

@@ -44,7 +44,7 @@ const SLOWLOG_HELP: &[&str] = &[
     "RESET",
     "    Reset the slowlog.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 /// SLOWLOG GET/LEN/RESET/HELP over every shard's log, merged by entry id.
@@ -106,6 +106,8 @@ const LATENCY_HELP: &[&str] = &[
     "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DOCTOR",
     "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
     "HISTORY <event>",
     "    Return time-latency samples for the <event> class.",
     "LATEST",
@@ -117,7 +119,7 @@ const LATENCY_HELP: &[&str] = &[
     "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
     "    If no commands are specified then all histograms are replied.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 /// LATENCY LATEST/HISTORY/RESET/DOCTOR/HELP over the process-wide monitor.
@@ -147,6 +149,14 @@ fn latency_of(g: &Global, sub: &[u8], rest: &[Bytes], r: &mut Reply) -> CmdResul
                 r.int(ms as i64);
             }
         }
+        "graph" => {
+            let event = text(rest.first().ok_or(SYNTAX)?);
+            let h = g.latency.history(&event);
+            if h.is_empty() {
+                return Err(CmdError::new(format!("ERR No samples available for event '{event}'")));
+            }
+            r.verbatim(&graph(&event, &h));
+        }
         "reset" => {
             let events: Vec<String> = rest.iter().map(|a| text(a)).collect();
             r.int(g.latency.reset(&events) as i64);
@@ -170,6 +180,32 @@ fn latency_of(g: &Global, sub: &[u8], rest: &[Bytes], r: &mut Reply) -> CmdResul
         _ => help_reply(r, LATENCY_HELP),
     }
     Ok(())
+}
+
+/// LATENCY GRAPH's text: Redis's header, then one column per sample, as
+/// high as its latency against the highest (four rows of `#`), and under
+/// it how many seconds ago it was (at most the last 80 samples).
+fn graph(event: &str, h: &[(u64, u64)]) -> String {
+    let h = &h[h.len().saturating_sub(80)..];
+    let (high, low) = (h.iter().map(|s| s.1).max().unwrap_or(0), h.iter().map(|s| s.1).min().unwrap_or(0));
+    let mut out = format!("{event} - high {high} ms, low {low} ms (all time high {high} ms)\n");
+    out.push_str(&"-".repeat(80));
+    out.push('\n');
+    for row in (1..=4u64).rev() {
+        let line: String = h.iter().map(|s| if s.1 * 4 >= row * high.max(1) { '#' } else { ' ' }).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push('\n');
+    let now = crate::clock::now_ms() / 1000;
+    let ago: Vec<String> = h.iter().map(|s| format!("{}s", now.saturating_sub(s.0))).collect();
+    let width = ago.iter().map(String::len).max().unwrap_or(0);
+    for i in 0..width {
+        let line: String = ago.iter().map(|a| a.chars().nth(i).unwrap_or(' ')).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// LATENCY HISTOGRAM [command ...]: per command, its calls and the

@@ -1,13 +1,14 @@
 //! Server commands: INFO CONFIG TIME SHUTDOWN LASTSAVE SAVE BGSAVE DEBUG
-//! SLOWLOG LATENCY (and the keyspace-wide DBSIZE FLUSHDB FLUSHALL, which
-//! `coord` runs). They gather per-shard counters with `broadcast` and act
+//! SLOWLOG LATENCY (and the keyspace-wide DBSIZE FLUSHDB FLUSHALL SWAPDB,
+//! which `coord` runs). They gather per-shard counters with `broadcast` and act
 //! on the process. INFO is in `info`, SLOWLOG and LATENCY in `logs`.
 
+mod debug;
 mod info;
 mod logs;
+mod memory;
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -19,8 +20,10 @@ use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::global::Global;
 use crate::resp::Reply;
 use crate::shard::ShardState;
+use debug::debug;
 use info::info;
 use logs::{latency, slowlog};
+use memory::memory;
 
 /// The server commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -28,6 +31,7 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "dbsize"   1  [readonly fast]                                    0 0 0 Conn(dbsize)                  server "1.0.0"  "Returns the number of keys in the database.";
     "flushdb"  -1 [write]                                            0 0 0 Conn(flushdb)                 server "1.0.0"  "Remove all keys from the current database.";
     "flushall" -1 [write]                                            0 0 0 Conn(flushall)                server "1.0.0"  "Removes all keys from all databases.";
+    "swapdb"   3  [write fast]                                       0 0 0 Conn(swapdb)                  server "4.0.0"  "Swaps two Redis databases.";
     "info"     -1 [loading stale]                                    0 0 0 Conn(info)                    server "1.0.0"  "Returns information and statistics about the server.";
     "config"   -2 []                                                 0 0 0 Conn(config)                  server "2.0.0"  "A container for server configuration commands." subs CONFIG_SUBS;
     "time"     1  [loading stale fast]                               0 0 0 Conn(time)                    server "2.6.0"  "Returns the server time.";
@@ -35,9 +39,13 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "lastsave" 1  [loading stale fast]                               0 0 0 Conn(lastsave)                server "1.0.0"  "Returns the Unix timestamp of the last successful save to disk.";
     "save"     1  [admin noscript no_async_loading no_multi]         0 0 0 Conn(save)                    server "1.0.0"  "Synchronously saves the database(s) to disk.";
     "bgsave"   -1 [admin noscript no_async_loading]                  0 0 0 Conn(bgsave)                  server "1.0.0"  "Asynchronously saves the database(s) to disk.";
+    "bgrewriteaof" 1 [admin noscript no_async_loading]               0 0 0 Conn(bgrewriteaof)            server "1.0.0"  "Asynchronously rewrites the append-only file to disk.";
+    "role"     1  [noscript loading stale fast]                      0 0 0 Conn(role)                    server "2.8.12" "Returns the replication role.";
+    "lolwut"   -1 [readonly fast]                                    0 0 0 Conn(lolwut)                  server "5.0.0"  "Displays computer art and the Redis version";
     "debug"    -2 [admin noscript loading stale protected]           0 0 0 Conn(debug)                   server "1.0.0"  "A container for debugging commands.";
     "slowlog"  -2 []                                                 0 0 0 Conn(slowlog)                 server "2.2.12" "A container for slow log commands." subs SLOWLOG_SUBS;
     "latency"  -2 []                                                 0 0 0 Conn(latency)                 server "2.8.13" "A container for latency diagnostics commands." subs LATENCY_SUBS;
+    "memory"   -2 []                                                 0 0 0 Conn(memory)                  server "4.0.0"  "A container for memory diagnostics commands." subs MEMORY_SUBS;
     "command"  -1 [loading stale]                                    0 0 0 Conn(super::command::command) server "2.8.13" "Returns detailed information about all commands." subs super::command::COMMAND_SUBS;
 };
 
@@ -49,6 +57,17 @@ const CONFIG_SUBS: &[SubSpec] = subcommands! {
     "resetstat" 2  [admin noscript loading stale] "Resets the server's statistics.";
     "rewrite"   2  [admin noscript loading stale] "Persists the effective configuration to file.";
     "help"      2  [loading stale]                "Returns helpful text about the different subcommands.";
+};
+
+/// MEMORY's subcommands.
+#[rustfmt::skip]
+const MEMORY_SUBS: &[SubSpec] = subcommands! {
+    "doctor"       2  []                  "Outputs a memory problems report.";
+    "malloc-stats" 2  []                  "Returns the allocator statistics.";
+    "purge"        2  []                  "Asks the allocator to release memory.";
+    "stats"        2  []                  "Returns details about memory usage.";
+    "usage"        -3 [readonly]          "Estimates the memory usage of a key.";
+    "help"         2  [loading stale]     "Returns helpful text about the different subcommands.";
 };
 
 /// SLOWLOG's subcommands.
@@ -64,6 +83,7 @@ const SLOWLOG_SUBS: &[SubSpec] = subcommands! {
 #[rustfmt::skip]
 const LATENCY_SUBS: &[SubSpec] = subcommands! {
     "doctor"    2  [admin noscript loading stale] "Returns a human-readable latency analysis report.";
+    "graph"     3  [admin noscript loading stale] "Returns a latency graph for an event.";
     "histogram" -2 [admin noscript loading stale] "Returns the cumulative distribution of latencies of a subset or all commands.";
     "history"   3  [admin noscript loading stale] "Returns timestamp-latency samples for an event.";
     "latest"    2  [admin noscript loading stale] "Returns the latest latency samples for all events.";
@@ -82,7 +102,7 @@ const CONFIG_HELP: &[&str] = &[
     "REWRITE",
     "    Rewrite the configuration file.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 pub async fn config(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -193,6 +213,59 @@ pub async fn bgsave(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
+/// BGREWRITEAOF: Basalt's append-only file is RocksDB's WAL. Its rewrite
+/// is a flush of every memtable, after which RocksDB drops the WAL files
+/// they covered (docs/commands.md, "Server").
+pub async fn bgrewriteaof(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let g = c.st().global.clone();
+    if g.aof_rewriting.swap(true, Ordering::SeqCst) {
+        return Err(CmdError::new("ERR Background append only file rewriting already in progress"));
+    }
+    shards::rt::spawn(async move {
+        let engine = g.engine;
+        if let Err(e) = shards::rt::spawn_blocking(move || engine.flush_memtables()).await {
+            tracing::error!(error = %e.0, "background WAL rewrite (memtable flush) failed");
+        }
+        g.aof_rewriting.store(false, Ordering::SeqCst);
+    });
+    r.simple("Background append only file rewriting started");
+    Ok(())
+}
+
+/// ROLE: a master with no replicas (there is no replication yet).
+pub async fn role(_: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.array(3);
+    r.bulk(b"master");
+    r.int(0);
+    r.array(0);
+    Ok(())
+}
+
+/// LOLWUT [VERSION v [args...]]: Redis's captions for its versions 5 and
+/// 6 (without their generative drawings) and its plain version line for
+/// any other (the default, 7, too), as a verbatim string. The numeric arguments are checked as
+/// Redis checks them.
+pub async fn lolwut(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // Redis's default is its major version (7): the plain version line.
+    let mut version = 7;
+    if argv.len() >= 3 && is(&argv[1], "version") {
+        version = super::args::int(&argv[2])?;
+        for a in argv.iter().skip(3).take(3) {
+            super::args::int(a)?;
+        }
+    }
+    let ver = super::connection::SERVER_VERSION;
+    let text = match version {
+        5 => format!("Georg Nees - schotter, plotter on paper, 1968. Redis ver. {ver}\n"),
+        6 => format!(
+            "Dedicated to the 8 bit game developers of past and present.\nOriginal 8 bit image from Plaguemon by hikikomori. Redis ver. {ver}\n"
+        ),
+        _ => format!("Redis ver. {ver}\n"),
+    };
+    r.verbatim(&text);
+    Ok(())
+}
+
 pub async fn shutdown(c: Conn<'_>, argv: &[Bytes], _: &mut Reply) -> CmdResult {
     for a in Args::new(argv).rest() {
         match one_of(a, &["nosave", "save", "now", "force", "abort"]) {
@@ -204,57 +277,34 @@ pub async fn shutdown(c: Conn<'_>, argv: &[Bytes], _: &mut Reply) -> CmdResult {
     shutdown_now(&c.st().global);
 }
 
-const DEBUG_HELP: &[&str] = &[
-    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "SLEEP <seconds>",
-    "    Stop the connection for <seconds> (decimals allowed).",
-    "DROP-CACHES",
-    "    Flush the memtables and empty the block and meta caches (Basalt).",
-    "SET-DISK-READ-DELAY <milliseconds>",
-    "    Delay each read of the I/O pool (Basalt; for tests).",
-    "HELP",
-    "    Print this help.",
-];
-
-pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let g = c.st().global.clone();
-    let allowed = match g.config.get("enable-debug-command").as_str() {
-        "yes" => true,
-        "local" => c.client.info.addr.starts_with("127.") || c.client.info.addr.starts_with("[::1]"),
-        _ => false,
-    };
-    if !allowed {
-        return Err(CmdError::new("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
-    }
-    let mut args = Args::new(argv);
-    let sub = args.bytes()?;
-    if is(sub, "sleep") && args.left() == 1 {
-        let secs = args.float()?;
-        shards::rt::sleep(Duration::from_secs_f64(secs.max(0.0))).await;
-        r.ok();
-    } else if is(sub, "set-disk-read-delay") && args.left() == 1 {
-        // Basalt's own: each read of the I/O pool first sleeps this long
-        // (milliseconds), so tests can keep a miss in flight.
-        let ms = args.int()?;
-        g.engine.set_read_delay(Duration::from_millis(ms.max(0) as u64));
-        r.ok();
-    } else if is(sub, "drop-caches") && args.is_empty() {
-        // Basalt's own: flush the memtables and empty the caches, so every
-        // record is on disk only (tests of the read pool).
-        g.engine.drop_caches().map_err(CmdError::from)?;
-        r.ok();
-    } else if is(sub, "help") {
-        help_reply(r, DEBUG_HELP);
-    } else {
-        return Err(CmdError::new(format!("ERR unknown subcommand '{}'. Try DEBUG HELP.", text(sub))));
-    }
-    Ok(())
-}
-
 pub async fn dbsize(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     let db = c.db();
     let counts = c.shard.broadcast(move |st: &ShardState| st.ks.count(db)).await;
     r.int(counts.iter().sum());
+    Ok(())
+}
+
+/// Bytes the allocator holds now (the server's startup figure).
+pub fn allocated_now() -> u64 {
+    memory::allocated().0
+}
+
+/// SWAPDB index1 index2: every shard's two databases swap in one step no
+/// command can see half done (`coord::swapdb`).
+pub async fn swapdb(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // Redis's getIntFromObjectOrReply: a number that fits an int, or its own text.
+    let index = |a: &[u8], what: &str| {
+        super::args::parse_i64(a)
+            .filter(|v| i32::try_from(*v).is_ok())
+            .ok_or_else(|| CmdError::new(format!("ERR invalid {what} DB index")))
+    };
+    let (a, b) = (index(&argv[1], "first")?, index(&argv[2], "second")?);
+    let databases = c.st().global.databases as i64;
+    if !(0..databases).contains(&a) || !(0..databases).contains(&b) {
+        return Err(CmdError::new("ERR DB index is out of range"));
+    }
+    crate::coord::swapdb::swap_dbs(c.shard, c.client.info.id, c.client.in_exec, a as u8, b as u8).await?;
+    r.ok();
     Ok(())
 }
 

@@ -1,0 +1,481 @@
+//! The server commands and client options of issue 30 against Debian's
+//! redis-server: MEMORY, CLIENT REPLY, ROLE, LOLWUT, BGREWRITEAOF, DEBUG
+//! ERROR/SET-ACTIVE-EXPIRE/RELOAD, INFO's sections, and SCAN going on
+//! across shards; on 1 and 4 shards and in RESP3 where the reply differs.
+
+mod common;
+
+use common::{run_clients, run_resp3_script, run_scripts, show, split, Basalt, Raw, RedisServer};
+
+const SCRIPTS: &[(&str, &str)] = &[
+    (
+        "memory-errors",
+        r#"
+        SET k v
+        MEMORY USAGE missing
+        MEMORY USAGE k SAMPLES
+        MEMORY USAGE k SAMPLES x
+        MEMORY USAGE k SAMPLES -1
+        MEMORY USAGE k FOO
+        MEMORY USAGE k SAMPLES 1 FOO
+        MEMORY
+        MEMORY USAGE
+        MEMORY STATS x
+        MEMORY DOCTOR x
+        MEMORY PURGE x
+        MEMORY FOO
+        MEMORY HELP
+        MEMORY PURGE
+        "#,
+    ),
+    (
+        "role-lolwut-bgrewriteaof",
+        r#"
+        ROLE
+        ROLE x
+        LOLWUT VERSION x
+        LOLWUT VERSION 5 x
+        LOLWUT VERSION 6 1 x
+        BGREWRITEAOF x
+        "#,
+    ),
+    (
+        "client-reply-errors",
+        r#"
+        CLIENT REPLY
+        CLIENT REPLY maybe
+        CLIENT REPLY ON x
+        CLIENT REPLY ON
+        "#,
+    ),
+];
+
+#[test]
+fn server_command_scripts_match_redis() {
+    run_scripts(SCRIPTS, 1);
+    run_scripts(SCRIPTS, 4);
+    for (name, script) in SCRIPTS {
+        run_resp3_script(name, script, 2);
+    }
+}
+
+/// CLIENT REPLY OFF/ON/SKIP, each command sent on its own and read when
+/// a reply is due.
+const REPLY_CLIENTS: &str = r#"
+    A> CLIENT REPLY OFF
+    A> SET k 1
+    A> INCR k
+    A> GET nope
+    A> INCR notanumber x
+    A> CLIENT REPLY ON
+    A<
+    A: GET k
+    A> CLIENT REPLY SKIP
+    A> INCR k
+    A: GET k
+    A> CLIENT REPLY OFF
+    A> CLIENT REPLY SKIP
+    A> INCR k
+    A> CLIENT REPLY ON
+    A<
+    A: GET k
+    A> CLIENT REPLY SKIP
+    A> PING
+    A: PING
+    A> CLIENT REPLY OFF
+    A: RESET
+    A: PING
+"#;
+
+#[test]
+fn client_reply_matches_redis() {
+    for shards in [1, 4] {
+        run_clients("client-reply", REPLY_CLIENTS, shards, false);
+    }
+    run_clients("client-reply", REPLY_CLIENTS, 4, true);
+}
+
+/// The same modes with every command of a run in one write (one batch).
+#[test]
+fn client_reply_in_one_pipeline_matches_redis() {
+    let pipeline = [
+        "CLIENT REPLY OFF",
+        "SET a 1",
+        "INCR a",
+        "CLIENT REPLY ON",
+        "GET a",
+        "CLIENT REPLY SKIP",
+        "GET a",
+        "INCR a",
+        "CLIENT REPLY SKIP",
+        "CLIENT REPLY SKIP",
+        "INCR a",
+        "GET a",
+        "MSET {x}1 a {x}2 b",
+        "CLIENT REPLY OFF",
+        "MGET {x}1 {x}2 a",
+        "CLIENT REPLY ON",
+        "PING",
+    ];
+    let bytes: Vec<u8> = pipeline.iter().flat_map(|l| Raw::encode(&split(l))).collect();
+    let redis = RedisServer::start();
+    let mut r = redis.raw();
+    r.send_bytes(&bytes);
+    let want: Vec<Vec<u8>> = (0..6).map(|_| r.reply()).collect();
+    for shards in [1, 4] {
+        let b = Basalt::start(shards);
+        let mut c = b.raw();
+        c.send_bytes(&bytes);
+        let got: Vec<Vec<u8>> = (0..6).map(|_| c.reply()).collect();
+        assert_eq!(got, want, "{shards} shards: {:?}", got.iter().map(|g| show(g)).collect::<Vec<_>>());
+        // Nothing more came: the next reply is PING's own.
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+    }
+}
+
+fn int(r: &mut Raw, args: &[&str]) -> i64 {
+    let reply = r.cmd(args);
+    let text = String::from_utf8_lossy(&reply);
+    text.trim_start_matches(':')
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{args:?}: {}", show(&reply)))
+}
+
+#[test]
+fn memory_usage_grows_with_the_value_and_members() {
+    for shards in [1, 4] {
+        let b = Basalt::start(shards);
+        let mut c = b.raw();
+        c.cmd(&["SET", "small", "x"]);
+        c.cmd(&["SET", "big", &"x".repeat(10_000)]);
+        c.cmd(&["SET", "huge", &"y".repeat(300_000)]);
+        let (small, big, huge) = (
+            int(&mut c, &["MEMORY", "USAGE", "small"]),
+            int(&mut c, &["MEMORY", "USAGE", "big"]),
+            int(&mut c, &["MEMORY", "USAGE", "huge"]),
+        );
+        assert!(small > 0 && big >= small + 9_990 && huge >= 300_000, "{small} {big} {huge}");
+        let mut h = vec!["HSET".to_string(), "h".to_string()];
+        for i in 0..1000 {
+            h.push(format!("field{i:04}"));
+            h.push("v".repeat(20));
+        }
+        c.cmd(&h);
+        c.cmd(&["HSET", "h1", "field0000", &"v".repeat(20)]);
+        let (one, many) = (int(&mut c, &["MEMORY", "USAGE", "h1"]), int(&mut c, &["MEMORY", "USAGE", "h"]));
+        let all = int(&mut c, &["MEMORY", "USAGE", "h", "SAMPLES", "0"]);
+        assert!(many > 500 * one / 2, "1000 fields {many} against one {one}");
+        // Every field is the same size: the sample's average is exact.
+        assert!((all - many).abs() <= all / 50, "sampled {many}, all {all}");
+        for (cmd, key) in [("SADD", "s"), ("RPUSH", "l")] {
+            let mut args = vec![cmd.to_string(), key.to_string()];
+            args.extend((0..500).map(|i| format!("member-{i:05}")));
+            c.cmd(&args);
+            let n = int(&mut c, &["MEMORY", "USAGE", key]);
+            assert!(n > 500 * 12, "{key}: {n}");
+        }
+        c.cmd(&["EXPIRE", "small", "100"]);
+        assert!(int(&mut c, &["MEMORY", "USAGE", "small"]) > small, "a TTL costs its index entry");
+        assert_eq!(c.cmd(&["MEMORY", "USAGE", "nope"]), b"$-1\r\n");
+    }
+}
+
+#[test]
+fn memory_stats_doctor_malloc_stats() {
+    let b = Basalt::start(2);
+    let mut c = b.raw();
+    c.cmd(&["HELLO", "3"]);
+    for i in 0..20 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    let stats = String::from_utf8_lossy(&c.cmd(&["MEMORY", "STATS"])).to_string();
+    assert!(stats.starts_with('%'), "a map in RESP3: {stats}");
+    for field in [
+        "peak.allocated",
+        "total.allocated",
+        "startup.allocated",
+        "overhead.total",
+        "keys.count",
+        "keys.bytes-per-key",
+        "dataset.bytes",
+        "dataset.percentage",
+        "fragmentation",
+        "db.0",
+        "rocksdb.block-cache",
+        "rocksdb.memtables",
+        "meta-cache",
+        "read-ahead",
+        "connections",
+    ] {
+        assert!(stats.contains(&format!("\r\n{field}\r\n")), "MEMORY STATS lacks {field}: {stats}");
+    }
+    assert!(stats.contains("keys.count\r\n:20\r\n"), "{stats}");
+    let doctor = String::from_utf8_lossy(&c.cmd(&["MEMORY", "DOCTOR"])).to_string();
+    assert!(doctor.starts_with('=') && doctor.contains("Sam"), "{doctor}");
+    let malloc = String::from_utf8_lossy(&c.cmd(&["MEMORY", "MALLOC-STATS"])).to_string();
+    assert!(malloc.starts_with('=') && malloc.len() > 20, "{malloc}");
+    c.cmd(&["HELLO", "2"]);
+    let stats2 = String::from_utf8_lossy(&c.cmd(&["MEMORY", "STATS"])).to_string();
+    assert!(stats2.starts_with('*'), "a flat array in RESP2: {stats2}");
+}
+
+#[test]
+fn role_lolwut_bgrewriteaof_answer_as_redis() {
+    let redis = RedisServer::start();
+    let b = Basalt::start(2);
+    let (mut r, mut c) = (redis.raw(), b.raw());
+    assert_eq!(c.cmd(&["ROLE"]), r.cmd(&["ROLE"]));
+    assert_eq!(c.cmd(&["BGREWRITEAOF"]), r.cmd(&["BGREWRITEAOF"]));
+    for args in [vec!["LOLWUT"], vec!["LOLWUT", "VERSION", "5"], vec!["LOLWUT", "VERSION", "9"]] {
+        let (want, got) = (r.cmd(&args), c.cmd(&args));
+        // The version line differs (7.0.15 against Basalt's 7.2.0); the
+        // type and the words are Redis's.
+        assert!(want.starts_with(b"$") && got.starts_with(b"$"), "{args:?}: {}", show(&got));
+        assert!(String::from_utf8_lossy(&got).contains("Redis ver. "), "{}", show(&got));
+    }
+    c.cmd(&["HELLO", "3"]);
+    assert!(c.cmd(&["LOLWUT"]).starts_with(b"="), "a verbatim string in RESP3");
+}
+
+#[test]
+fn debug_error_reload_and_active_expire() {
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
+    let b = Basalt::start_with(2, &["--enable-debug-command", "yes"]);
+    let (mut r, mut c) = (redis.raw(), b.raw());
+    for args in [
+        vec!["DEBUG", "ERROR", "LOADING Redis is loading the dataset in memory"],
+        vec!["DEBUG", "ERROR", "READONLY You can't write against a read only replica."],
+        vec!["DEBUG", "ERROR", "OOM command not allowed"],
+        vec!["DEBUG", "ERROR", "two\r\nlines"],
+        vec!["DEBUG", "SET-ACTIVE-EXPIRE", "0"],
+        vec!["SET", "k", "v", "PX", "50"],
+        vec!["DEBUG", "RELOAD"],
+        vec!["DEBUG", "RELOAD", "FOO"],
+        vec!["DEBUG", "CHANGE-REPL-ID"],
+    ] {
+        assert_eq!(show(&c.cmd(&args)), show(&r.cmd(&args)), "{args:?}");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // With active expiry off the key is still counted; a read expires it.
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "keyspace"])).to_string();
+    assert!(info.contains("db0:keys=1,"), "{info}");
+    assert_eq!(c.cmd(&["GET", "k"]), b"$-1\r\n");
+    c.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    c.cmd(&["SET", "k2", "v", "PX", "50"]);
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "keyspace"])).to_string();
+    assert!(!info.contains("db0:"), "active expiry is back on: {info}");
+}
+
+/// The `# Section` lines of an INFO reply, in order.
+fn sections(reply: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(reply)
+        .lines()
+        .filter_map(|l| l.strip_prefix("# ").map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn info_has_every_section_redis_prints() {
+    let redis = RedisServer::start();
+    let b = Basalt::start(2);
+    let (mut r, mut c) = (redis.raw(), b.raw());
+    r.cmd(&["SET", "k", "v"]);
+    c.cmd(&["SET", "k", "v"]);
+    for args in [
+        vec!["INFO"],
+        vec!["INFO", "default"],
+        vec!["INFO", "all"],
+        vec!["INFO", "everything"],
+        vec!["INFO", "server", "clients"],
+        vec!["INFO", "cluster", "keyspace", "replication"],
+        vec!["INFO", "modules"],
+    ] {
+        let (want, got) = (sections(&r.cmd(&args)), sections(&c.cmd(&args)));
+        // Basalt adds its own `# Shards`; Redis's come in Redis's order.
+        let got: Vec<String> = got.into_iter().filter(|s| s != "Shards").collect();
+        assert_eq!(got, want, "{args:?}");
+    }
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO"])).to_string();
+    for line in [
+        "cluster_enabled:0",
+        "role:master",
+        "connected_slaves:0",
+        "db0:keys=1,expires=0,avg_ttl=0",
+    ] {
+        assert!(info.contains(line), "INFO lacks {line}");
+    }
+}
+
+#[test]
+fn one_scan_call_goes_on_across_shards() {
+    let redis = RedisServer::start();
+    let mut r = redis.raw();
+    for shards in [2, 4] {
+        let b = Basalt::start(shards);
+        let mut c = b.raw();
+        for raw in [&mut r, &mut c] {
+            raw.cmd(&["FLUSHALL"]);
+            for k in ["s1", "s2", "str1", "str2", "str3"] {
+                if k.starts_with("str") {
+                    raw.cmd(&["SET", k, "v"]);
+                } else {
+                    raw.cmd(&["SADD", k, "m"]);
+                }
+            }
+        }
+        for args in [
+            vec!["SCAN", "0"],
+            vec!["SCAN", "0", "TYPE", "set", "COUNT", "100000"],
+            vec!["SCAN", "0", "MATCH", "str*"],
+            vec!["SCAN", "0", "MATCH", "s?", "TYPE", "set"],
+            vec!["SCAN", "0", "TYPE", "hash"],
+        ] {
+            let (want, got) = (r.cmd(&args), c.cmd(&args));
+            assert!(got.starts_with(b"*2\r\n$1\r\n0\r\n"), "{shards} shards {args:?}: {}", show(&got));
+            let keys = |b: &[u8]| {
+                let mut k: Vec<String> = String::from_utf8_lossy(b)
+                    .lines()
+                    .skip(4)
+                    .filter(|l| !l.starts_with('$'))
+                    .map(str::to_string)
+                    .collect();
+                k.sort();
+                k
+            };
+            assert_eq!(keys(&got), keys(&want), "{shards} shards {args:?}");
+        }
+        // COUNT 1 still pages, and the pages add up to every key once.
+        let mut cursor = "0".to_string();
+        let mut seen = Vec::new();
+        loop {
+            let reply = c.cmd(&["SCAN", &cursor, "COUNT", "1"]);
+            let text = String::from_utf8_lossy(&reply).to_string();
+            let lines: Vec<&str> = text.lines().collect();
+            cursor = lines[2].to_string();
+            seen.extend(lines.iter().skip(4).filter(|l| !l.starts_with('$')).map(|l| l.to_string()));
+            if cursor == "0" {
+                break;
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, ["s1", "s2", "str1", "str2", "str3"], "{shards} shards");
+    }
+}
+
+const ACCESS_SCRIPTS: &[(&str, &str)] = &[(
+    "object-freq-idletime",
+    r#"
+    SET k v
+    OBJECT IDLETIME k
+    OBJECT IDLETIME nokey
+    OBJECT FREQ k
+    OBJECT FREQ nokey
+    OBJECT FOO k
+    CONFIG SET maxmemory-policy allkeys-lfu
+    SET f v
+    OBJECT FREQ f
+    GET f
+    OBJECT FREQ f
+    RPUSH l a
+    OBJECT FREQ l
+    OBJECT IDLETIME f
+    CONFIG SET maxmemory-policy allkeys-lru
+    RESTORE r 0 payload IDLETIME 10 FREQ 5
+    RESTORE r 0 payload FREQ 5 IDLETIME 10
+    RESTORE r 0 payload IDLETIME -1
+    RESTORE r 0 payload FREQ 256
+    RESTORE r 0 payload IDLETIME
+    "#,
+)];
+
+#[test]
+fn object_freq_and_idletime_replies_match_redis() {
+    run_scripts(ACCESS_SCRIPTS, 1);
+    run_scripts(ACCESS_SCRIPTS, 4);
+}
+
+fn idle(c: &mut Raw, key: &str) -> i64 {
+    int(c, &["OBJECT", "IDLETIME", key])
+}
+
+/// What touches a key and what does not, with a clock that really moves.
+#[test]
+fn access_times_follow_reads_and_writes() {
+    for shards in [1, 4] {
+        let b = Basalt::start_with(shards, &["--enable-debug-command", "yes"]);
+        let mut c = b.raw();
+        for k in ["a", "b", "c", "d", "e"] {
+            c.cmd(&["SET", k, "v"]);
+        }
+        c.cmd(&["RPUSH", "l", "x"]);
+        assert_eq!(idle(&mut c, "a"), 0);
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        c.cmd(&["GET", "a"]);
+        c.cmd(&["RPUSH", "l", "y"]);
+        // TYPE, TTL, PTTL, EXISTS and OBJECT leave the time alone.
+        for cmd in ["TYPE", "TTL", "PTTL", "EXISTS", "EXPIRETIME"] {
+            c.cmd(&[cmd, "b"]);
+        }
+        c.cmd(&["OBJECT", "ENCODING", "b"]);
+        c.cmd(&["TOUCH", "c"]);
+        c.cmd(&["CLIENT", "NO-TOUCH", "ON"]);
+        c.cmd(&["GET", "d"]);
+        c.cmd(&["TOUCH", "e"]);
+        c.cmd(&["CLIENT", "NO-TOUCH", "OFF"]);
+        assert_eq!(idle(&mut c, "a"), 0, "{shards} shards: GET touches");
+        assert_eq!(idle(&mut c, "l"), 0, "{shards} shards: RPUSH touches");
+        assert!(idle(&mut c, "b") >= 2, "{shards} shards: TYPE/TTL/EXISTS/OBJECT do not touch");
+        assert_eq!(idle(&mut c, "c"), 0, "{shards} shards: TOUCH touches");
+        assert!(idle(&mut c, "d") >= 2, "{shards} shards: NO-TOUCH");
+        assert_eq!(idle(&mut c, "e"), 0, "{shards} shards: TOUCH touches under NO-TOUCH");
+        let line = show(&c.cmd(&["DEBUG", "OBJECT", "b"]));
+        assert!(
+            line.starts_with("+Value at:") && line.contains("encoding:embstr") && line.contains("lru_seconds_idle:2"),
+            "{line}"
+        );
+        assert_eq!(show(&c.cmd(&["DEBUG", "OBJECT", "nope"])), "-ERR no such key\\r\\n");
+        // A key written anew is fresh.
+        c.cmd(&["SET", "b", "w"]);
+        assert_eq!(idle(&mut c, "b"), 0);
+        // RESTORE's IDLETIME and FREQ.
+        let dump = c.cmd(&["DUMP", "a"]);
+        let payload = {
+            let text = dump.clone();
+            let start = text.iter().position(|&x| x == b'\n').unwrap() + 1;
+            text[start..text.len() - 2].to_vec()
+        };
+        let ok = |c: &mut Raw, args: Vec<Vec<u8>>| assert_eq!(c.cmd(&args), b"+OK\r\n");
+        ok(
+            &mut c,
+            vec![
+                b"RESTORE".to_vec(),
+                b"r1".to_vec(),
+                b"0".to_vec(),
+                payload.clone(),
+                b"IDLETIME".to_vec(),
+                b"1000".to_vec(),
+            ],
+        );
+        assert!((1000..1005).contains(&idle(&mut c, "r1")));
+        c.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+        ok(
+            &mut c,
+            vec![
+                b"RESTORE".to_vec(),
+                b"r2".to_vec(),
+                b"0".to_vec(),
+                payload,
+                b"FREQ".to_vec(),
+                b"100".to_vec(),
+            ],
+        );
+        assert_eq!(int(&mut c, &["OBJECT", "FREQ", "r2"]), 100);
+        for _ in 0..200 {
+            c.cmd(&["GET", "a"]);
+        }
+        let f = int(&mut c, &["OBJECT", "FREQ", "a"]);
+        assert!(f > 5, "{shards} shards: 200 GETs raise the counter: {f}");
+    }
+}
