@@ -40,6 +40,70 @@ const SCRIPTS: &[(&str, &str)] = &[
         "#,
     ),
     (
+        "multi-edges",
+        r#"
+        MULTI
+        SAVE
+        EXEC
+        MULTI
+        SHUTDOWN
+        EXEC
+        MULTI
+        CONFIG SET maxmemory x
+        SET a 1
+        EXEC
+        GET a
+        MULTI
+        SET a
+        EXEC
+        MULTI
+        MULTI
+        EXEC
+        EXEC
+        DISCARD
+        MULTI
+        WATCH x
+        EXEC
+        SET x 1
+        SET y 2
+        WATCH x y nope
+        FLUSHALL
+        MULTI
+        PING
+        EXEC
+        WATCH nope
+        FLUSHALL
+        MULTI
+        PING
+        EXEC
+        MULTI
+        FOO
+        EXEC
+        CLIENT KILL USER nobody
+        CLIENT KILL MAXAGE x
+        CLIENT KILL ID 0
+        CLIENT KILL TYPE foo
+        CLIENT KILL SKIPME maybe
+        CLIENT KILL 1.2.3.4:5
+        CLIENT KILL ADDR 1.2.3.4:5
+        CLIENT KILL ID 999999
+        LATENCY RESET
+        LATENCY RESET command x
+        LATENCY GRAPH foo
+        LATENCY HISTORY
+        SLOWLOG GET 0
+        SLOWLOG GET x
+        SET m 1
+        MOVE m 0
+        MOVE m 1
+        MOVE m 1
+        MOVE m -1
+        MOVE m 16
+        MOVE m x
+        MOVE nokey 1
+        "#,
+    ),
+    (
         "client-reply-errors",
         r#"
         CLIENT REPLY
@@ -478,4 +542,70 @@ fn access_times_follow_reads_and_writes() {
         let f = int(&mut c, &["OBJECT", "FREQ", "a"]);
         assert!(f > 5, "{shards} shards: 200 GETs raise the counter: {f}");
     }
+}
+
+/// CLIENT PAUSE: writes (or everything) wait, not fail; errors of the
+/// checks come at once; UNPAUSE or the timeout lets them run, in order.
+const PAUSE_CLIENTS: &str = r#"
+    A: CLIENT PAUSE x
+    A: CLIENT PAUSE -1
+    A: CLIENT PAUSE 10 FOO
+    A: CLIENT PAUSE 10 WRITE x
+    A: SET k old
+    D: MULTI
+    D: INCR n
+    A: CLIENT PAUSE 100000 WRITE
+    B: GET k
+    B> SET k new
+    C> PUBLISH ch m
+    D> EXEC
+    SLEEP 100
+    A: GET k
+    A: SET k
+    A: CLIENT UNPAUSE
+    B<
+    C<
+    D<
+    A: GET k
+    A: CLIENT PAUSE 300 ALL
+    B> GET k
+    SLEEP 50
+    B<
+    A: CLIENT PAUSE 10 WRITE
+    A: CLIENT UNPAUSE
+"#;
+
+#[test]
+fn client_pause_matches_redis() {
+    run_clients("client-pause", PAUSE_CLIENTS, 1, false);
+    run_clients("client-pause", PAUSE_CLIENTS, 4, true);
+}
+
+/// Paused clients count as blocked; keys neither expire actively nor when
+/// read during the pause, and do once it ends.
+#[test]
+fn client_pause_holds_expiry_and_counts_blocked() {
+    let b = Basalt::start(2);
+    let (mut a, mut w) = (b.raw(), b.raw());
+    a.cmd(&["SET", "x", "1", "PX", "50"]);
+    a.cmd(&["SET", "y", "1", "PX", "50"]);
+    assert_eq!(a.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), b"+OK\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    assert_eq!(a.cmd(&["GET", "x"]), b"$-1\r\n", "expired keys read as gone");
+    let info = String::from_utf8_lossy(&a.cmd(&["INFO"])).to_string();
+    assert!(info.contains("expired_keys:0\r"), "nothing expired during the pause: {info}");
+    assert!(info.contains("paused_actions:write\r"), "{info}");
+    w.send_bytes(&Raw::encode(&["SET", "z", "1"]));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let info = String::from_utf8_lossy(&a.cmd(&["INFO", "clients"])).to_string();
+    assert!(info.contains("blocked_clients:1\r"), "{info}");
+    a.cmd(&["CLIENT", "UNPAUSE"]);
+    assert_eq!(w.reply(), b"+OK\r\n");
+    a.cmd(&["GET", "x"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let info = String::from_utf8_lossy(&a.cmd(&["INFO"])).to_string();
+    assert!(
+        info.contains("expired_keys:2\r") && info.contains("paused_actions:none\r"),
+        "{info}"
+    );
 }

@@ -453,13 +453,18 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
             if ms < 0 {
                 return Err(CmdError::new("ERR timeout is negative"));
             }
-            let all = match args.word(&["write", "all"]) {
-                Some(0) => false,
-                Some(_) => true,
-                None if args.is_empty() => true,
-                None => return Err(SYNTAX),
+            let all = match args.left() {
+                0 => true,
+                1 => match args.word(&["write", "all"]) {
+                    Some(w) => w == 1,
+                    None => return Err(CmdError::new("ERR CLIENT PAUSE mode must be WRITE or ALL")),
+                },
+                _ => {
+                    return Err(CmdError::new(
+                        "ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.",
+                    ))
+                }
             };
-            args.finish()?;
             crate::pause::pause(now.saturating_add(ms as u64), all, now);
             r.ok();
         }
@@ -575,7 +580,13 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
             },
             "addr" => addr = Some(text(val)),
             "laddr" => laddr = Some(text(val)),
-            "user" => user = Some(text(val)),
+            "user" => {
+                // Only the default user exists (no ACL yet).
+                if &val[..] != b"default" {
+                    return Err(CmdError::new(format!("ERR No such user '{}'", text(val))));
+                }
+                user = Some(text(val));
+            }
             "type" => {
                 let t = text(val).to_ascii_lowercase();
                 if !["normal", "master", "replica", "pubsub", "slave"].contains(&t.as_str()) {
@@ -592,7 +603,7 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
                     return Err(SYNTAX);
                 }
             }
-            "maxage" => maxage = Some(int(val)?),
+            "maxage" => maxage = Some(super::args::parse_i64(val).ok_or(SYNTAX)?),
             _ => return Err(SYNTAX),
         }
     }

@@ -147,6 +147,7 @@ pub mod flag {
     /// Not a flag of Redis's: its key reads leave the keys' access times
     /// alone (Redis's `LOOKUP_NOTOUCH`: TYPE, TTL and friends, OBJECT).
     pub const NO_TOUCH: u32 = 1 << 4;
+    pub const NO_MULTI: u32 = 1 << 5;
 }
 
 const fn eq(a: &str, b: &str) -> bool {
@@ -191,7 +192,12 @@ pub const fn spec_bits(name: &str, flags: &[&str]) -> u32 {
 /// compile time by `commands!`, so a check per command is a mask, not a
 /// string search.
 pub const fn flag_bits(names: &[&str]) -> u32 {
-    let known: [(&str, u32); 3] = [("write", flag::WRITE), ("readonly", flag::READONLY), ("no_auth", flag::NO_AUTH)];
+    let known: [(&str, u32); 4] = [
+        ("write", flag::WRITE),
+        ("readonly", flag::READONLY),
+        ("no_auth", flag::NO_AUTH),
+        ("no_multi", flag::NO_MULTI),
+    ];
     let mut bits = 0;
     let mut i = 0;
     while i < names.len() {
@@ -259,6 +265,12 @@ impl CommandSpec {
     #[inline]
     pub fn touches(&self) -> bool {
         self.bits & flag::NO_TOUCH == 0
+    }
+
+    /// Refused inside MULTI (SAVE, SHUTDOWN).
+    #[inline]
+    pub fn no_multi(&self) -> bool {
+        self.bits & flag::NO_MULTI != 0
     }
 
     /// Runs before AUTH when a password is set (AUTH, HELLO, QUIT, ...).

@@ -118,6 +118,9 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
         return Err((Some(idx), cmd::arity_error(spec.name)));
     }
     cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
+    if spec.no_multi() && client.multi.is_some() {
+        return Err((Some(idx), "ERR Command not allowed inside a transaction".into()));
+    }
     if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
         return Err((Some(idx), MISCONF.into()));
     }
