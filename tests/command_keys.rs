@@ -80,6 +80,22 @@ fn key_specs_are_redis_s() {
             panic!("{name}: not an array");
         };
         assert_eq!(got[8], want[8], "{name}: key specs");
+        assert_eq!(got[6], want[6], "{name}: ACL categories");
+        // Flags: 7.2 dropped `noscript` from the blocking list commands and
+        // added `protected` to DEBUG; Basalt follows 7.2 there.
+        let flags = |v: &Val| match v {
+            Val::Arr(f) => {
+                let mut f: Vec<Val> = f
+                    .iter()
+                    .filter(|x| !matches!(x, Val::Str(s) if s == b"noscript" || s == b"protected"))
+                    .cloned()
+                    .collect();
+                f.sort_by_key(|x| format!("{x:?}"));
+                f
+            }
+            _ => Vec::new(),
+        };
+        assert_eq!(flags(&got[2]), flags(&want[2]), "{name}: flags");
         assert_eq!(&got[3..6], &want[3..6], "{name}: first, last, step");
         // The subcommands' key specs, matched by fullname.
         if let (Val::Arr(ws), Val::Arr(gs)) = (&want[9], &got[9]) {
@@ -134,7 +150,11 @@ const SCRIPTS: &[(&str, &str)] = &[(
     COMMAND GETKEYSANDFLAGS copy a b
     COMMAND INFO get|key
     COMMAND INFO nope
+    COMMAND DOCS nope
     COMMAND LIST FILTERBY PATTERN xyz*
+    ~COMMAND LIST FILTERBY ACLCAT string
+    ~COMMAND LIST FILTERBY PATTERN s*store
+    ~COMMAND LIST FILTERBY PATTERN object*
     COMMAND LIST FILTERBY MODULE foo
     COMMAND LIST FILTERBY FOO x
     COMMAND LIST FILTERBY
@@ -171,4 +191,17 @@ fn every_subcommand_redis_lists_in_help_is_known() {
             assert!(!text.contains("unknown subcommand"), "{container} {w}: {text}");
         }
     }
+}
+
+#[test]
+fn command_docs_of_a_subcommand() {
+    let b = Basalt::start(1);
+    let mut c = b.raw();
+    let docs = show(&c.cmd(&["COMMAND", "DOCS", "client|list", "nope"]));
+    assert!(
+        docs.starts_with("*2\\r\\n$11\\r\\nclient|list\\r\\n*6\\r\\n$7\\r\\nsummary"),
+        "{docs}"
+    );
+    let all = show(&c.cmd(&["COMMAND", "LIST"]));
+    assert!(all.contains("$11\\r\\nclient|list\\r\\n"), "COMMAND LIST names subcommands too");
 }

@@ -22,7 +22,12 @@ pub(super) const COMMAND_SUBS: &[SubSpec] = subcommands! {
     "help"    2  [loading stale] "Returns helpful text about the different subcommands.";
 };
 
-fn acl_categories(flags: &[&str], group: &str) -> Vec<String> {
+/// The ACL categories of command or subcommand `name`: Redis's
+/// (`aclcats`), or for one Redis 7.0 lacks, derived from its flags and group.
+fn acl_categories(name: &str, flags: &[&str], group: &str) -> Vec<String> {
+    if let Some(cats) = super::aclcats::of(name) {
+        return cats.iter().map(|c| c.to_string()).collect();
+    }
     let mut cats = Vec::new();
     for (flag, cat) in [("write", "@write"), ("readonly", "@read"), ("fast", "@fast"), ("admin", "@admin")] {
         if flags.contains(&flag) {
@@ -37,6 +42,10 @@ fn acl_categories(flags: &[&str], group: &str) -> Vec<String> {
         "generic" => cats.push("@keyspace".into()),
         "connection" => cats.push("@connection".into()),
         "transactions" => cats.push("@transaction".into()),
+        "hash" => cats.push("@hash".into()),
+        "list" => cats.push("@list".into()),
+        "set" => cats.push("@set".into()),
+        "pubsub" => cats.push("@pubsub".into()),
         _ => {}
     }
     cats
@@ -109,7 +118,7 @@ fn write_sub(r: &mut Reply, parent: &CommandSpec, s: &SubSpec) {
     r.int(first);
     r.int(last);
     r.int(step);
-    let cats = acl_categories(s.flags, parent.group);
+    let cats = acl_categories(&fullname, s.flags, parent.group);
     r.set(cats.len());
     for c in &cats {
         r.simple(c);
@@ -134,7 +143,7 @@ fn write_info(r: &mut Reply, c: &CommandSpec) {
         r.int(0);
         r.int(0);
     }
-    let cats = acl_categories(c.flags, c.group);
+    let cats = acl_categories(c.name, c.flags, c.group);
     r.set(cats.len());
     for cat in &cats {
         r.simple(cat);
@@ -161,16 +170,21 @@ fn write_docs(r: &mut Reply, c: &CommandSpec) {
         r.bulk(b"subcommands");
         r.map(c.subcommands.len());
         for s in c.subcommands {
-            r.bulk(format!("{}|{}", c.name, s.name).as_bytes());
-            r.map(3);
-            r.bulk(b"summary");
-            r.bulk(s.summary.as_bytes());
-            r.bulk(b"since");
-            r.bulk(c.since.as_bytes());
-            r.bulk(b"group");
-            r.bulk(c.group.as_bytes());
+            write_sub_docs(r, c, s);
         }
     }
+}
+
+/// A subcommand's docs entry: its fullname and summary, since, group.
+fn write_sub_docs(r: &mut Reply, c: &CommandSpec, s: &SubSpec) {
+    r.bulk(format!("{}|{}", c.name, s.name).as_bytes());
+    r.map(3);
+    r.bulk(b"summary");
+    r.bulk(s.summary.as_bytes());
+    r.bulk(b"since");
+    r.bulk(c.since.as_bytes());
+    r.bulk(b"group");
+    r.bulk(c.group.as_bytes());
 }
 
 /// A command by name, or a subcommand by its fullname (`client|list`), as
@@ -322,32 +336,40 @@ pub async fn command(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
         "docs" => {
-            let found: Vec<&CommandSpec> = if names.is_empty() {
-                TABLE.iter().collect()
+            // Unknown names are left out; a subcommand goes by its fullname.
+            let found: Vec<(&CommandSpec, Option<&SubSpec>)> = if names.is_empty() {
+                TABLE.iter().map(|c| (c, None)).collect()
             } else {
-                names.iter().filter_map(|n| lookup(n).map(|(_, c)| c)).collect()
+                names.iter().filter_map(|n| find(n)).collect()
             };
             r.map(found.len());
-            for c in found {
-                write_docs(r, c);
+            for (c, sub) in found {
+                match sub {
+                    None => write_docs(r, c),
+                    Some(s) => write_sub_docs(r, c, s),
+                }
             }
         }
         "list" => {
-            let listed: Vec<&str> = match names {
-                [] => TABLE.iter().map(|c| c.name).collect(),
+            // Every command and every subcommand by its fullname, as Redis lists them.
+            let all = TABLE.iter().flat_map(|c| {
+                std::iter::once((c.name.to_string(), c.flags, c.group)).chain(
+                    c.subcommands
+                        .iter()
+                        .map(move |s| (format!("{}|{}", c.name, s.name), s.flags, c.group)),
+                )
+            });
+            let listed: Vec<String> = match names {
+                [] => all.map(|(n, _, _)| n).collect(),
                 [filterby, by, v] if is(filterby, "filterby") => {
                     if is(by, "pattern") {
-                        TABLE
-                            .iter()
-                            .filter(|c| glob::matches(v, c.name.as_bytes(), true))
-                            .map(|c| c.name)
+                        all.filter(|(n, _, _)| glob::matches(v, n.as_bytes(), true))
+                            .map(|(n, _, _)| n)
                             .collect()
                     } else if is(by, "aclcat") {
                         let want = format!("@{}", text(v).to_ascii_lowercase());
-                        TABLE
-                            .iter()
-                            .filter(|c| acl_categories(c.flags, c.group).contains(&want))
-                            .map(|c| c.name)
+                        all.filter(|(n, f, g)| acl_categories(n, f, g).contains(&want))
+                            .map(|(n, _, _)| n)
                             .collect()
                     } else if is(by, "module") {
                         Vec::new()

@@ -20,7 +20,7 @@ use crate::resp::Reply;
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "ping"   -1 [fast]                                           0 0 0 Conn(ping)   connection "1.0.0" "Returns the server's liveliness response.";
-    "echo"   2  [fast]                                           0 0 0 Conn(echo)   connection "1.0.0" "Returns the given string.";
+    "echo"   2  [loading stale fast]                             0 0 0 Conn(echo)   connection "1.0.0" "Returns the given string.";
     "quit"   -1 [allow_busy noscript loading stale fast no_auth] 0 0 0 Conn(quit)   connection "1.0.0" "Closes the connection.";
     "reset"  1  [noscript loading stale fast no_auth allow_busy] 0 0 0 Conn(reset)  connection "6.2.0" "Resets the connection.";
     "hello"  -1 [noscript loading stale fast no_auth allow_busy] 0 0 0 Conn(hello)  connection "6.0.0" "Handshakes with the Redis server.";
@@ -143,6 +143,7 @@ pub async fn reset(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     client.info.resp.store(2, Ordering::Relaxed);
     client.end_multi();
     client.reply = ReplyMode::On;
+    client.info.no_touch.store(false, Ordering::Relaxed);
     super::pubsub::unsubscribe_all(&c.shard.state().global, client);
     r.simple("RESET");
     Ok(())

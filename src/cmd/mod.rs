@@ -11,6 +11,7 @@
 //! - [`Exec::Conn`]: runs in the connection task; it may await other shards
 //!   (multi-key fan-out, server commands) or touch connection state.
 
+pub mod aclcats;
 pub mod args;
 pub mod command;
 pub mod connection;
