@@ -130,6 +130,7 @@ impl Client {
     /// Leaves MULTI (EXEC, DISCARD, RESET) and unwatches: the queue, if any.
     pub fn end_multi(&mut self) -> Option<Multi> {
         self.info.multi.store(-1, Ordering::Relaxed);
+        self.info.mem.multi.store(0, Ordering::Relaxed);
         self.watch = None;
         self.multi.take()
     }
@@ -167,6 +168,26 @@ pub struct ClientInfo {
     pub paused: AtomicBool,
     /// CLIENT NO-TOUCH: its commands leave access times alone (but TOUCH).
     pub no_touch: AtomicBool,
+    /// Buffer figures for CLIENT LIST, stored by the connection after
+    /// each batch (one relaxed store each).
+    pub mem: ClientMem,
+}
+
+/// A connection's buffers, as CLIENT LIST shows them.
+#[derive(Default)]
+pub struct ClientMem {
+    /// Bytes read and not parsed yet (`qbuf`), and the room left after them
+    /// in the query buffer's allocation (`qbuf-free`).
+    pub qbuf: AtomicU64,
+    pub qbuf_free: AtomicU64,
+    /// The read chunk's size (`rbs`) and the most one read filled (`rbp`).
+    pub rbs: AtomicU64,
+    pub rbp: AtomicU64,
+    /// Replies not written yet (`omem`), and the reply buffer's allocation.
+    pub omem: AtomicU64,
+    pub obuf: AtomicU64,
+    /// Bytes of the commands queued in MULTI (`multi-mem`).
+    pub multi: AtomicU64,
 }
 
 impl ClientInfo {

@@ -609,3 +609,47 @@ fn client_pause_holds_expiry_and_counts_blocked() {
         "{info}"
     );
 }
+
+/// A CLIENT LIST field of the client named `name`.
+fn field(list: &str, name: &str, f: &str) -> u64 {
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))
+        .unwrap_or_else(|| panic!("no {name} in {list}"));
+    let v = line
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{f}=")))
+        .unwrap_or_else(|| panic!("no {f} in {line}"));
+    v.parse().unwrap_or_else(|_| panic!("{f}={v}"))
+}
+
+/// CLIENT LIST's buffer figures follow the connection: a half-sent big
+/// argument sits in qbuf, and the buffer shrinks once it ran; MULTI's queue
+/// shows in multi-mem; the caller's own command in argv-mem.
+#[test]
+fn client_list_shows_real_buffer_figures() {
+    let b = Basalt::start(2);
+    let (mut a, mut w) = (b.raw(), b.raw());
+    a.cmd(&["CLIENT", "SETNAME", "watcher"]);
+    w.cmd(&["CLIENT", "SETNAME", "writer"]);
+    let value = vec![b'x'; 100_000];
+    let whole = Raw::encode(&[b"SET".to_vec(), b"big".to_vec(), value]);
+    w.send_bytes(&whole[..60_000]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let list = String::from_utf8_lossy(&a.cmd(&["CLIENT", "LIST"])).to_string();
+    assert!(field(&list, "writer", "qbuf") >= 59_000, "{list}");
+    assert!(field(&list, "writer", "tot-mem") >= 60_000, "{list}");
+    assert!(field(&list, "writer", "rbs") > 0 && field(&list, "writer", "rbp") > 0, "{list}");
+    assert_eq!(field(&list, "watcher", "argv-mem"), 10, "CLIENT LIST's own arguments: {list}");
+    w.send_bytes(&whole[60_000..]);
+    assert_eq!(w.reply(), b"+OK\r\n");
+    w.cmd(&["MULTI"]);
+    w.cmd(&["SET", "k", "0123456789"]);
+    let list = String::from_utf8_lossy(&a.cmd(&["CLIENT", "LIST"])).to_string();
+    assert_eq!(field(&list, "writer", "qbuf"), 0, "{list}");
+    assert!(field(&list, "writer", "qbuf-free") < 32 << 10, "the big buffer went back: {list}");
+    assert!(field(&list, "writer", "multi-mem") >= 14, "{list}");
+    w.cmd(&["EXEC"]);
+    let info = String::from_utf8_lossy(&w.cmd(&["CLIENT", "INFO"])).to_string();
+    assert!(info.contains(" multi-mem=0 ") && info.contains(" argv-mem=10 "), "{info}");
+}

@@ -239,12 +239,22 @@ fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
     Ok(())
 }
 
-/// One CLIENT LIST / CLIENT INFO line, in Redis 7.2's field order.
-fn client_line(c: &ClientInfo, now_ms: u64) -> String {
+/// What a connection costs beyond its buffers (its `Client`, `ClientInfo`
+/// and task), for `tot-mem`.
+const CLIENT_OVERHEAD: u64 = 1024;
+
+/// One CLIENT LIST / CLIENT INFO line, in Redis 7.2's field order;
+/// `argv_mem`: the bytes of the command the client runs now (the caller's
+/// own CLIENT command; 0 for the others, which are between commands).
+fn client_line(c: &ClientInfo, now_ms: u64, argv_mem: u64) -> String {
+    let m = &c.mem;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    let (qbuf, qfree, rbs, omem, multi) = (load(&m.qbuf), load(&m.qbuf_free), load(&m.rbs), load(&m.omem), load(&m.multi));
+    let tot = qbuf + qfree + rbs + load(&m.obuf) + argv_mem + multi + CLIENT_OVERHEAD;
     let age = c.created.elapsed().as_secs();
     let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={qfree} argv-mem={argv_mem} multi-mem={multi} rbs={rbs} rbp={} obl=0 oll=0 omem={omem} tot-mem={tot} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -258,6 +268,7 @@ fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.subs[1].load(Ordering::Relaxed),
         c.subs[2].load(Ordering::Relaxed),
         c.multi.load(Ordering::Relaxed),
+        load(&m.rbp),
         // Redis's `fullname`: `client|list` for a subcommand.
         ClientInfo::cmd_of(c.last_cmd.load(Ordering::Relaxed))
             .and_then(|(i, sub)| Some(super::TABLE.get(i)?.fullname(sub)))
@@ -364,6 +375,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
     let raw_sub = args.arg()?;
     let sub = text(raw_sub).to_ascii_lowercase();
     let now = crate::clock::now_ms();
+    let argv_mem: u64 = argv.iter().map(|a| a.len() as u64).sum();
     match sub.as_str() {
         "id" => r.int(client.info.id as i64),
         "setname" => {
@@ -378,7 +390,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
                 r.bulk(n.as_bytes());
             }
         }
-        "info" => r.verbatim(&(client_line(&client.info, now) + "\n")),
+        "info" => r.verbatim(&(client_line(&client.info, now, argv_mem) + "\n")),
         "list" => {
             let mut ids: Option<Vec<u64>> = None;
             let mut ty = None;
@@ -413,7 +425,7 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
                 ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && ty.as_ref().is_none_or(|t| t == client_type(c))
             };
             for c in clients.iter().filter(wanted) {
-                out.push_str(&client_line(c, now));
+                out.push_str(&client_line(c, now, if c.id == client.info.id { argv_mem } else { 0 }));
                 out.push('\n');
             }
             r.verbatim(&out);

@@ -45,6 +45,9 @@ pub(super) fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
     if let Some(m) = client.multi.as_mut() {
         // A spoiled transaction keeps nothing: EXEC will refuse it.
         if !m.dirty {
+            // Redis's multi-mem: the arguments and a pointer each.
+            let bytes: usize = argv.iter().map(|a| a.len() + 8).sum();
+            client.info.mem.multi.fetch_add(bytes as u64, Ordering::Relaxed);
             m.queue.push(argv);
             client.info.multi.store(m.queue.len() as i64, Ordering::Relaxed);
         }

@@ -78,6 +78,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         waiter: Default::default(),
         paused: false.into(),
         no_touch: false.into(),
+        mem: Default::default(),
     });
     {
         let admitted = match g.clients.lock() {
@@ -148,6 +149,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         if n == scratch.len() && n < BIG_READ_CHUNK {
             scratch.resize(BIG_READ_CHUNK, 0);
         }
+        info.mem.rbp.fetch_max(n as u64, Ordering::Relaxed);
         st.net.borrow_mut().0 += n as u64;
         if rbuf.len() as u64 > g.config.query_buffer_limit.load(Ordering::Relaxed) {
             tracing::warn!(client = id, "closing client that exceeded client-query-buffer-limit");
@@ -185,6 +187,18 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
                 break;
             }
         }
+        // CLIENT LIST's figures, and the query buffer's shrink: an empty
+        // buffer that grew past 32 KiB (a big argument) gives its memory
+        // back, as Redis's clientsCron shrinks an idle one.
+        if rbuf.is_empty() && rbuf.capacity() > 32 << 10 {
+            rbuf = BytesMut::new();
+        }
+        let mem = &info.mem;
+        mem.qbuf.store(rbuf.len() as u64, Ordering::Relaxed);
+        mem.qbuf_free.store((rbuf.capacity() - rbuf.len()) as u64, Ordering::Relaxed);
+        mem.rbs.store(scratch.len() as u64, Ordering::Relaxed);
+        mem.omem.store(out.buf.len() as u64, Ordering::Relaxed);
+        mem.obuf.store(out.buf.capacity() as u64, Ordering::Relaxed);
         if !out.buf.is_empty() {
             st.net.borrow_mut().1 += out.buf.len() as u64;
             if stream.write_all(&out.buf).await.is_err() {
@@ -194,6 +208,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
             if out.buf.capacity() > 1 << 20 {
                 out.buf.shrink_to(64 * 1024);
             }
+            mem.omem.store(0, Ordering::Relaxed);
         }
         if proto_err || client.closing || info.killed.load(Ordering::Relaxed) {
             break;
