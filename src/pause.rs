@@ -40,6 +40,13 @@ pub fn active(now_ms: u64) -> Option<bool> {
     Some(ALL.load(Ordering::Acquire))
 }
 
+/// Whether any pause was set and not ended by UNPAUSE (one relaxed load:
+/// the dispatcher asks this before working out whether a command writes).
+#[inline]
+pub fn any() -> bool {
+    UNTIL_MS.load(Ordering::Relaxed) != 0
+}
+
 /// Whether a command must wait now: any during a pause of ALL, a write
 /// (`write`) during a pause of WRITE. One atomic load when no pause was
 /// ever set.

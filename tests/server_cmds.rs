@@ -653,3 +653,35 @@ fn client_list_shows_real_buffer_figures() {
     let info = String::from_utf8_lossy(&w.cmd(&["CLIENT", "INFO"])).to_string();
     assert!(info.contains(" multi-mem=0 ") && info.contains(" argv-mem=10 "), "{info}");
 }
+
+/// Subcommands have stats of their own, named as Redis names them.
+#[test]
+fn subcommand_stats_are_named_like_redis() {
+    let redis = RedisServer::start();
+    let b = Basalt::start(2);
+    let (mut r, mut c) = (redis.raw(), b.raw());
+    for raw in [&mut r, &mut c] {
+        raw.cmd(&["CONFIG", "RESETSTAT"]);
+        raw.cmd(&["CONFIG", "GET", "port"]);
+        raw.cmd(&["CLIENT", "ID"]);
+        raw.cmd(&["CONFIG", "FOO"]);
+    }
+    let lines = |raw: &mut Raw| {
+        let info = String::from_utf8_lossy(&raw.cmd(&["INFO", "commandstats"])).to_string();
+        let mut names: Vec<String> = info
+            .lines()
+            .filter_map(|l| l.strip_prefix("cmdstat_"))
+            .filter_map(|l| l.split(':').next().map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(lines(&mut c), lines(&mut r));
+    let hist = |raw: &mut Raw| {
+        let h = String::from_utf8_lossy(&raw.cmd(&["LATENCY", "HISTOGRAM", "config", "client|id", "nope"])).to_string();
+        let mut names: Vec<String> = h.lines().filter(|l| l.contains('|')).map(str::to_string).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(hist(&mut c), hist(&mut r));
+}

@@ -160,12 +160,7 @@ fn write_docs(r: &mut Reply, c: &CommandSpec) {
     r.bulk(c.name.as_bytes());
     let n = if c.subcommands.is_empty() { 3 } else { 4 };
     r.map(n);
-    r.bulk(b"summary");
-    r.bulk(c.summary.as_bytes());
-    r.bulk(b"since");
-    r.bulk(c.since.as_bytes());
-    r.bulk(b"group");
-    r.bulk(c.group.as_bytes());
+    write_doc_fields(r, c.summary, c.since, c.group);
     if !c.subcommands.is_empty() {
         r.bulk(b"subcommands");
         r.map(c.subcommands.len());
@@ -179,12 +174,15 @@ fn write_docs(r: &mut Reply, c: &CommandSpec) {
 fn write_sub_docs(r: &mut Reply, c: &CommandSpec, s: &SubSpec) {
     r.bulk(format!("{}|{}", c.name, s.name).as_bytes());
     r.map(3);
-    r.bulk(b"summary");
-    r.bulk(s.summary.as_bytes());
-    r.bulk(b"since");
-    r.bulk(c.since.as_bytes());
-    r.bulk(b"group");
-    r.bulk(c.group.as_bytes());
+    write_doc_fields(r, s.summary, c.since, c.group);
+}
+
+/// The summary, since and group pairs of a docs entry.
+fn write_doc_fields(r: &mut Reply, summary: &str, since: &str, group: &str) {
+    for (k, v) in [("summary", summary), ("since", since), ("group", group)] {
+        r.bulk(k.as_bytes());
+        r.bulk(v.as_bytes());
+    }
 }
 
 /// A command by name, or a subcommand by its fullname (`client|list`), as

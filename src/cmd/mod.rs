@@ -318,6 +318,80 @@ impl CommandSpec {
     }
 }
 
+/// Where each command's and each subcommand's stats live (INFO
+/// commandstats and latencystats, LATENCY HISTOGRAM): slot `i` of the
+/// first [`TABLE`]`.len()` is command `i`; the subcommands' follow, so
+/// CONFIG GET counts as `config|get`, as Redis counts it.
+struct StatSlots {
+    /// Per command, its first subcommand's slot.
+    base: Vec<usize>,
+    /// Per slot: the command and the subcommand.
+    slots: Vec<(usize, Option<usize>)>,
+}
+
+fn stat_slots() -> &'static StatSlots {
+    static SLOTS: std::sync::OnceLock<StatSlots> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let mut slots: Vec<(usize, Option<usize>)> = (0..TABLE.len()).map(|i| (i, None)).collect();
+        let mut base = Vec::with_capacity(TABLE.len());
+        for (i, c) in TABLE.iter().enumerate() {
+            base.push(slots.len());
+            slots.extend((0..c.subcommands.len()).map(|s| (i, Some(s))));
+        }
+        StatSlots { base, slots }
+    })
+}
+
+/// The stats slot of command `idx` called with `argv`: its subcommand's
+/// for a container (one check for any other command).
+#[inline]
+pub fn stat_slot(idx: usize, argv: &[Bytes]) -> usize {
+    match TABLE.get(idx) {
+        Some(c) if !c.subcommands.is_empty() => match c.subcommand_index(argv) {
+            Some(s) => stat_slots().base[idx] + s,
+            None => idx,
+        },
+        _ => idx,
+    }
+}
+
+/// How many stats slots there are.
+pub fn stat_count() -> usize {
+    stat_slots().slots.len()
+}
+
+/// The name a stats slot is reported under (`config|get`); None for a
+/// container's own slot, which Redis does not report.
+pub fn stat_name(slot: usize) -> Option<String> {
+    let (i, sub) = *stat_slots().slots.get(slot)?;
+    let c = TABLE.get(i)?;
+    if sub.is_none() && !c.subcommands.is_empty() {
+        return None;
+    }
+    Some(c.fullname(sub))
+}
+
+/// The stats slots of a command or subcommand by name (`config|resetstat`);
+/// a container's name stands for all its subcommands, as in Redis's
+/// LATENCY HISTOGRAM.
+pub fn stat_slots_named(name: &[u8]) -> Vec<usize> {
+    match memchr::memchr(b'|', name) {
+        None => match lookup(name) {
+            Some((i, c)) if !c.subcommands.is_empty() => (0..c.subcommands.len()).map(|s| stat_slots().base[i] + s).collect(),
+            Some((i, _)) => vec![i],
+            None => Vec::new(),
+        },
+        Some(at) => {
+            let Some((i, c)) = lookup(&name[..at]) else { return Vec::new() };
+            c.subcommands
+                .iter()
+                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(&name[at + 1..]))
+                .map(|s| vec![stat_slots().base[i] + s])
+                .unwrap_or_default()
+        }
+    }
+}
+
 /// Finds a command by name, case-insensitively, without allocating: the
 /// name is lower-cased and hashed in one pass, then found in the name
 /// index (`table::NameIndex`).

@@ -450,9 +450,13 @@ pub fn setrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub async fn mget(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let db = c.db();
+    let touch = !c.client.info.no_touch.load(std::sync::atomic::Ordering::Relaxed);
     let parts = coord::fan_out(c.shard, db, &coord::keys_from(argv, 1, 1), coord::Access::Read, move |st, ks| {
         st.ks.begin_lookups();
-        multi::mget_keys(&st.ks, db, ks, now_ms())
+        st.ks.access.begin(touch);
+        let values = multi::mget_keys(&st.ks, db, ks, now_ms());
+        st.ks.access.end();
+        values
     })
     .await;
     let mut values: Vec<Option<Bytes>> = vec![None; argv.len()];

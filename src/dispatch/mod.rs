@@ -226,7 +226,7 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
             Ok(found) => found,
             Err((idx, msg)) => {
                 if let Some(idx) = idx {
-                    st.record_rejected(idx);
+                    st.record_rejected(cmd::stat_slot(idx, &cmds[i]));
                 }
                 // As Redis's `rejectCommand`: the transaction is spoiled,
                 // and a refused EXEC ends it with the reason.
@@ -249,7 +249,7 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
             }
         };
         // MODES: CLIENT PAUSE parks the command (not its checks' errors).
-        if crate::pause::blocks(may_replicate(spec, client)) {
+        if crate::pause::any() && crate::pause::blocks(may_replicate(spec, client)) {
             close_group(&mut group, out, &mut [], &mut later);
             wait_unpaused(st, client, may_replicate(spec, client)).await;
         }
@@ -652,7 +652,7 @@ pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: Instant, e
             cmd::monitor::feed(&st.global, spec, argv, client);
         }
     }
-    st.record(idx, ns, err.is_some());
+    st.record(cmd::stat_slot(idx, argv), ns, err.is_some());
     if let Some(e) = err {
         st.record_error(&e.0);
     }

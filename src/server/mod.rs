@@ -251,7 +251,7 @@ pub fn run(config: Config) -> Result<(), String> {
             publish: std::sync::Arc::new(move |db, event, key| crate::cmd::pubsub::keyspace_event(&g3, db, event, key)),
         });
         let peers = (0..g2.shards).filter_map(|i| g2.engine.peer(i).ok()).collect();
-        ShardState::new(id, ks, peers, g2.clone(), crate::cmd::TABLE.len())
+        ShardState::new(id, ks, peers, g2.clone(), crate::cmd::stat_count())
     };
     let rt = Runtime::start(
         RtConfig {

@@ -13,15 +13,15 @@
 //! idle since the restart, as after a Redis restart from an RDB without LRU
 //! info.
 //!
-//! What it costs: one hash lookup per touched key (two on its first touch,
-//! with an allocation), on the owning shard, and at most [`CAP`] entries
-//! (about 100 bytes each) per shard.
+//! What it costs: one hash of the meta key and one table update per
+//! touched key, on the owning shard, no allocation; at most [`CAP`]
+//! entries (about 40 bytes each) per shard.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 /// Keys remembered per shard; past it the table starts over.
-const CAP: usize = 256 * 1024;
+const CAP: usize = 1 << 20;
 /// Redis's LFU_INIT_VAL: a new key's counter.
 pub const LFU_INIT: u8 = 5;
 
@@ -36,7 +36,10 @@ struct Stamp {
 }
 
 pub struct Access {
-    map: RefCell<HashMap<Box<[u8]>, Stamp, ahash::RandomState>>,
+    /// By the meta key's 64-bit hash: no allocation per key (two keys
+    /// sharing a hash share a time, which only blurs an estimate).
+    map: RefCell<HashMap<u64, Stamp, ahash::RandomState>>,
+    hasher: ahash::RandomState,
     /// `lfu-log-factor` and `lfu-decay-time`, refreshed by the shard's
     /// housekeeping tick ([`Access::configure`]).
     log_factor: Cell<u64>,
@@ -51,6 +54,7 @@ impl Access {
     pub fn new(now_ms: u64) -> Access {
         Access {
             map: RefCell::new(HashMap::default()),
+            hasher: ahash::RandomState::new(),
             log_factor: Cell::new(10),
             decay_min: Cell::new(1),
             floor_ms: Cell::new(now_ms),
@@ -95,9 +99,10 @@ impl Access {
     /// Redis's `updateLFU` (decay for the minutes since, then a
     /// logarithmic increment).
     pub fn touch(&self, mk: &[u8], now_ms: u64) {
+        let h = self.hasher.hash_one(mk);
         let mut map = self.map.borrow_mut();
         let (log_factor, decay_min) = (self.log_factor.get(), self.decay_min.get());
-        let Some(s) = map.get_mut(mk) else {
+        let Some(s) = map.get_mut(&h) else {
             drop(map);
             // Not remembered: it has been idle since the floor.
             let floor = Stamp {
@@ -134,12 +139,13 @@ impl Access {
     }
 
     fn insert(&self, mk: &[u8], stamp: Stamp) {
+        let h = self.hasher.hash_one(mk);
         let mut map = self.map.borrow_mut();
-        if map.len() >= CAP && !map.contains_key(mk) {
+        if map.len() >= CAP && !map.contains_key(&h) {
             map.clear();
             self.floor_ms.set(stamp.at_ms);
         }
-        map.insert(mk.into(), stamp);
+        map.insert(h, stamp);
     }
 
     /// RESTORE's IDLETIME and FREQ: sets what the key's next reads report.
@@ -159,13 +165,17 @@ impl Access {
     pub fn forget(&self, mk: &[u8]) {
         let mut map = self.map.borrow_mut();
         if !map.is_empty() {
-            map.remove(mk);
+            map.remove(&self.hasher.hash_one(mk));
         }
     }
 
     /// Milliseconds since key `mk` was last accessed.
     pub fn idle_ms(&self, mk: &[u8], now_ms: u64) -> u64 {
-        let at = self.map.borrow().get(mk).map_or(self.floor_ms.get(), |s| s.at_ms);
+        let at = self
+            .map
+            .borrow()
+            .get(&self.hasher.hash_one(mk))
+            .map_or(self.floor_ms.get(), |s| s.at_ms);
         now_ms.saturating_sub(at)
     }
 
@@ -177,7 +187,7 @@ impl Access {
             lfu_min: self.floor_ms.get() / 60_000,
         };
         let map = self.map.borrow();
-        decayed(map.get(mk).unwrap_or(&floor), now_ms, self.decay_min.get())
+        decayed(map.get(&self.hasher.hash_one(mk)).unwrap_or(&floor), now_ms, self.decay_min.get())
     }
 }
 

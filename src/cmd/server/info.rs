@@ -10,7 +10,7 @@ use shards::Shard;
 
 use crate::clock::now_us;
 use crate::cmd::args::{text, Args};
-use crate::cmd::{Conn, TABLE};
+use crate::cmd::Conn;
 use crate::error::CmdResult;
 use crate::global::Global;
 use crate::pubsub::Class;
@@ -278,7 +278,8 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
     }
     if want("commandstats") {
         out.push_str("# Commandstats\r\n");
-        for (i, spec) in TABLE.iter().enumerate() {
+        for i in 0..crate::cmd::stat_count() {
+            let Some(name) = crate::cmd::stat_name(i) else { continue };
             let mut s = CmdStat::default();
             for r in &reports {
                 if let Some(c) = r.stats.get(i) {
@@ -295,7 +296,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             let _ = write!(
                 out,
                 "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
-                spec.name, s.calls, s.usec, per, s.rejected, s.failed
+                name, s.calls, s.usec, per, s.rejected, s.failed
             );
         }
         out.push_str("\r\n");
@@ -314,12 +315,13 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
     if want("latencystats") {
         out.push_str("# Latencystats\r\n");
         let percentiles = crate::monitor::parse_percentiles(&g.config.get("latency-tracking-info-percentiles")).unwrap_or_default();
-        for (i, spec) in TABLE.iter().enumerate() {
+        for i in 0..crate::cmd::stat_count() {
+            let Some(name) = crate::cmd::stat_name(i) else { continue };
             if let Some(h) = command_histogram(reports.iter().map(|r| &r.latency), i) {
                 let _ = write!(
                     out,
                     "latency_percentiles_usec_{}:{}\r\n",
-                    spec.name,
+                    name,
                     crate::monitor::percentiles_line(&h, &percentiles)
                 );
             }

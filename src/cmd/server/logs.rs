@@ -12,7 +12,7 @@ use shards::Shard;
 use super::info::command_histogram;
 use crate::cmd::args::{is, text, Args};
 use crate::cmd::keys::help_reply;
-use crate::cmd::{Conn, TABLE};
+use crate::cmd::Conn;
 use crate::error::{CmdError, CmdResult, SYNTAX};
 use crate::global::Global;
 use crate::resp::Reply;
@@ -214,9 +214,9 @@ fn graph(event: &str, h: &[(u64, u64)]) -> String {
 /// commands never called are left out.
 async fn latency_histogram(shard: &Rc<Shard<ShardState>>, names: &[Bytes], r: &mut Reply) {
     let wanted: Vec<usize> = if !names.is_empty() {
-        names.iter().filter_map(|a| crate::cmd::lookup(a).map(|(i, _)| i)).collect()
+        names.iter().flat_map(|a| crate::cmd::stat_slots_named(a)).collect()
     } else {
-        (0..TABLE.len()).collect()
+        (0..crate::cmd::stat_count()).collect()
     };
     let per_shard = shard.broadcast(|st: &ShardState| st.latency.borrow().clone()).await;
     let mut found: Vec<(usize, Box<Histogram<u64>>)> = Vec::new();
@@ -228,9 +228,13 @@ async fn latency_histogram(shard: &Rc<Shard<ShardState>>, names: &[Bytes], r: &m
             found.push((i, h));
         }
     }
+    let found: Vec<(String, Box<Histogram<u64>>)> = found
+        .into_iter()
+        .filter_map(|(i, h)| crate::cmd::stat_name(i).map(|n| (n, h)))
+        .collect();
     r.map(found.len());
-    for (i, h) in &found {
-        r.bulk(TABLE[*i].name.as_bytes());
+    for (name, h) in &found {
+        r.bulk(name.as_bytes());
         r.map(2);
         r.bulk(b"calls");
         r.int(h.len() as i64);
