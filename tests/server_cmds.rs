@@ -470,7 +470,7 @@ fn access_times_follow_reads_and_writes() {
     for shards in [1, 4] {
         let b = Basalt::start_with(shards, &["--enable-debug-command", "yes"]);
         let mut c = b.raw();
-        for k in ["a", "b", "c", "d", "e"] {
+        for k in ["a", "b", "c", "d", "e", "m1", "m2"] {
             c.cmd(&["SET", k, "v"]);
         }
         c.cmd(&["RPUSH", "l", "x"]);
@@ -478,6 +478,8 @@ fn access_times_follow_reads_and_writes() {
         std::thread::sleep(std::time::Duration::from_millis(2100));
         c.cmd(&["GET", "a"]);
         c.cmd(&["RPUSH", "l", "y"]);
+        c.cmd(&["MGET", "m1", "nope"]);
+        c.cmd(&["MSET", "m2", "w"]);
         // TYPE, TTL, PTTL, EXISTS and OBJECT leave the time alone.
         for cmd in ["TYPE", "TTL", "PTTL", "EXISTS", "EXPIRETIME"] {
             c.cmd(&[cmd, "b"]);
@@ -490,6 +492,8 @@ fn access_times_follow_reads_and_writes() {
         c.cmd(&["CLIENT", "NO-TOUCH", "OFF"]);
         assert_eq!(idle(&mut c, "a"), 0, "{shards} shards: GET touches");
         assert_eq!(idle(&mut c, "l"), 0, "{shards} shards: RPUSH touches");
+        assert_eq!(idle(&mut c, "m1"), 0, "{shards} shards: MGET touches");
+        assert_eq!(idle(&mut c, "m2"), 0, "{shards} shards: MSET over a key touches");
         assert!(idle(&mut c, "b") >= 2, "{shards} shards: TYPE/TTL/EXISTS/OBJECT do not touch");
         assert_eq!(idle(&mut c, "c"), 0, "{shards} shards: TOUCH touches");
         assert!(idle(&mut c, "d") >= 2, "{shards} shards: NO-TOUCH");
