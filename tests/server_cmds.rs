@@ -689,3 +689,41 @@ fn subcommand_stats_are_named_like_redis() {
     };
     assert_eq!(hist(&mut c), hist(&mut r));
 }
+
+/// SLOWLOG's entries (arguments cut as Redis cuts them, client name) and
+/// its length limit over every shard, against redis-server.
+#[test]
+fn slowlog_entries_and_limit_match_redis() {
+    let redis = RedisServer::start();
+    let b = Basalt::start(4);
+    let entries = |port: u16| {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .expect("client");
+        let run = |c: &mut redis::Connection, args: &[&str]| {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            cmd.query::<redis::Value>(c).expect("command");
+        };
+        run(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        run(&mut c, &["SLOWLOG", "RESET"]);
+        run(&mut c, &["CLIENT", "SETNAME", "me"]);
+        let long = "a".repeat(200);
+        run(&mut c, &["SET", &long, "1"]);
+        let many: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+        let mut mget = vec!["MGET"];
+        mget.extend(many.iter().map(String::as_str));
+        run(&mut c, &mget);
+        let got: Vec<(i64, i64, i64, Vec<String>, String, String)> = redis::cmd("SLOWLOG").arg("GET").arg(3).query(&mut c).expect("GET");
+        let all: Vec<(Vec<String>, String)> = got.into_iter().map(|e| (e.3, e.5)).collect();
+        run(&mut c, &["CONFIG", "SET", "slowlog-max-len", "2"]);
+        run(&mut c, &["PING"]);
+        let len: i64 = redis::cmd("SLOWLOG").arg("LEN").query(&mut c).expect("LEN");
+        let got: Vec<(i64, i64, i64, Vec<String>, String, String)> = redis::cmd("SLOWLOG").arg("GET").arg(-1).query(&mut c).expect("GET");
+        let after: Vec<Vec<String>> = got.into_iter().map(|e| e.3).collect();
+        (all, len, after)
+    };
+    assert_eq!(entries(b.port), entries(redis.port));
+}

@@ -47,6 +47,11 @@ const SLOWLOG_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// `slowlog-max-len`: how many entries the merged log holds.
+fn max_len(shard: &Rc<Shard<ShardState>>) -> usize {
+    shard.state().global.config.slowlog_max_len.load(Ordering::Relaxed) as usize
+}
+
 /// SLOWLOG GET/LEN/RESET/HELP over every shard's log, merged by entry id.
 async fn slowlog_of(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
@@ -75,6 +80,8 @@ async fn slowlog_of(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply
                 .flatten()
                 .collect();
             entries.sort_by_key(|e| std::cmp::Reverse(e.id));
+            // Each shard keeps `slowlog-max-len`; the log is the newest of all.
+            entries.truncate(max_len(shard));
             if count >= 0 {
                 entries.truncate(count as usize);
             }
@@ -91,7 +98,7 @@ async fn slowlog_of(shard: &Rc<Shard<ShardState>>, argv: &[Bytes], r: &mut Reply
         }
         "len" => {
             let n: usize = shard.broadcast(|st: &ShardState| st.slowlog.borrow().len()).await.into_iter().sum();
-            r.int(n as i64);
+            r.int(n.min(max_len(shard)) as i64);
         }
         "reset" => {
             shard.broadcast(|st: &ShardState| st.slowlog.borrow_mut().clear()).await;
