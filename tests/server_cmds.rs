@@ -727,3 +727,56 @@ fn slowlog_entries_and_limit_match_redis() {
     };
     assert_eq!(entries(b.port), entries(redis.port));
 }
+
+/// A log written to a file (not a terminal) has no colour codes.
+#[test]
+fn logs_to_a_file_are_plain_text() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log = tmp.path().join("log");
+    let port = common::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--dir",
+            &tmp.path().join("d").display().to_string(),
+            "--shards",
+            "1",
+        ])
+        .args(["--block-cache-size", "16mb", "--write-buffer-size", "4mb"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).expect("read log");
+    assert!(text.contains("Basalt starting"), "{text}");
+    assert!(!text.contains('\u{1b}'), "colour codes in a log file: {text:?}");
+}
+
+/// GETKEYS of a command with more than 256 keys (Redis's key buffer grows).
+#[test]
+fn getkeys_of_many_keys() {
+    let redis = RedisServer::start();
+    let b = Basalt::start(1);
+    let mut args = vec!["COMMAND".to_string(), "GETKEYS".to_string(), "MGET".to_string()];
+    args.extend((0..300).map(|i| format!("key{i}")));
+    let mut sinter = vec![
+        "COMMAND".to_string(),
+        "GETKEYS".to_string(),
+        "SINTERCARD".to_string(),
+        "300".to_string(),
+    ];
+    sinter.extend((0..300).map(|i| format!("key{i}")));
+    for a in [args, sinter] {
+        let (want, got) = (redis.raw().cmd(&a), b.raw().cmd(&a));
+        assert!(got.starts_with(b"*300\r\n"), "{}", show(&got[..40.min(got.len())]));
+        assert_eq!(got, want);
+    }
+}
