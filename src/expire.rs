@@ -1,6 +1,9 @@
 //! Active expiration: each shard walks its TTL index `hz` times a second and
 //! deletes keys that are due, a bounded slice at a time, so a burst of
-//! expiring keys never stalls the core for more than about a millisecond.
+//! expiring keys never stalls the core for more than about a millisecond:
+//! while slices come back full it goes on in 1 ms bursts with a yield to
+//! the clients between them, up to a quarter of the tick (Redis's slow
+//! cycle; `active-expire-effort` adds 2% a step).
 //! Then, in the rest of that millisecond, it repairs hashes whose field
 //! expiration index says a field is due (`Keyspace::expire_fields_due`).
 //! Lazy expiration (on every read) lives in `types::keyspace`. The same tick
@@ -16,11 +19,11 @@ use crate::clock::now_ms;
 use crate::shard::ShardState;
 
 /// TTL index entries visited per slice.
-const SLICE: usize = 64;
+const SLICE: usize = 128;
 /// Hashes repaired per slice of active field expiration.
 const FIELD_SLICE: usize = 8;
 /// Work per wake-up before yielding to clients.
-const BUDGET: Duration = Duration::from_millis(1);
+const BUDGET: Duration = Duration::from_micros(500);
 
 pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
     let st = shard.state().clone();
@@ -35,17 +38,34 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         if st.gate.is_closed() || !st.global.active_expire.load(Ordering::Relaxed) || crate::pause::holds_expiry(now_ms()) {
             continue;
         }
+        // Redis's slow cycle: up to 25% of the time between ticks (more
+        // with `active-expire-effort`), in bursts of at most BUDGET with a
+        // yield to the clients between them, while full slices say more
+        // keys are due.
+        let effort = st.global.config.get_int("active-expire-effort").clamp(1, 10) as u32;
+        let cap = Duration::from_millis(1000 / hz) * (25 + 2 * (effort - 1)) / 100;
         let start = Instant::now();
         loop {
-            match st.ks.expire_due(now_ms(), SLICE) {
-                Ok(n) if n == SLICE && start.elapsed() < BUDGET => continue,
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::error!(shard = st.id, error = %e.0, "active expiration failed");
-                    break;
+            let burst = Instant::now();
+            let more = loop {
+                match st.ks.expire_due(now_ms(), SLICE) {
+                    Ok(n) if n == SLICE && burst.elapsed() < BUDGET => continue,
+                    Ok(n) => break n == SLICE,
+                    Err(e) => {
+                        tracing::error!(shard = st.id, error = %e.0, "active expiration failed");
+                        break false;
+                    }
                 }
+            };
+            if !more || start.elapsed() >= cap {
+                break;
+            }
+            shards::rt::yield_now().await;
+            if st.gate.is_closed() || crate::pause::holds_expiry(now_ms()) {
+                break;
             }
         }
+        let start = Instant::now();
         // Hash fields: each entry is one repair of a small hash.
         while start.elapsed() < BUDGET {
             match st.ks.expire_fields_due(now_ms(), FIELD_SLICE) {

@@ -88,6 +88,9 @@ pub struct Keyspace {
     /// where random picks seek (`types::coll::random_members`). Stale
     /// entries are harmless hints; the map is cleared when it grows large.
     pub sample_bounds: RefCell<HashMap<Incarnation, Bounds>>,
+    /// Where active expiry's next slice starts in the TTL index (None: at
+    /// its start; see [`Keyspace::expire_due`]).
+    expire_cursor: RefCell<Option<Vec<u8>>>,
     /// Keyspace notifications' hook, set once by the server (`notify`).
     pub notifier: std::cell::OnceCell<super::notify::Notifier>,
     /// `keymiss` events of the command running (`note_lookup`).
@@ -113,6 +116,7 @@ impl Keyspace {
             expires: (0..databases).map(|_| Cell::new(0)).collect(),
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
+            expire_cursor: RefCell::new(None),
             notifier: Default::default(),
             keymisses: Default::default(),
             lookups: Cell::new(false),
@@ -510,7 +514,12 @@ impl Keyspace {
     /// Active expiration: deletes keys whose TTL index entry is due, visiting
     /// at most `budget` entries. Returns how many entries it visited.
     pub fn expire_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
-        let lo = keys::TTL_PREFIX.to_vec();
+        // From where the last full slice stopped: the entries before it
+        // were deleted, and a scan from the index's start would step over
+        // their tombstones again on every slice (quadratic in a burst). A
+        // slice that is not full ends the round: the next starts over, so an
+        // entry written behind the cursor meanwhile waits one round at most.
+        let lo = self.expire_cursor.take().unwrap_or_else(|| keys::TTL_PREFIX.to_vec());
         let hi = ttl_key(now_ms.saturating_add(1), 0, b"");
         let mut due: Vec<(u64, u8, Vec<u8>, Vec<u8>)> = Vec::new();
         self.store.scan(&lo, &hi, |k, _| {
@@ -519,6 +528,13 @@ impl Keyspace {
             }
             due.len() < budget
         })?;
+        if due.len() >= budget {
+            if let Some((_, _, _, last)) = due.last() {
+                let mut next = last.clone();
+                next.push(0);
+                self.expire_cursor.replace(Some(next));
+            }
+        }
         let mut b = self.store.batch();
         let mut expired = Vec::new();
         for (at, db, key, entry) in &due {
