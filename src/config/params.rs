@@ -13,7 +13,6 @@ const ACL: &str = "no ACL users yet: the one user is `default`, guarded by requi
 const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data lives in RocksDB, whose compaction rewrites it on disk";
 const CLUSTER: &str = "no cluster mode yet";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
-const EXPIRE: &str = "active expiration runs a fixed effort per tick (the expire section)";
 const FAMILY: &str = "sorted sets, streams and HyperLogLogs do not exist yet";
 const QUICKLIST: &str = "list elements are RocksDB records, compressed by block with the rest of the data (bottommost-compression): there are no quicklist nodes to compress";
 const FILES: &str = "RocksDB's WAL and SST files replace RDB and AOF: every write is in the WAL (appendfsync says when it is synced), BGSAVE makes a checkpoint";
@@ -107,7 +106,7 @@ pub(super) const PARAMS: &[Param] = &[
     inert("active-defrag-max-scan-fields", "1000", Int(1, i64::MAX), ALLOC),
     inert("active-defrag-threshold-lower", "10", Int(0, 1000), ALLOC),
     inert("active-defrag-threshold-upper", "100", Int(0, 1000), ALLOC),
-    inert("active-expire-effort", "1", Int(1, 10), EXPIRE),
+    live("active-expire-effort", "1", Int(1, 10)),
     inert("activedefrag", "no", Bool, ALLOC),
     inert("activerehashing", "yes", Bool, ALLOC),
     inert("always-show-logo", "no", Bool, PROCESS).fixed(),
@@ -164,8 +163,8 @@ pub(super) const PARAMS: &[Param] = &[
     inert("lazyfree-lazy-server-del", "no", Bool, LAZYFREE),
     inert("lazyfree-lazy-user-del", "no", Bool, LAZYFREE),
     inert("lazyfree-lazy-user-flush", "no", Bool, LAZYFREE),
-    inert("lfu-decay-time", "1", Int(0, I32), EVICTION),
-    inert("lfu-log-factor", "10", Int(0, I32), EVICTION),
+    live("lfu-decay-time", "1", Int(0, I32)),
+    live("lfu-log-factor", "10", Int(0, I32)),
     inert("list-compress-depth", "0", Int(0, I32), QUICKLIST),
     live("list-max-listpack-size", "-2", Int(-I32 - 1, I32)).alias("list-max-ziplist-size"),
     inert("locale-collate", "", Str, LOCALE),
@@ -173,7 +172,7 @@ pub(super) const PARAMS: &[Param] = &[
     inert("masteruser", "", Str, REPL),
     inert("maxmemory-clients", "0", MemOrPercent, OUTPUT),
     inert("maxmemory-eviction-tenacity", "10", Int(0, 100), EVICTION),
-    inert("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"]), EVICTION),
+    live("maxmemory-policy", "noeviction", Enum(&["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"])),
     inert("maxmemory-samples", "5", Int(1, I32), EVICTION),
     inert("min-replicas-max-lag", "10", Int(0, I32), REPL).alias("min-slaves-max-lag"),
     inert("min-replicas-to-write", "0", Int(0, I32), REPL).alias("min-slaves-to-write"),
