@@ -127,6 +127,10 @@ pub async fn echo(_: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub async fn quit(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     r.ok();
     c.client.closing = true;
+    // Gone from every channel before the +OK leaves, as Redis frees the
+    // client before it reads another's command: a PUBSUB NUMSUB sent after
+    // the reply must not count it (it did, now and then, on 4 shards).
+    super::pubsub::unsubscribe_all(&c.shard.state().global, c.client);
     Ok(())
 }
 

@@ -389,6 +389,11 @@ impl Keyspace {
         }
         self.store.put(b, &mk, raw);
         let expire_ms = Meta::decode(raw).map_or(0, |m| m.expire_ms);
+        // The old index entry goes in the same batch: a key whose TTL
+        // changes often leaves no stale entries behind.
+        if let Some(old) = prior.filter(|&old| old != 0 && old != expire_ms) {
+            self.store.delete(b, &ttl_key(old, db, key));
+        }
         if expire_ms != 0 {
             self.store.put(b, &ttl_key(expire_ms, db, key), b"");
         }
@@ -402,6 +407,9 @@ impl Keyspace {
     /// and, for a collection, one range delete over its members.
     pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8], m: &Meta<'_>) {
         self.store.delete(b, &meta_key(db, key));
+        if m.expire_ms != 0 {
+            self.store.delete(b, &ttl_key(m.expire_ms, db, key));
+        }
         self.stage_drop_members(b, db, key, m.coll());
         self.account(db, Some(m.expire_ms), None);
     }
@@ -698,4 +706,38 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
     crate::types::open(engine.shard(0).expect("shard 0"), 1).expect("open keyspace")
+}
+
+#[cfg(test)]
+mod tests {
+    /// TTL index entries of the keyspace.
+    fn ttl_entries(ks: &super::Keyspace) -> usize {
+        let mut n = 0;
+        ks.store
+            .scan(&super::keys::TTL_PREFIX, &[0xFF, b'T' + 1], |_, _| {
+                n += 1;
+                true
+            })
+            .unwrap();
+        n
+    }
+
+    #[test]
+    fn an_expiry_change_leaves_no_stale_index_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = super::for_test(dir.path());
+        let far = 4_000_000_000_000;
+        ks.put_string(0, b"k", far, b"v", None).unwrap();
+        for i in 1..100 {
+            let stored = ks.get(0, b"k", 1).unwrap().unwrap();
+            ks.set_expire(0, b"k", &stored, far + i).unwrap();
+        }
+        assert_eq!(ttl_entries(&ks), 1);
+        let stored = ks.get(0, b"k", 1).unwrap().unwrap();
+        ks.set_expire(0, b"k", &stored, 0).unwrap();
+        assert_eq!(ttl_entries(&ks), 0, "PERSIST drops the entry");
+        ks.put_string(0, b"d", far, b"v", None).unwrap();
+        assert!(ks.delete(0, b"d", 1).unwrap());
+        assert_eq!(ttl_entries(&ks), 0, "a deleted key's entry goes with it");
+    }
 }
