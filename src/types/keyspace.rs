@@ -406,10 +406,16 @@ impl Keyspace {
     /// Adds the delete of live key `key` (meta `m`) to `b`: its meta record
     /// and, for a collection, one range delete over its members.
     pub fn stage_delete(&self, b: &mut Batch, db: u8, key: &[u8], m: &Meta<'_>) {
-        self.store.delete(b, &meta_key(db, key));
+        self.stage_delete_meta(b, db, key, m);
         if m.expire_ms != 0 {
             self.store.delete(b, &ttl_key(m.expire_ms, db, key));
         }
+    }
+
+    /// [`Keyspace::stage_delete`] but for the TTL index entry, which the
+    /// caller deletes (active expiry deletes its slice's in index order).
+    fn stage_delete_meta(&self, b: &mut Batch, db: u8, key: &[u8], m: &Meta<'_>) {
+        self.store.delete(b, &meta_key(db, key));
         self.stage_drop_members(b, db, key, m.coll());
         self.account(db, Some(m.expire_ms), None);
     }
@@ -543,24 +549,34 @@ impl Keyspace {
                 self.expire_cursor.replace(Some(next));
             }
         }
+        // Meta records deleted in key order, then the index entries in
+        // theirs: RocksDB's memtable inserts a sorted run next to the one
+        // before (its skip list search was 28% of a shard in a burst).
+        let mks: Vec<Vec<u8>> = due.iter().map(|(_, db, key, _)| meta_key(*db, key)).collect();
+        let mut order: Vec<usize> = (0..due.len()).collect();
+        order.sort_unstable_by(|&x, &y| mks[x].cmp(&mks[y]));
         let mut b = self.store.batch();
-        let mut expired = Vec::new();
-        for (at, db, key, entry) in &due {
-            let mk = meta_key(*db, key);
-            let due = self.store.get_with(&mk, |v| {
-                v.and_then(Meta::decode).filter(|m| m.expire_ms == *at).map(|m| {
-                    self.stage_delete(&mut b, *db, key, &m);
-                })
-            })?;
-            if due.is_some() {
-                bump(&self.stats.expired_keys);
-                expired.push((*db, key));
-            }
+        let mut gone = vec![false; due.len()];
+        for i in order {
+            let (at, db, key, _) = &due[i];
+            gone[i] = self
+                .store
+                .get_with(&mks[i], |v| {
+                    v.and_then(Meta::decode).filter(|m| m.expire_ms == *at).map(|m| {
+                        self.stage_delete_meta(&mut b, *db, key, &m);
+                    })
+                })?
+                .is_some();
+        }
+        for (_, _, _, entry) in &due {
             self.store.delete(&mut b, entry);
         }
         self.store.write(b)?;
-        for (db, key) in expired {
-            self.notify(super::notify::class::EXPIRED, "expired", db, key);
+        for (i, (_, db, key, _)) in due.iter().enumerate() {
+            if gone[i] {
+                bump(&self.stats.expired_keys);
+                self.notify(super::notify::class::EXPIRED, "expired", *db, key);
+            }
         }
         Ok(due.len())
     }
