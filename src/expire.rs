@@ -1,7 +1,7 @@
 //! Active expiration: each shard walks its TTL index `hz` times a second and
 //! deletes keys that are due, a bounded slice at a time, so a burst of
 //! expiring keys never stalls the core for more than about a millisecond:
-//! while slices come back full it goes on in 1 ms bursts with a yield to
+//! while slices come back full it goes on in 0.5 ms bursts with a yield to
 //! the clients between them, up to a quarter of the tick (Redis's slow
 //! cycle; `active-expire-effort` adds 2% a step).
 //! Then, in the rest of that millisecond, it repairs hashes whose field
@@ -80,22 +80,19 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
     }
 }
 
-/// The shard's periodic bookkeeping: samples for INFO's instantaneous rates
-/// and, on shard 0, RocksDB write stalls for the latency monitor.
 /// Sends the owners the access times of the keys GETs read from here
 /// (`ShardState::peer_touches`), one message per owner. Also before an
 /// OBJECT or DEBUG runs, so a client reads back its own GETs' touches.
 pub async fn send_peer_touches(shard: &Rc<Shard<ShardState>>) {
-    let touches = std::mem::take(&mut *shard.state().peer_touches.borrow_mut());
+    let mut touches = std::mem::take(&mut *shard.state().peer_touches.borrow_mut());
     if touches.is_empty() {
         return;
     }
     let now = crate::clock::wall_ms();
-    for owner in 0..shard.count() {
-        let keys: Vec<(u8, bytes::Bytes)> = touches.iter().filter(|t| t.0 == owner).map(|t| (t.1, t.2.clone())).collect();
-        if keys.is_empty() {
-            continue;
-        }
+    touches.sort_unstable_by_key(|t| t.0);
+    for run in touches.chunk_by(|a, b| a.0 == b.0) {
+        let owner = run[0].0;
+        let keys: Vec<(u8, bytes::Bytes)> = run.iter().map(|t| (t.1, t.2.clone())).collect();
         shard
             .invoke_on(owner, move |st: &ShardState| {
                 for (db, key) in &keys {
@@ -106,6 +103,9 @@ pub async fn send_peer_touches(shard: &Rc<Shard<ShardState>>) {
     }
 }
 
+/// The shard's periodic bookkeeping: samples for INFO's instantaneous rates,
+/// the LFU parameters, and, on shard 0, RocksDB write stalls for the
+/// latency monitor.
 fn housekeeping(st: &ShardState, stall_since: &mut Option<Instant>) {
     let now = Instant::now();
     let (input, output) = *st.net.borrow();

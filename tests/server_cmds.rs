@@ -470,7 +470,7 @@ fn access_times_follow_reads_and_writes() {
     for shards in [1, 4] {
         let b = Basalt::start_with(shards, &["--enable-debug-command", "yes"]);
         let mut c = b.raw();
-        for k in ["a", "b", "c", "d", "e", "m1", "m2"] {
+        for k in ["a", "b", "c", "d", "e", "m1", "m2", "f"] {
             c.cmd(&["SET", k, "v"]);
         }
         c.cmd(&["RPUSH", "l", "x"]);
@@ -490,7 +490,12 @@ fn access_times_follow_reads_and_writes() {
         c.cmd(&["GET", "d"]);
         c.cmd(&["TOUCH", "e"]);
         c.cmd(&["CLIENT", "NO-TOUCH", "OFF"]);
+        // RESET ends NO-TOUCH.
+        c.cmd(&["CLIENT", "NO-TOUCH", "ON"]);
+        c.cmd(&["RESET"]);
+        c.cmd(&["GET", "f"]);
         assert_eq!(idle(&mut c, "a"), 0, "{shards} shards: GET touches");
+        assert_eq!(idle(&mut c, "f"), 0, "{shards} shards: RESET ends NO-TOUCH");
         assert_eq!(idle(&mut c, "l"), 0, "{shards} shards: RPUSH touches");
         assert_eq!(idle(&mut c, "m1"), 0, "{shards} shards: MGET touches");
         assert_eq!(idle(&mut c, "m2"), 0, "{shards} shards: MSET over a key touches");

@@ -188,17 +188,9 @@ fn write_doc_fields(r: &mut Reply, summary: &str, since: &str, group: &str) {
 /// A command by name, or a subcommand by its fullname (`client|list`), as
 /// COMMAND INFO and DOCS take them.
 fn find(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static SubSpec>)> {
-    match memchr::memchr(b'|', name) {
-        None => lookup(name).map(|(_, c)| (c, None)),
-        Some(at) => {
-            let (_, c) = lookup(&name[..at])?;
-            let sub = c
-                .subcommands
-                .iter()
-                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(&name[at + 1..]))?;
-            Some((c, Some(sub)))
-        }
-    }
+    let (i, sub) = super::lookup_fullname(name)?;
+    let c = &TABLE[i];
+    Some((c, sub.map(|s| &c.subcommands[s])))
 }
 
 /// The command (or subcommand) `cmd` names, as Redis's `lookupCommand`:

@@ -375,19 +375,26 @@ pub fn stat_name(slot: usize) -> Option<String> {
 /// a container's name stands for all its subcommands, as in Redis's
 /// LATENCY HISTOGRAM.
 pub fn stat_slots_named(name: &[u8]) -> Vec<usize> {
+    match lookup_fullname(name) {
+        Some((i, Some(s))) => vec![stat_slots().base[i] + s],
+        Some((i, None)) if !TABLE[i].subcommands.is_empty() => (0..TABLE[i].subcommands.len()).map(|s| stat_slots().base[i] + s).collect(),
+        Some((i, None)) => vec![i],
+        None => Vec::new(),
+    }
+}
+
+/// A command by name, or a subcommand by its fullname (`client|list`):
+/// the command's index and the subcommand's (COMMAND INFO and DOCS, stats).
+pub fn lookup_fullname(name: &[u8]) -> Option<(usize, Option<usize>)> {
     match memchr::memchr(b'|', name) {
-        None => match lookup(name) {
-            Some((i, c)) if !c.subcommands.is_empty() => (0..c.subcommands.len()).map(|s| stat_slots().base[i] + s).collect(),
-            Some((i, _)) => vec![i],
-            None => Vec::new(),
-        },
+        None => lookup(name).map(|(i, _)| (i, None)),
         Some(at) => {
-            let Some((i, c)) = lookup(&name[..at]) else { return Vec::new() };
-            c.subcommands
+            let (i, c) = lookup(&name[..at])?;
+            let s = c
+                .subcommands
                 .iter()
-                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(&name[at + 1..]))
-                .map(|s| vec![stat_slots().base[i] + s])
-                .unwrap_or_default()
+                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(&name[at + 1..]))?;
+            Some((i, Some(s)))
         }
     }
 }

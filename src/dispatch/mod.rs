@@ -249,9 +249,12 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
             }
         };
         // MODES: CLIENT PAUSE parks the command (not its checks' errors).
-        if crate::pause::any() && crate::pause::blocks(may_replicate(spec, client)) {
-            close_group(&mut group, out, &mut [], &mut later);
-            wait_unpaused(st, client, may_replicate(spec, client)).await;
+        if crate::pause::any() {
+            let write = may_replicate(spec, client);
+            if crate::pause::blocks(write) {
+                close_group(&mut group, out, &mut [], &mut later);
+                wait_unpaused(st, client, write).await;
+            }
         }
         if matches!(spec.name, "object" | "debug") && !st.peer_touches.borrow().is_empty() {
             close_group(&mut group, out, &mut [], &mut later);

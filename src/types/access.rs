@@ -161,14 +161,6 @@ impl Access {
         );
     }
 
-    /// A key was deleted or replaced: a new one starts fresh.
-    pub fn forget(&self, mk: &[u8]) {
-        let mut map = self.map.borrow_mut();
-        if !map.is_empty() {
-            map.remove(&self.hasher.hash_one(mk));
-        }
-    }
-
     /// Milliseconds since key `mk` was last accessed.
     pub fn idle_ms(&self, mk: &[u8], now_ms: u64) -> u64 {
         let at = self
@@ -240,7 +232,5 @@ mod tests {
         a.set(b"r", 100_000, Some(50), Some(77));
         assert_eq!(a.idle_ms(b"r", 100_000), 50_000);
         assert_eq!(a.freq(b"r", 100_000), 77);
-        a.forget(b"r");
-        assert_eq!(a.idle_ms(b"r", 100_000), 99_000);
     }
 }
