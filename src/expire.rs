@@ -111,7 +111,9 @@ fn housekeeping(st: &ShardState, stall_since: &mut Option<Instant>) {
     let (input, output) = *st.net.borrow();
     st.rates.borrow_mut().sample(now, st.total_calls(), input, output);
     let lfu = |name: &str| st.global.config.get_int(name).max(0) as u64;
-    st.ks.access.configure(lfu("lfu-log-factor"), lfu("lfu-decay-time"));
+    st.ks
+        .access
+        .configure(lfu("lfu-log-factor"), lfu("lfu-decay-time"), crate::clock::wall_ms());
     if st.id != 0 {
         return;
     }

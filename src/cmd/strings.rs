@@ -453,8 +453,9 @@ pub async fn mget(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let touch = !c.client.info.no_touch.load(std::sync::atomic::Ordering::Relaxed);
     let parts = coord::fan_out(c.shard, db, &coord::keys_from(argv, 1, 1), coord::Access::Read, move |st, ks| {
         st.ks.begin_lookups();
-        st.ks.access.begin(touch);
-        let values = multi::mget_keys(&st.ks, db, ks, now_ms());
+        let now = now_ms();
+        st.ks.access.begin(touch, now);
+        let values = multi::mget_keys(&st.ks, db, ks, now);
         st.ks.access.end();
         values
     })

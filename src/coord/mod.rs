@@ -97,8 +97,9 @@ pub async fn sum(shard: &S, db: u8, argv: &[Bytes], del: bool, touch: bool) -> C
         } else {
             // EXISTS and TOUCH look their keys up (`Keyspace::read`).
             st.ks.begin_lookups();
-            st.ks.access.begin(touch);
-            let n = k::exists_keys(&st.ks, db, ks, now_ms());
+            let now = now_ms();
+            st.ks.access.begin(touch, now);
+            let n = k::exists_keys(&st.ks, db, ks, now);
             st.ks.access.end();
             n
         }

@@ -450,7 +450,7 @@ pub fn run_shard_cmd(
     // Its key reads update the keys' access times (OBJECT IDLETIME/FREQ).
     st.ks
         .access
-        .begin(cmd::TABLE[idx].touches() && !client.no_touch.load(Ordering::Relaxed));
+        .begin(cmd::TABLE[idx].touches() && !client.no_touch.load(Ordering::Relaxed), ctx.now_ms);
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
     st.ks.access.end();

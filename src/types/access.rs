@@ -47,6 +47,7 @@ pub struct Access {
     /// Keys not in the map have been idle since this (Unix ms).
     floor_ms: Cell<u64>,
     touching: Cell<bool>,
+    now_ms: Cell<u64>,
     rng: Cell<u64>,
 }
 
@@ -59,20 +60,31 @@ impl Access {
             decay_min: Cell::new(1),
             floor_ms: Cell::new(now_ms),
             touching: Cell::new(false),
+            now_ms: Cell::new(now_ms),
             rng: Cell::new(now_ms | 1),
         }
     }
 
     /// Takes `lfu-log-factor` and `lfu-decay-time`.
-    pub fn configure(&self, log_factor: u64, decay_min: u64) {
+    pub fn configure(&self, log_factor: u64, decay_min: u64, now_ms: u64) {
         self.log_factor.set(log_factor);
         self.decay_min.set(decay_min);
+        self.now_ms.set(now_ms);
     }
 
     /// A command starts: whether its key reads touch (see the module doc).
     #[inline]
-    pub fn begin(&self, touch: bool) {
+    pub fn begin(&self, touch: bool, now_ms: u64) {
         self.touching.set(touch);
+        self.now_ms.set(now_ms);
+    }
+
+    /// The time the last command on this shard started (or the last
+    /// housekeeping tick): what a key created without a clock at hand is
+    /// stamped with, without reading the clock again.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.now_ms.get()
     }
 
     /// The command ended.
@@ -100,30 +112,28 @@ impl Access {
     /// logarithmic increment).
     pub fn touch(&self, mk: &[u8], now_ms: u64) {
         let h = self.hasher.hash_one(mk);
-        let mut map = self.map.borrow_mut();
         let (log_factor, decay_min) = (self.log_factor.get(), self.decay_min.get());
-        let Some(s) = map.get_mut(&h) else {
-            drop(map);
-            // Not remembered: it has been idle since the floor.
-            let floor = Stamp {
-                at_ms: self.floor_ms.get(),
-                lfu: LFU_INIT,
-                lfu_min: self.floor_ms.get() / 60_000,
-            };
-            self.insert(
-                mk,
-                Stamp {
-                    at_ms: now_ms,
-                    lfu: log_incr(decayed(&floor, now_ms, decay_min), log_factor, self.random()),
-                    lfu_min: now_ms / 60_000,
-                },
-            );
+        let r = self.random();
+        let mut map = self.map.borrow_mut();
+        if let Some(s) = map.get_mut(&h) {
+            s.lfu = log_incr(decayed(s, now_ms, decay_min), log_factor, r);
+            s.lfu_min = now_ms / 60_000;
+            s.at_ms = now_ms;
             return;
+        }
+        // Not remembered: it has been idle since the floor.
+        let floor = self.floor_ms.get();
+        let was = Stamp {
+            at_ms: floor,
+            lfu: LFU_INIT,
+            lfu_min: floor / 60_000,
         };
-        s.lfu = decayed(s, now_ms, decay_min);
-        s.lfu_min = now_ms / 60_000;
-        s.lfu = log_incr(s.lfu, log_factor, self.random());
-        s.at_ms = now_ms;
+        let stamp = Stamp {
+            at_ms: now_ms,
+            lfu: log_incr(decayed(&was, now_ms, decay_min), log_factor, r),
+            lfu_min: now_ms / 60_000,
+        };
+        self.insert_hashed(&mut map, h, stamp);
     }
 
     /// Key `mk` was created: idle 0, Redis's initial counter.
@@ -140,8 +150,12 @@ impl Access {
 
     fn insert(&self, mk: &[u8], stamp: Stamp) {
         let h = self.hasher.hash_one(mk);
-        let mut map = self.map.borrow_mut();
-        if map.len() >= CAP && !map.contains_key(&h) {
+        self.insert_hashed(&mut self.map.borrow_mut(), h, stamp);
+    }
+
+    /// One hash per key: `h` is the meta key's, computed by the caller.
+    fn insert_hashed(&self, map: &mut HashMap<u64, Stamp, ahash::RandomState>, h: u64, stamp: Stamp) {
+        if map.len() >= CAP {
             map.clear();
             self.floor_ms.set(stamp.at_ms);
         }
@@ -220,14 +234,14 @@ mod tests {
         assert_eq!(a.freq(b"k", 10_000), LFU_INIT);
         assert_eq!(a.idle_ms(b"k", 12_500), 2_500);
         // Many touches raise the counter, logarithmically.
-        a.configure(10, 0);
+        a.configure(10, 0, 10_000);
         for i in 0..10_000 {
             a.touch(b"k", 10_000 + i);
         }
         let f = a.freq(b"k", 20_000);
         assert!((10..100).contains(&f), "{f}");
         // Decay: one per minute with lfu-decay-time 1.
-        a.configure(10, 1);
+        a.configure(10, 1, 20_000);
         assert_eq!(a.freq(b"k", 20_000 + 3 * 60_000), f - 3);
         a.set(b"r", 100_000, Some(50), Some(77));
         assert_eq!(a.idle_ms(b"r", 100_000), 50_000);

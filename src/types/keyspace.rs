@@ -381,11 +381,11 @@ impl Keyspace {
         let mk = meta_key(db, key);
         if prior.is_none() {
             // A new key starts with a fresh access time and counter.
-            self.access.created(&mk, crate::clock::wall_ms());
+            self.access.created(&mk, self.access.now());
         } else if !self.access.touching() {
             // A write that read no key first (MSET, a move's destination)
             // still accesses it.
-            self.access.touch(&mk, crate::clock::wall_ms());
+            self.access.touch(&mk, self.access.now());
         }
         self.store.put(b, &mk, raw);
         let expire_ms = Meta::decode(raw).map_or(0, |m| m.expire_ms);
