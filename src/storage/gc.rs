@@ -1,9 +1,12 @@
-//! The compaction filter: garbage goes in compaction (design.md).
+//! The compaction filters: garbage goes in compaction (design.md).
 //!
-//! A member record (`db 'S' slot keylen key version member`) is dropped
-//! when compaction meets it and
+//! On the member families (`shard-<i>-sub`), a member record
+//! (`db 'S' slot keylen key version member`) is dropped when compaction
+//! meets it and
 //! - its collection's meta record names a newer version (the collection
 //!   was deleted or overwritten and recreated), or
+//! - its collection expired more than [`EXPIRED_GRACE_MS`] ago (the key is
+//!   dead whatever else happens; its meta record goes by the shard), or
 //! - no meta record (or a string) is there and the member's version is more
 //!   than [`GRACE_MS`] old, or
 //! - it is a hash field whose 8-byte expire prefix is due. Its hash's
@@ -12,12 +15,20 @@
 //!
 //! A member whose version is newer than its meta's is kept: SINTERSTORE and
 //! friends write a result's members before the meta record that names them.
-//! Meta records and index entries are never filtered.
 //!
-//! The filter runs on the member families (`shard-<i>-sub`) and reads meta
-//! records from the same shard's meta family (`shard-<i>`), so it
-//! needs the open database: [`Engine::enable_gc`](super::Engine::enable_gc)
-//! hands it over once the engine is `'static`; until then the filter keeps
+//! On the meta families (`shard-<i>`), an index entry is dropped when it
+//! no longer matches its key: a TTL index entry whose meta record is gone or
+//! has another expiry, a field expiration entry whose key is gone or is not
+//! a hash with field TTLs. Every write that sets an expiry writes its entry
+//! anew in the same batch, so a dropped entry is never one a later write
+//! needs. Meta records are never dropped here: only the owning shard
+//! deletes a key, so its key counts stay exact. A meta record found expired
+//! more than [`EXPIRED_GRACE_MS`] ago (one the TTL index somehow missed) is
+//! handed to its shard ([`Found`]), whose active expiry deletes it.
+//!
+//! The filters read meta records from the shard's meta family, so they
+//! need the open database: [`Engine::enable_gc`](super::Engine::enable_gc)
+//! hands it over once the engine is `'static`; until then they keep
 //! everything.
 //!
 //! RocksDB does not protect snapshots from compaction filters: a sliced read
@@ -25,18 +36,31 @@
 //! members that compaction dropped in between.
 
 use std::ffi::{CStr, CString};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
 use rocksdb::{ColumnFamily, DB};
 
-use super::keys::{TAG_META, TAG_SUB};
+use super::keys::{self, TAG_META, TAG_SUB};
 use super::meta::{KeyType, Meta};
 
 /// How old (by its version's clock) a member with no collection to belong
 /// to must be before it is garbage.
 pub const GRACE_MS: u64 = 10 * 60 * 1000;
+
+/// How long after its expiry a key's members are garbage and its meta
+/// record is handed to its shard: far beyond any clock a command holds
+/// (an EXEC, a CLIENT PAUSE's hold on expiry ends long before).
+pub const EXPIRED_GRACE_MS: u64 = 60 * 1000;
+
+/// Meta keys (as stored) of long-expired keys the meta filter met, for the
+/// shard to delete ([`ShardStore::take_found_expired`](super::ShardStore::take_found_expired)).
+pub type Found = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// At most this many found keys wait for their shard; the next compaction
+/// finds the rest.
+const FOUND_CAP: usize = 65536;
 
 /// The database and the column family a filter reads meta records from.
 pub type Target = (&'static DB, &'static ColumnFamily);
@@ -44,15 +68,25 @@ pub type Target = (&'static DB, &'static ColumnFamily);
 /// Filled once the engine is `'static`; shared by the factory of one column family.
 pub type Slot = Arc<OnceLock<Target>>;
 
+/// Which family a filter works on: members, or meta records and indexes
+/// (with where to hand long-expired keys).
+#[derive(Clone)]
+pub enum Family {
+    Members,
+    Meta(Found),
+}
+
 pub struct GcFactory {
     pub slot: Slot,
+    family: Family,
     name: CString,
 }
 
 impl GcFactory {
-    pub fn new(slot: Slot) -> GcFactory {
+    pub fn new(slot: Slot, family: Family) -> GcFactory {
         GcFactory {
             slot,
+            family,
             name: CString::from(c"basalt-gc"),
         }
     }
@@ -64,6 +98,7 @@ impl CompactionFilterFactory for GcFactory {
     fn create(&mut self, _: CompactionFilterContext) -> GcFilter {
         GcFilter {
             target: self.slot.get().copied(),
+            family: self.family.clone(),
             now_ms: now_ms(),
             last: None,
             name: self.name.clone(),
@@ -89,11 +124,14 @@ enum Owner {
     Coll {
         version: u64,
         hfe: bool,
+        /// Expired more than [`EXPIRED_GRACE_MS`] ago.
+        dead: bool,
     },
 }
 
 pub struct GcFilter {
     target: Option<Target>,
+    family: Family,
     now_ms: u64,
     /// The last meta key looked up and what it said: members of one
     /// collection come one after another.
@@ -120,6 +158,7 @@ fn decide(owner: Owner, version: u64, value: &[u8], now_ms: u64) -> Decision {
     match owner {
         Owner::Coll { version: v, .. } if version > v => Decision::Keep,
         Owner::Coll { version: v, .. } if version < v => Decision::Remove,
+        Owner::Coll { dead: true, .. } => Decision::Remove,
         Owner::Coll { hfe: true, .. } => {
             let ttl = value.get(..8).and_then(|p| p.try_into().ok()).map_or(0, u64::from_be_bytes);
             if ttl != 0 && ttl <= now_ms {
@@ -151,6 +190,7 @@ impl GcFilter {
                     Some(c) => Owner::Coll {
                         version: c.version,
                         hfe: c.hfe.is_some(),
+                        dead: long_expired(m.expire_ms, self.now_ms),
                     },
                     None => return None,
                 },
@@ -164,8 +204,24 @@ impl GcFilter {
     }
 }
 
-impl CompactionFilter for GcFilter {
-    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
+/// Whether a key with expiry `expire_ms` (0: none) expired more than
+/// [`EXPIRED_GRACE_MS`] before `now_ms`.
+fn long_expired(expire_ms: u64, now_ms: u64) -> bool {
+    expire_ms != 0 && expire_ms.saturating_add(EXPIRED_GRACE_MS) < now_ms
+}
+
+/// Whether index entry (`at`, field expiration or not) still matches its
+/// key's meta record `meta` (None: no record).
+fn entry_matches(at: u64, field: bool, meta: Option<&Meta<'_>>) -> bool {
+    match meta {
+        None => false,
+        Some(m) if field => m.ty == KeyType::Hash && m.coll().is_some_and(|c| c.hfe.is_some()),
+        Some(m) => m.expire_ms == at,
+    }
+}
+
+impl GcFilter {
+    fn filter_member(&mut self, key: &[u8], value: &[u8]) -> Decision {
         let Some((mk, version)) = split_member(key) else {
             return Decision::Keep;
         };
@@ -175,8 +231,70 @@ impl CompactionFilter for GcFilter {
         }
     }
 
+    fn filter_meta(&self, found: &Found, key: &[u8], value: &[u8]) -> Decision {
+        if let Some((at, field, mk)) = keys::index_entry_owner(key) {
+            let Some((db, cf)) = self.target else {
+                return Decision::Keep;
+            };
+            return match db.get_pinned_cf(cf, &mk) {
+                Ok(None) => Decision::Remove,
+                Ok(Some(raw)) => match Meta::decode(&raw) {
+                    Some(m) if !entry_matches(at, field, Some(&m)) => Decision::Remove,
+                    _ => Decision::Keep,
+                },
+                Err(_) => Decision::Keep,
+            };
+        }
+        if key.len() >= 4 && key[0] != 0xFF && key[1] == TAG_META {
+            if let Some(m) = Meta::decode(value) {
+                if long_expired(m.expire_ms, self.now_ms) {
+                    if let Ok(mut f) = found.lock() {
+                        if f.len() < FOUND_CAP {
+                            f.push(key.to_vec());
+                        }
+                    }
+                }
+            }
+        }
+        Decision::Keep
+    }
+}
+
+impl CompactionFilter for GcFilter {
+    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
+        if let Family::Meta(found) = &self.family {
+            return self.filter_meta(found, key, value);
+        }
+        self.filter_member(key, value)
+    }
+
     fn name(&self) -> &CStr {
         &self.name
+    }
+}
+
+impl super::ShardStore {
+    /// Takes up to `max` of the long-expired keys the meta filter met:
+    /// (db, key) pairs for active expiry to delete if they still are what
+    /// the filter saw.
+    pub fn take_found_expired(&self, max: usize) -> Vec<(u8, Vec<u8>)> {
+        let Some(found) = &self.found else {
+            return Vec::new();
+        };
+        let taken: Vec<Vec<u8>> = match found.lock() {
+            Ok(mut f) if !f.is_empty() => {
+                // One compaction after another may meet the same record.
+                f.sort_unstable();
+                f.dedup();
+                let n = f.len().min(max);
+                f.drain(..n).collect()
+            }
+            _ => return Vec::new(),
+        };
+        taken
+            .iter()
+            .filter_map(|k| keys::split_meta_key(k).map(|(db, _, key)| (db, key.to_vec())))
+            .collect()
     }
 }
 
@@ -196,7 +314,7 @@ mod tests {
     #[test]
     fn decisions() {
         let now = 1_000_000_000;
-        let coll = |version, hfe| Owner::Coll { version, hfe };
+        let coll = |version, hfe| Owner::Coll { version, hfe, dead: false };
         let ttl = |t: u64| {
             let mut v = t.to_be_bytes().to_vec();
             v.extend_from_slice(b"value");
@@ -214,6 +332,14 @@ mod tests {
             matches!(decide(coll(10, true), 10, &ttl(0), now), Decision::Keep),
             "persistent field"
         );
+        assert!(
+            matches!(decide(Owner::Coll { version: 10, hfe: false, dead: true }, 10, b"", now), Decision::Remove),
+            "members of a long-expired collection"
+        );
+        assert!(
+            matches!(decide(Owner::Coll { version: 10, hfe: false, dead: true }, 11, b"", now), Decision::Keep),
+            "the next incarnation's, in flight"
+        );
         let old = ((now - GRACE_MS - 1) * 1000) << 11;
         let recent = ((now - 1000) * 1000) << 11;
         assert!(matches!(decide(Owner::None, old, b"", now), Decision::Remove), "orphan");
@@ -221,5 +347,22 @@ mod tests {
             matches!(decide(Owner::None, recent, b"", now), Decision::Keep),
             "maybe a store in flight"
         );
+    }
+
+    #[test]
+    fn index_entries_match_their_meta_record() {
+        use crate::storage::meta::encode_string;
+        let raw = encode_string(500, b"v");
+        let m = Meta::decode(&raw);
+        assert!(entry_matches(500, false, m.as_ref()));
+        assert!(!entry_matches(400, false, m.as_ref()), "expiry changed since");
+        assert!(!entry_matches(500, false, None), "key gone");
+        assert!(!entry_matches(500, true, m.as_ref()), "a field entry of a string");
+        let (at, field, mk) = keys::index_entry_owner(&keys::ttl_key(500, 2, b"k")).unwrap();
+        assert_eq!((at, field, mk), (500, false, keys::meta_key(2, b"k")));
+        assert!(keys::index_entry_owner(&keys::field_ttl_key(7, 0, b"h")).unwrap().1);
+        assert!(long_expired(1, EXPIRED_GRACE_MS + 2));
+        assert!(!long_expired(1, EXPIRED_GRACE_MS));
+        assert!(!long_expired(0, u64::MAX), "no expiry");
     }
 }

@@ -206,6 +206,23 @@ pub fn split_ttl_key(k: &[u8]) -> Option<(u64, u8, &[u8])> {
     Some((u64::from_be_bytes(ms), logical(k[10]), &k[11..]))
 }
 
+/// The meta key (physical, as stored) an index entry names, with the
+/// entry's time and whether it is a field expiration entry; None for other
+/// records. For the compaction filter, which sees raw records.
+pub fn index_entry_owner(k: &[u8]) -> Option<(u64, bool, Vec<u8>)> {
+    if k.len() < 11 || (k[..2] != TTL_PREFIX && k[..2] != FIELD_TTL_PREFIX) {
+        return None;
+    }
+    let at = u64::from_be_bytes(k[2..10].try_into().ok()?);
+    let key = &k[11..];
+    let mut mk = Vec::with_capacity(4 + key.len());
+    mk.push(k[10]);
+    mk.push(TAG_META);
+    mk.extend_from_slice(&slot_of(key).to_be_bytes());
+    mk.extend_from_slice(key);
+    Some((at, k[..2] == FIELD_TTL_PREFIX, mk))
+}
+
 /// The slot a stored record belongs to, for moving it between shards.
 /// `None` for records of no slot (unknown tags).
 pub fn slot_of_record(k: &[u8]) -> Option<u16> {

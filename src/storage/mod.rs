@@ -148,6 +148,8 @@ pub struct Engine {
     pub group_syncs: AtomicU64,
     /// Each column family's compaction filter waits here for the database.
     gc_slots: Vec<(String, gc::Slot)>,
+    /// Long-expired keys each meta family's filter met, by family name.
+    gc_found: Vec<(String, gc::Found)>,
     /// Refuses writes while the disk is (almost) full; see `disk`.
     pub disk: disk::DiskGuard,
     /// The next cross-shard intent id; see `intent`.
@@ -205,18 +207,21 @@ impl Engine {
                 names.push(n);
             }
         }
-        // Member families get the compaction filter; it reads the meta
-        // family of the same shard (`enable_gc`).
-        let gc_slots: Vec<(String, gc::Slot)> = names
-            .iter()
-            .filter(|n| n.ends_with("-sub"))
-            .map(|n| (n.clone(), gc::Slot::default()))
-            .collect();
+        // Every shard family gets a compaction filter; each reads the meta
+        // family of its shard (`enable_gc`). The meta families' hand the
+        // long-expired keys they meet to their shard (`gc_found`).
+        let gc_found: Vec<(String, gc::Found)> =
+            names.iter().filter(|n| !n.ends_with("-sub")).map(|n| (n.clone(), gc::Found::default())).collect();
+        let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
         let mut descriptors: Vec<ColumnFamilyDescriptor> = names
             .iter()
             .map(|n| {
                 let slot = gc_slots.iter().find(|(m, _)| m == n).map(|(_, s)| s.clone());
-                ColumnFamilyDescriptor::new(n, options::cf_options(&cache, opts, slot))
+                let family = match gc_found.iter().find(|(m, _)| m == n) {
+                    Some((_, f)) => gc::Family::Meta(f.clone()),
+                    None => gc::Family::Members,
+                };
+                ColumnFamilyDescriptor::new(n, options::cf_options(&cache, opts, slot.map(|s| (s, family))))
             })
             .collect();
         // The default column family (shard count, intents, the disk probe)
@@ -255,6 +260,7 @@ impl Engine {
             manual_wal_flush: opts.manual_wal_flush,
             group_syncs: AtomicU64::new(0),
             gc_slots,
+            gc_found,
             disk: disk::DiskGuard::default(),
             tier: tier::Tier::new(opts.io_threads),
             block_cache: cache,
@@ -304,6 +310,7 @@ impl Engine {
             group: Default::default(),
             tx: Default::default(),
             probe: Default::default(),
+            found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
         })
     }
 
@@ -407,6 +414,23 @@ impl Engine {
         Ok(())
     }
 
+    /// Compacts every shard's column families whole, down to and through
+    /// the last level, so the compaction filters (`gc`) see every record and
+    /// range tombstones give their space back (COMPACT, DEBUG COMPACT).
+    /// Blocking: run it off the shards' threads.
+    pub fn compact_all(&self) -> Result<(), StorageError> {
+        self.flush_memtables()?;
+        let mut o = rocksdb::CompactOptions::default();
+        o.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        o.set_exclusive_manual_compaction(false);
+        for name in shard_cf_names(self.meta_caches.len()) {
+            if let Some(cf) = self.db.cf_handle(&name) {
+                self.db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &o);
+            }
+        }
+        Ok(())
+    }
+
     /// Creates a RocksDB checkpoint (hard links, consistent) at `path`.
     pub fn checkpoint(&self, path: &Path) -> Result<(), StorageError> {
         if path.exists() {
@@ -462,6 +486,8 @@ pub struct ShardStore {
     group: group::GroupState,
     tx: tx::TxState,
     probe: tier::Probe,
+    /// Long-expired keys the compaction filter met (`gc`).
+    found: Option<gc::Found>,
 }
 
 /// Another shard's column family, read from this shard's thread.
@@ -487,6 +513,11 @@ impl PeerStore {
 }
 
 impl ShardStore {
+    /// The engine this store is a part of.
+    pub fn engine(&self) -> &'static Engine {
+        self.engine
+    }
+
     /// The meta cache's counters, if this store has one.
     pub fn meta_cache_stats(&self) -> Option<cache::CacheStats> {
         self.cache.as_ref().map(|c| c.stats())

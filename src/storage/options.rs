@@ -5,13 +5,13 @@ use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options};
 
 use super::{gc, StoreOptions};
 
-/// `gc`: the compaction filter's slot, for a member family.
-pub(super) fn cf_options(cache: &Cache, opts: &StoreOptions, gc: Option<gc::Slot>) -> Options {
+/// `gc`: the compaction filter's slot and which family it filters.
+pub(super) fn cf_options(cache: &Cache, opts: &StoreOptions, gc: Option<(gc::Slot, gc::Family)>) -> Options {
     let mut o = Options::default();
-    // Garbage (members of deleted collections, expired hash fields) goes in
-    // compaction; see `gc`. Meta families have nothing for it to drop.
-    if let Some(gc) = gc {
-        o.set_compaction_filter_factory(gc::GcFactory::new(gc));
+    // Garbage (members of deleted or long-expired collections, expired hash
+    // fields, stale index entries) goes in compaction; see `gc`.
+    if let Some((slot, family)) = gc {
+        o.set_compaction_filter_factory(gc::GcFactory::new(slot, family));
     }
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(cache);

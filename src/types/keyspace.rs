@@ -308,7 +308,7 @@ impl Keyspace {
     fn lookup<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
         enum Step<R> {
             Done(R),
-            Expired(Option<Coll>),
+            Expired(u64, Option<Coll>),
             Repair(Vec<u8>),
         }
         let mk = meta_key(db, key);
@@ -318,7 +318,7 @@ impl Keyspace {
             None => Ok(f.take().map(|f| Step::Done(f(None)))),
             Some(raw) => match Meta::decode(raw) {
                 None => Err(CORRUPT),
-                Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.coll()))),
+                Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.expire_ms, m.coll()))),
                 Some(m) if may_be_empty(&m, now_ms) => Ok(Some(Step::Repair(raw.to_vec()))),
                 Some(m) => {
                     live = true;
@@ -332,11 +332,11 @@ impl Keyspace {
         let f = f.take();
         match (step, f) {
             (Some(Step::Done(r)), _) => Ok(r),
-            (Some(Step::Expired(coll)), Some(f)) => {
+            (Some(Step::Expired(at, coll)), Some(f)) => {
                 // During CLIENT PAUSE the key reads as gone but stays, as
                 // Redis keeps the dataset still.
                 if !crate::pause::holds_expiry(crate::clock::wall_ms()) {
-                    self.expire_key(db, key, coll)?;
+                    self.expire_key(db, key, at, coll)?;
                 }
                 Ok(f(None))
             }
@@ -362,10 +362,12 @@ impl Keyspace {
         self.read(db, key, now_ms, |m| m.map(|m| m.ty))
     }
 
-    /// Deletes a key found expired, counting it as Redis counts expired keys.
-    fn expire_key(&self, db: u8, key: &[u8], coll: Option<Coll>) -> CmdResult<()> {
+    /// Deletes a key found expired (at `at`), with its TTL index entry,
+    /// counting it as Redis counts expired keys.
+    fn expire_key(&self, db: u8, key: &[u8], at: u64, coll: Option<Coll>) -> CmdResult<()> {
         let mut b = self.store.batch();
         self.store.delete(&mut b, &meta_key(db, key));
+        self.store.delete(&mut b, &ttl_key(at, db, key));
         self.stage_drop_members(&mut b, db, key, coll);
         self.store.write(b)?;
         // Only a key with an expiry expires.
@@ -390,11 +392,13 @@ impl Keyspace {
         self.store.put(b, &mk, raw);
         let expire_ms = Meta::decode(raw).map_or(0, |m| m.expire_ms);
         // The old index entry goes in the same batch: a key whose TTL
-        // changes often leaves no stale entries behind.
+        // changes often leaves no stale entries behind. A write that keeps
+        // the expiry (INCR, APPEND, HSET on a key with a TTL) keeps the
+        // entry it has and writes none.
         if let Some(old) = prior.filter(|&old| old != 0 && old != expire_ms) {
             self.store.delete(b, &ttl_key(old, db, key));
         }
-        if expire_ms != 0 {
+        if expire_ms != 0 && prior != Some(expire_ms) {
             self.store.put(b, &ttl_key(expire_ms, db, key), b"");
         }
         self.account(db, prior, Some(expire_ms));
@@ -581,6 +585,17 @@ impl Keyspace {
         Ok(due.len())
     }
 
+    /// Deletes up to `budget` of the long-expired keys the compaction
+    /// filter met (see `storage::gc`) that are still there and still
+    /// expired. Returns how many it looked at.
+    pub fn expire_found(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
+        let found = self.store.take_found_expired(budget);
+        for (db, key) in &found {
+            self.lookup(*db, key, now_ms, |_| ())?;
+        }
+        Ok(found.len())
+    }
+
     /// Active field expiration: repairs the hashes whose field expiration
     /// index entry is due (dropping expired fields, deleting a hash left
     /// empty), visiting at most `budget` entries. Entries left behind by
@@ -755,5 +770,60 @@ mod tests {
         ks.put_string(0, b"d", far, b"v", None).unwrap();
         assert!(ks.delete(0, b"d", 1).unwrap());
         assert_eq!(ttl_entries(&ks), 0, "a deleted key's entry goes with it");
+    }
+
+    #[test]
+    fn a_lazily_expired_key_takes_its_index_entry_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = super::for_test(dir.path());
+        ks.put_string(0, b"k", 1_000, b"v", None).unwrap();
+        assert_eq!(ttl_entries(&ks), 1);
+        assert!(ks.get(0, b"k", 2_000).unwrap().is_none());
+        assert_eq!(ttl_entries(&ks), 0);
+        assert_eq!((ks.count(0), ks.expires(0)), (0, 0));
+    }
+
+    #[test]
+    fn compaction_drops_stale_entries_and_dead_members_and_finds_missed_keys() {
+        use crate::storage::meta::{Coll, KeyType};
+        let dir = tempfile::tempdir().unwrap();
+        let ks = super::for_test(dir.path());
+        let far = 4_000_000_000_000;
+        let now = crate::clock::wall_ms();
+        // A stale entry of a missing key, and one of a live key whose expiry moved.
+        ks.put_string(0, b"live", far, b"v", None).unwrap();
+        let mut b = ks.store.batch();
+        ks.store.put(&mut b, &super::ttl_key(far - 5, 0, b"live"), b"");
+        ks.store.put(&mut b, &super::ttl_key(far - 5, 0, b"gone"), b"");
+        ks.store.write(b).unwrap();
+        assert_eq!(ttl_entries(&ks), 3);
+        // A set that expired long ago, with members, whose index entry was lost.
+        let dead_at = now - 2 * crate::storage::gc::EXPIRED_GRACE_MS;
+        let mut c = Coll::new(77, false);
+        c.size = 2;
+        ks.put(0, b"dead", &c.encode(KeyType::Set, dead_at), None).unwrap();
+        let mut b = ks.store.batch();
+        for m in [&b"a"[..], b"b"] {
+            ks.store.put(&mut b, &super::keys::sub_key(0, b"dead", 77, m), b"");
+        }
+        ks.store.delete(&mut b, &super::ttl_key(dead_at, 0, b"dead"));
+        ks.store.write(b).unwrap();
+        assert_eq!((ks.count(0), ks.expires(0)), (2, 2));
+        ks.store.engine().compact_all().unwrap();
+        assert_eq!(ttl_entries(&ks), 1, "only the live key's entry is left");
+        let (lo, hi) = super::keys::sub_range(0, b"dead", 77);
+        let mut members = 0;
+        ks.store
+            .scan(&lo, &hi, |_, _| {
+                members += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(members, 0, "a long-expired collection's members go in compaction");
+        // Its meta record is the shard's to delete, with the counts.
+        assert_eq!(ks.expire_found(now, 128).unwrap(), 1);
+        assert_eq!((ks.count(0), ks.expires(0)), (1, 1));
+        assert_eq!(ks.stats.expired_keys.get(), 1);
+        assert!(ks.get(0, b"live", now).unwrap().is_some());
     }
 }

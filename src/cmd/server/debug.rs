@@ -37,6 +37,8 @@ const DEBUG_HELP: &[&str] = &[
     "    default.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
+    "COMPACT",
+    "    Compact the whole database on disk, as COMPACT does (Basalt).",
     "DROP-CACHES",
     "    Flush the memtables and empty the block and meta caches (Basalt).",
     "SET-DISK-READ-DELAY <milliseconds>",
@@ -81,6 +83,10 @@ pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         // memtables is what comes closest to Redis's save-and-load.
         let engine = g.engine;
         shards::rt::spawn_blocking(move || engine.flush_memtables()).await?;
+        r.ok();
+    } else if is(sub, "compact") && args.is_empty() {
+        let engine = g.engine;
+        shards::rt::spawn_blocking(move || engine.compact_all()).await?;
         r.ok();
     } else if is(sub, "set-active-expire") && args.left() == 1 {
         let on = args.int()? != 0;

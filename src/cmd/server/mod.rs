@@ -40,6 +40,7 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "save"     1  [admin noscript no_async_loading no_multi]         0 0 0 Conn(save)                    server "1.0.0"  "Synchronously saves the database(s) to disk.";
     "bgsave"   -1 [admin noscript no_async_loading]                  0 0 0 Conn(bgsave)                  server "1.0.0"  "Asynchronously saves the database(s) to disk.";
     "bgrewriteaof" 1 [admin noscript no_async_loading]               0 0 0 Conn(bgrewriteaof)            server "1.0.0"  "Asynchronously rewrites the append-only file to disk.";
+    "compact"  1  [admin noscript]                                   0 0 0 Conn(compact)                 server "0.1.0"  "Compacts the whole database on disk (Basalt, as Kvrocks).";
     "role"     1  [noscript loading stale fast]                      0 0 0 Conn(role)                    server "2.8.12" "Returns the replication role.";
     "lolwut"   -1 [readonly fast]                                    0 0 0 Conn(lolwut)                  server "5.0.0"  "Displays computer art and the Redis version";
     "debug"    -2 [admin noscript loading stale protected]           0 0 0 Conn(debug)                   server "1.0.0"  "A container for debugging commands.";
@@ -229,6 +230,17 @@ pub async fn bgrewriteaof(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult 
         g.aof_rewriting.store(false, Ordering::SeqCst);
     });
     r.simple("Background append only file rewriting started");
+    Ok(())
+}
+
+/// COMPACT (as Kvrocks has it): compacts every shard's column families
+/// whole, so deleted and expired data gives its disk space back, and
+/// answers once it is done. The work runs off the shards' threads; the
+/// client waits, the core does not.
+pub async fn compact(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    let engine = c.st().global.engine;
+    shards::rt::spawn_blocking(move || engine.compact_all()).await?;
+    r.ok();
     Ok(())
 }
 
