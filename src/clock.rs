@@ -36,11 +36,23 @@ pub fn now_ms() -> u64 {
     wall_ms()
 }
 
+/// How far ahead of the system clock [`wall_ms`] runs (ms): 0 but in tests
+/// that move the clock (`DEBUG SET-CLOCK-OFFSET`, Basalt's own).
+static OFFSET_MS: AtomicU64 = AtomicU64::new(0);
+
 /// Wall clock in ms since the Unix epoch, never frozen.
 pub fn wall_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+        + OFFSET_MS.load(Ordering::Relaxed)
+}
+
+/// Moves [`wall_ms`] (and so every expiry decision) `ms` ahead of the
+/// system clock. Only forward of where it is: a clock going back would
+/// revive expired keys.
+pub fn set_offset_ms(ms: u64) -> bool {
+    OFFSET_MS.fetch_max(ms, Ordering::Relaxed) <= ms
 }
 
 /// Wall clock in µs since the Unix epoch.

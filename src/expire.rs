@@ -45,6 +45,10 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         let effort = st.global.config.get_int("active-expire-effort").clamp(1, 10) as u32;
         let cap = Duration::from_millis(1000 / hz) * (25 + 2 * (effort - 1)) / 100;
         let start = Instant::now();
+        let expired_before = st.ks.stats.expired_keys.get();
+        let with_expiry: i64 = (0..st.ks.databases()).map(|d| st.ks.expires(d as u8)).sum();
+        let mut capped = false;
+        let mut busy = Duration::ZERO;
         loop {
             let burst = Instant::now();
             let more = loop {
@@ -57,7 +61,12 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
                     }
                 }
             };
-            if !more || start.elapsed() >= cap {
+            busy += burst.elapsed();
+            if !more {
+                break;
+            }
+            if start.elapsed() >= cap {
+                capped = true;
                 break;
             }
             shards::rt::yield_now().await;
@@ -70,6 +79,7 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         if let Err(e) = st.ks.expire_found(now_ms(), SLICE) {
             tracing::error!(shard = st.id, error = %e.0, "expiring keys compaction found failed");
         }
+        let expired = st.ks.stats.expired_keys.get() - expired_before;
         let start = Instant::now();
         // Hash fields: each entry is one repair of a small hash.
         while start.elapsed() < BUDGET {
@@ -82,6 +92,11 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
                 }
             }
         }
+        busy += start.elapsed();
+        // The share of the keys with an expiry when it began that were due.
+        st.ks
+            .stats
+            .end_cycle(expired, with_expiry.max(0) as u64, capped, busy.as_micros() as u64);
     }
 }
 

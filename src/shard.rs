@@ -242,8 +242,6 @@ impl ShardState {
         self.latency.borrow_mut().iter_mut().for_each(|h| *h = None);
         self.errors.borrow_mut().clear();
         *self.net.borrow_mut() = (0, 0);
-        self.ks.stats.expired_keys.set(0);
-        self.ks.stats.hits.set(0);
-        self.ks.stats.misses.set(0);
+        self.ks.stats.reset();
     }
 }

@@ -48,3 +48,64 @@ fn a_burst_of_expiring_keys_is_cleared_in_seconds() {
     let info: String = redis::cmd("INFO").arg("stats").query(&mut c).expect("INFO");
     assert!(info.contains(&format!("expired_keys:{}\r", N + 100)), "{info}");
 }
+
+fn info_field(info: &str, name: &str) -> String {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(':')))
+        .unwrap_or_else(|| panic!("no {name} in {info}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn expiry_statistics_and_avg_ttl_are_reported() {
+    for shards in [1, 3] {
+        let b = Basalt::start(shards);
+        let mut c = b.client();
+        let info: String = redis::cmd("INFO").arg("keyspace").query(&mut c).expect("INFO");
+        assert!(!info.contains("db0:"), "{info}");
+        // avg_ttl is the exact mean time left (ms) of the keys with an expiry.
+        for (k, ex) in [("a", 100), ("{x}b", 200), ("c", 300)] {
+            let _: () = redis::cmd("SET").arg(k).arg(1).arg("EX").arg(ex).query(&mut c).expect("SET");
+        }
+        let _: () = redis::cmd("SET").arg("p").arg(1).query(&mut c).expect("SET");
+        let info: String = redis::cmd("INFO").arg("keyspace").query(&mut c).expect("INFO");
+        let line = info.lines().find(|l| l.starts_with("db0:")).expect("db0").to_string();
+        let avg: u64 = line.split("avg_ttl=").nth(1).and_then(|v| v.trim().parse().ok()).expect("avg_ttl");
+        assert!(line.starts_with("db0:keys=4,expires=3,avg_ttl="), "{line}");
+        assert!((195_000..=200_000).contains(&avg), "{line}");
+        // PERSIST and DEL take their keys out of it; FLUSHDB empties it.
+        let _: () = redis::cmd("PERSIST").arg("c").query(&mut c).expect("PERSIST");
+        let _: () = redis::cmd("DEL").arg("a").query(&mut c).expect("DEL");
+        let info: String = redis::cmd("INFO").arg("keyspace").query(&mut c).expect("INFO");
+        let line = info.lines().find(|l| l.starts_with("db0:")).expect("db0").to_string();
+        let avg: u64 = line.split("avg_ttl=").nth(1).and_then(|v| v.trim().parse().ok()).expect("avg_ttl");
+        assert!(line.starts_with("db0:keys=3,expires=1,"), "{line}");
+        assert!((195_000..=200_000).contains(&avg), "{line}");
+        let _: () = redis::cmd("SET").arg("k").arg(1).arg("PX").arg(1).query(&mut c).expect("SET");
+        let _: () = redis::cmd("SET").arg("k2").arg(1).query(&mut c).expect("SET");
+        // A burst big enough that a cycle takes some time.
+        let mut pipe = redis::pipe();
+        for i in 0..50_000 {
+            pipe.cmd("SET").arg(format!("ttl:{i}")).arg("v").arg("PX").arg(100).ignore();
+        }
+        let _: () = pipe.query(&mut c).expect("pipeline");
+        let start = Instant::now();
+        while dbsize(&mut c) > 4 && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).expect("INFO");
+        assert_eq!(info_field(&info, "expired_keys"), "50001");
+        let stale: f64 = info_field(&info, "expired_stale_perc").parse().expect("a percentage");
+        assert!(stale > 0.0 && stale <= 100.0, "{info}");
+        let cpu: u64 = info_field(&info, "expire_cycle_cpu_milliseconds").parse().expect("ms");
+        assert!(cpu > 0, "{info}");
+        let _: u64 = info_field(&info, "expired_time_cap_reached_count").parse().expect("a count");
+        // CONFIG RESETSTAT zeroes them.
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).expect("RESETSTAT");
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).expect("INFO");
+        assert_eq!(info_field(&info, "expired_keys"), "0");
+        assert_eq!(info_field(&info, "expire_cycle_cpu_milliseconds"), "0");
+        assert_eq!(info_field(&info, "expired_stale_perc"), "0.00");
+    }
+}

@@ -333,11 +333,35 @@ mod tests {
             "persistent field"
         );
         assert!(
-            matches!(decide(Owner::Coll { version: 10, hfe: false, dead: true }, 10, b"", now), Decision::Remove),
+            matches!(
+                decide(
+                    Owner::Coll {
+                        version: 10,
+                        hfe: false,
+                        dead: true
+                    },
+                    10,
+                    b"",
+                    now
+                ),
+                Decision::Remove
+            ),
             "members of a long-expired collection"
         );
         assert!(
-            matches!(decide(Owner::Coll { version: 10, hfe: false, dead: true }, 11, b"", now), Decision::Keep),
+            matches!(
+                decide(
+                    Owner::Coll {
+                        version: 10,
+                        hfe: false,
+                        dead: true
+                    },
+                    11,
+                    b"",
+                    now
+                ),
+                Decision::Keep
+            ),
             "the next incarnation's, in flight"
         );
         let old = ((now - GRACE_MS - 1) * 1000) << 11;

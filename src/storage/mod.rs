@@ -210,8 +210,11 @@ impl Engine {
         // Every shard family gets a compaction filter; each reads the meta
         // family of its shard (`enable_gc`). The meta families' hand the
         // long-expired keys they meet to their shard (`gc_found`).
-        let gc_found: Vec<(String, gc::Found)> =
-            names.iter().filter(|n| !n.ends_with("-sub")).map(|n| (n.clone(), gc::Found::default())).collect();
+        let gc_found: Vec<(String, gc::Found)> = names
+            .iter()
+            .filter(|n| !n.ends_with("-sub"))
+            .map(|n| (n.clone(), gc::Found::default()))
+            .collect();
         let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
         let mut descriptors: Vec<ColumnFamilyDescriptor> = names
             .iter()

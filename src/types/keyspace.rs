@@ -50,6 +50,46 @@ pub struct KeyspaceStats {
     pub expired_fields: Cell<u64>,
     pub hits: Cell<u64>,
     pub misses: Cell<u64>,
+    /// Active expiry's running estimate of the share (0-1) of keys with an
+    /// expiry that are due but not yet deleted (INFO `expired_stale_perc`).
+    pub stale_share: Cell<f64>,
+    /// Expiry cycles that stopped at their time cap with keys still due
+    /// (`expired_time_cap_reached_count`).
+    pub time_cap_reached: Cell<u64>,
+    /// Time spent in active expiry cycles, µs (`expire_cycle_cpu_milliseconds`).
+    pub cycle_us: Cell<u64>,
+}
+
+impl KeyspaceStats {
+    /// Ends an active expiry cycle that deleted `expired` keys out of the
+    /// `with_expiry` keys there were, took `took_us` and reached its time cap
+    /// with keys still due or not: Redis's running average (5% the new
+    /// cycle's share of expired keys, 95% the old estimate).
+    pub fn end_cycle(&self, expired: u64, with_expiry: u64, capped: bool, took_us: u64) {
+        let share = if with_expiry == 0 {
+            0.0
+        } else {
+            (expired as f64 / with_expiry as f64).min(1.0)
+        };
+        self.stale_share.set(share * 0.05 + self.stale_share.get() * 0.95);
+        self.time_cap_reached.set(self.time_cap_reached.get() + capped as u64);
+        self.cycle_us.set(self.cycle_us.get() + took_us);
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [
+            &self.expired_keys,
+            &self.expired_fields,
+            &self.hits,
+            &self.misses,
+            &self.time_cap_reached,
+            &self.cycle_us,
+        ] {
+            c.set(0);
+        }
+        self.stale_share.set(0.0);
+    }
 }
 
 /// One incarnation of a collection: (db, key, version).
@@ -82,6 +122,8 @@ pub struct Keyspace {
     repair: Repair,
     counts: Vec<Cell<i64>>,
     expires: Vec<Cell<i64>>,
+    /// The sum of those keys' expiry times (ms), for INFO's `avg_ttl`.
+    ttl_sums: Vec<Cell<i128>>,
     last_version: Cell<u64>,
     pub stats: KeyspaceStats,
     /// First and last member of big collections, by (db, key, version):
@@ -114,6 +156,7 @@ impl Keyspace {
             repair,
             counts: (0..databases).map(|_| Cell::new(0)).collect(),
             expires: (0..databases).map(|_| Cell::new(0)).collect(),
+            ttl_sums: (0..databases).map(|_| Cell::new(0)).collect(),
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
             expire_cursor: RefCell::new(None),
@@ -136,17 +179,19 @@ impl Keyspace {
         let mut newest_version = self.last_version.get();
         for db in 0..self.counts.len() {
             let (lo, hi) = keys::meta_db_range(db as u8);
-            let (mut n, mut with_ttl) = (0i64, 0i64);
+            let (mut n, mut with_ttl, mut sum) = (0i64, 0i64, 0i128);
             self.store.scan(&lo, &hi, |_, v| {
                 n += 1;
                 if let Some(m) = Meta::decode(v) {
                     with_ttl += (m.expire_ms != 0) as i64;
+                    sum += m.expire_ms as i128;
                     newest_version = newest_version.max(m.coll().map_or(0, |c| c.version));
                 }
                 true
             })?;
             self.counts[db].set(n);
             self.expires[db].set(with_ttl);
+            self.ttl_sums[db].set(sum);
         }
         self.last_version.set(newest_version);
         Ok(())
@@ -236,6 +281,7 @@ impl Keyspace {
         if a < self.counts.len() && b < self.counts.len() {
             self.counts[a].swap(&self.counts[b]);
             self.expires[a].swap(&self.expires[b]);
+            self.ttl_sums[a].swap(&self.ttl_sums[b]);
         }
         self.store.swap_watched(keys::physical(a as u8), keys::physical(b as u8));
     }
@@ -258,6 +304,22 @@ impl Keyspace {
         self.adjust(db, after.is_some() as i64 - prior.is_some() as i64);
         let ttl = |p: Option<u64>| p.is_some_and(|e| e != 0) as i64;
         self.adjust_expires(db, ttl(after) - ttl(prior));
+        if let Some(s) = self.ttl_sums.get(db as usize) {
+            s.set(s.get() + after.unwrap_or(0) as i128 - prior.unwrap_or(0) as i128);
+        }
+    }
+
+    /// INFO keyspace's `avg_ttl`: the mean time left (ms) of `db`'s keys
+    /// with an expiry, exact (Redis estimates it from the keys its expiry
+    /// cycle samples); 0 when none has one. Keys due but not yet reclaimed
+    /// pull it down; it never goes below 0.
+    pub fn avg_ttl(&self, db: u8, now_ms: u64) -> u64 {
+        let n = self.expires(db);
+        let sum = self.ttl_sums.get(db as usize).map_or(0, Cell::get);
+        if n <= 0 {
+            return 0;
+        }
+        (sum / n as i128 - now_ms as i128).max(0) as u64
     }
 
     /// A version unique to this shard and never going backwards:
@@ -526,6 +588,9 @@ impl Keyspace {
         self.store.write(b)?;
         self.adjust(db, -self.count(db));
         self.adjust_expires(db, -self.expires(db));
+        if let Some(s) = self.ttl_sums.get(db as usize) {
+            s.set(0);
+        }
         Ok(())
     }
 

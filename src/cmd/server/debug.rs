@@ -41,6 +41,9 @@ const DEBUG_HELP: &[&str] = &[
     "    Compact the whole database on disk, as COMPACT does (Basalt).",
     "DROP-CACHES",
     "    Flush the memtables and empty the block and meta caches (Basalt).",
+    "SET-CLOCK-OFFSET <milliseconds>",
+    "    Run the clock this far ahead of the system's, for every expiry (Basalt;",
+    "    for tests; it only moves forward).",
     "SET-DISK-READ-DELAY <milliseconds>",
     "    Delay each read of the I/O pool (Basalt; for tests).",
     "HELP",
@@ -98,6 +101,12 @@ pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     } else if is(sub, "object") && args.left() == 1 {
         let line = debug_object(&c, argv[2].clone()).await?;
         r.simple(&line);
+    } else if is(sub, "set-clock-offset") && args.left() == 1 {
+        let ms = args.int()?;
+        if ms < 0 || !crate::clock::set_offset_ms(ms as u64) {
+            return Err(CmdError::new("ERR the clock only moves forward"));
+        }
+        r.ok();
     } else if is(sub, "set-disk-read-delay") && args.left() == 1 {
         // Basalt's own: each read of the I/O pool first sleeps this long
         // (milliseconds), so tests can keep a miss in flight.

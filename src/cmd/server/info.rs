@@ -32,6 +32,10 @@ struct ShardReport {
     stats: Vec<CmdStat>,
     expired: u64,
     expired_fields: u64,
+    /// Active expiry: the stale share, cycles capped, cycle time (µs).
+    expiry: (f64, u64, u64),
+    /// Per db: the mean time left of keys with an expiry, and how many.
+    avg_ttl: Vec<u64>,
     hits: u64,
     misses: u64,
     net_in: u64,
@@ -52,6 +56,14 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             stats: st.cmd_stats.borrow().clone(),
             expired: st.ks.stats.expired_keys.get(),
             expired_fields: st.ks.stats.expired_fields.get(),
+            expiry: (
+                st.ks.stats.stale_share.get(),
+                st.ks.stats.time_cap_reached.get(),
+                st.ks.stats.cycle_us.get(),
+            ),
+            avg_ttl: (0..st.ks.databases())
+                .map(|d| st.ks.avg_ttl(d as u8, crate::clock::wall_ms()))
+                .collect(),
             hits: st.ks.stats.hits.get(),
             misses: st.ks.stats.misses.get(),
             net_in: st.net.borrow().0,
@@ -235,7 +247,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nexpired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -246,6 +258,10 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             g.rejected_connections.load(Ordering::Relaxed),
             reports.iter().map(|r| r.expired).sum::<u64>(),
             reports.iter().map(|r| r.expired_fields).sum::<u64>(),
+            // The shards' estimates weigh alike: keys spread evenly over slots.
+            reports.iter().map(|r| r.expiry.0).sum::<f64>() * 100.0 / reports.len().max(1) as f64,
+            reports.iter().map(|r| r.expiry.1).sum::<u64>(),
+            reports.iter().map(|r| r.expiry.2).sum::<u64>() / 1000,
             reports.iter().map(|r| r.hits).sum::<u64>(),
             reports.iter().map(|r| r.misses).sum::<u64>(),
             g.pubsub.active(Class::Channel),
@@ -353,8 +369,13 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             let keys: i64 = reports.iter().map(|r| r.keys.get(db).copied().unwrap_or(0)).sum();
             let expires: i64 = reports.iter().map(|r| r.expires.get(db).copied().unwrap_or(0)).sum();
             if keys > 0 {
-                // avg_ttl is Redis's sampled estimate; Basalt does not sample (0 = unknown).
-                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+                // Each shard's exact mean, weighed by its keys with an expiry.
+                let weighted: u128 = reports
+                    .iter()
+                    .map(|r| r.avg_ttl.get(db).copied().unwrap_or(0) as u128 * r.expires.get(db).copied().unwrap_or(0).max(0) as u128)
+                    .sum();
+                let avg_ttl = if expires > 0 { weighted / expires as u128 } else { 0 };
+                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n");
             }
         }
         out.push_str("\r\n");
