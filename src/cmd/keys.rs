@@ -39,7 +39,7 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "rename"      3  [write]         1 2 1  Conn(rename)       generic "1.0.0" "Renames a key and overwrites the destination.";
     "renamenx"    3  [write fast]    1 2 1  Conn(renamenx)     generic "1.0.0" "Renames a key only when the target key name doesn't exist.";
     "copy"        -3 [write denyoom] 1 2 1  Conn(copy)         generic "6.2.0" "Copies the value of a key to a new key.";
-    "move"        3  [write fast]    1 1 1  Shard(move_)       generic "1.0.0" "Moves a key to another database.";
+    "move"        3  [write fast]    1 1 1  Conn(move_)        generic "1.0.0" "Moves a key to another database.";
     "scan"        -2 [readonly]      0 0 0  Conn(scan)         generic "2.8.0" "Iterates over the key names in the database.";
     "keys"        2  [readonly]      0 0 0  Conn(keys)         generic "1.0.0" "Returns all key names that match a pattern.";
     "randomkey"   1  [readonly]      0 0 0  Conn(randomkey)    generic "1.0.0" "Returns a random key name from the database.";
@@ -203,20 +203,14 @@ pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     Ok(())
 }
 
-pub fn move_(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let ks = ctx.ks();
+pub async fn move_(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
-    let key = args.key()?;
-    let dst = db_index(args.bytes()?, ks.databases())?;
-    if dst == ctx.db {
+    let key = args.arg()?.clone();
+    let dst = db_index(args.bytes()?, c.st().ks.databases())?;
+    if dst == c.db() {
         return Err(CmdError::new("ERR source and destination objects are the same"));
     }
-    let moved = coll::move_to_db(ks, ctx.db, key, dst, ctx.now_ms)?;
-    if moved {
-        ctx.notify(GENERIC, "move_from", key);
-        ks.notify(GENERIC, "move_to", dst, key);
-    }
-    r.int(moved as i64);
+    r.int(coord::move_db(c.shard, c.db(), &key, dst).await? as i64);
     Ok(())
 }
 

@@ -25,6 +25,10 @@ pub enum Op {
     Mset { db: u8, pairs: Vec<(Bytes, Bytes)> },
     /// RENAME's destination: the value, replacing whatever is there.
     Place { db: u8, key: Vec<u8>, value: Owned },
+    /// RENAME's destination for a collection moved in slices
+    /// (`bigmove`): its members are there already under the version `raw`
+    /// names; this meta value makes them the key, replacing what is there.
+    PlaceMoved { db: u8, key: Vec<u8>, raw: Vec<u8> },
     /// SMOVE's destination: add `member` to the set `key`; if `key` is not a
     /// set by then, the member goes back to `back` (the source).
     Sadd {
@@ -49,6 +53,7 @@ const MSET: u8 = 1;
 const PLACE: u8 = 2;
 const SADD: u8 = 3;
 const PUSH: u8 = 4;
+const PLACE_MOVED: u8 = 5;
 
 fn end_byte(e: End) -> u8 {
     (e == End::Right) as u8
@@ -124,6 +129,11 @@ impl Op {
                     put_bytes(&mut out, v);
                 }
             }
+            Op::PlaceMoved { db, key, raw } => {
+                out.extend_from_slice(&[PLACE_MOVED, *db]);
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, raw);
+            }
             Op::Sadd { db, key, member, back } => {
                 out.extend_from_slice(&[SADD, *db]);
                 put_bytes(&mut out, key);
@@ -186,6 +196,11 @@ impl Op {
                     key,
                     value: Owned { raw, members },
                 }
+            }
+            PLACE_MOVED => {
+                let key = r.bytes()?.to_vec();
+                let raw = r.bytes()?.to_vec();
+                Op::PlaceMoved { db, key, raw }
             }
             SADD => {
                 let key = r.bytes()?.to_vec();
@@ -297,6 +312,11 @@ fn apply_replayed<'a>(op: &Op, r: IntentRef, now: u64, ks_of: &dyn Fn(&[u8]) -> 
         Op::Place { db, key, value } => {
             k::put_value(ks_of(key), *db, key, value, now, true, None)?;
         }
+        // The members went to the owner at the time; a shard-count change
+        // since moved them with the meta's slot, so the owner has them.
+        Op::PlaceMoved { db, key, raw } => {
+            k::place_moved(ks_of(key), *db, key, raw, now, None)?;
+        }
         Op::Sadd { db, key, member, back } => match (add_member(ks_of(key), *db, key, member, now, None), back) {
             (Err(e), Some(src)) if e == WRONGTYPE => add_member(ks_of(src), *db, src, member, now, None)?,
             (other, _) => other?,
@@ -335,6 +355,11 @@ mod tests {
                     raw: vec![1, 2, 3],
                     members: vec![(b"m".to_vec(), b"v".to_vec())],
                 },
+            },
+            Op::PlaceMoved {
+                db: 2,
+                key: b"dst".to_vec(),
+                raw: vec![1, 2, 3, 4],
             },
             Op::Sadd {
                 db: 9,

@@ -25,6 +25,7 @@ use crate::storage::intent::{IntentRef, Rider};
 use crate::types::multi as k;
 use crate::types::notify::class::GENERIC;
 
+pub mod bigmove;
 pub mod blocking;
 pub mod coll;
 pub mod gate;
@@ -194,18 +195,43 @@ pub async fn move_key(
 ) -> CmdResult<Option<bool>> {
     let n = shard.count();
     let (so, dso) = (owner(src, n), owner(dst, n));
+    let kind = if delete_src { bigmove::Kind::Rename } else { bigmove::Kind::Copy };
     let (src, dst) = (src.clone(), dst.clone());
     if so == dso {
-        // Same owner: one synchronous step and one batch.
+        // Same owner: one synchronous step and one batch, unless the
+        // source is too big for one step (`bigmove`).
+        let (s, d) = (src.clone(), dst.clone());
+        let one_step = shard
+            .invoke_on(so, move |st: &ShardState| {
+                let now = now_ms();
+                if (src_db, &s) != (dst_db, &d) && k::is_big(&st.ks, src_db, &s, now, coll::SLICE as u64)? {
+                    return Ok(None);
+                }
+                let done = k::move_local(&st.ks, (src_db, &s), (dst_db, &d), now, replace, delete_src)?;
+                if done == Some(true) && (src_db, &s) != (dst_db, &d) {
+                    notify_moved(&st.ks, (src_db, &s), (dst_db, &d), delete_src);
+                }
+                Ok::<_, crate::error::CmdError>(Some(done))
+            })
+            .await?;
+        if let Some(done) = one_step {
+            return Ok(done);
+        }
+        if let Some(done) = bigmove::move_big(shard, (src_db, &src), (dst_db, &dst), replace, kind).await? {
+            return Ok(Some(done));
+        }
         return shard
             .invoke_on(so, move |st: &ShardState| {
                 let done = k::move_local(&st.ks, (src_db, &src), (dst_db, &dst), now_ms(), replace, delete_src)?;
-                if done == Some(true) && (src_db, &src) != (dst_db, &dst) {
+                if done == Some(true) {
                     notify_moved(&st.ks, (src_db, &src), (dst_db, &dst), delete_src);
                 }
                 Ok(done)
             })
             .await;
+    }
+    if let Some(done) = bigmove::move_big(shard, (src_db, &src), (dst_db, &dst), replace, kind).await? {
+        return Ok(Some(done));
     }
     if !delete_src {
         // COPY: a read, then one write on the destination's owner.
@@ -278,6 +304,34 @@ pub async fn move_key(
         })
         .await?;
     Ok(Some(true))
+}
+
+/// MOVE of `key` from `db` to `dst`: false when it is missing or `dst`
+/// has it already. A big collection moves in slices (`bigmove`).
+pub async fn move_db(shard: &S, db: u8, key: &Bytes, dst: u8) -> CmdResult<bool> {
+    let o = owner(key, shard.count());
+    let one = |check: bool| {
+        let key = key.clone();
+        move |st: &ShardState| -> CmdResult<Option<bool>> {
+            let now = now_ms();
+            if check && k::is_big(&st.ks, db, &key, now, coll::SLICE as u64)? {
+                return Ok(None);
+            }
+            let moved = crate::types::coll::move_to_db(&st.ks, db, &key, dst, now)?;
+            if moved {
+                st.ks.notify(GENERIC, "move_from", db, &key);
+                st.ks.notify(GENERIC, "move_to", dst, &key);
+            }
+            Ok(Some(moved))
+        }
+    };
+    if let Some(moved) = shard.invoke_on(o, one(true)).await? {
+        return Ok(moved);
+    }
+    if let Some(moved) = bigmove::move_big(shard, (db, key), (dst, key), false, bigmove::Kind::Move).await? {
+        return Ok(moved);
+    }
+    Ok(shard.invoke_on(o, one(false)).await?.unwrap_or(false))
 }
 
 /// The events of a key moved on one shard: RENAME's `rename_from` and

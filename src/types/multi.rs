@@ -191,3 +191,111 @@ pub fn move_local(
 pub fn exists(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64) -> CmdResult<bool> {
     ks.read(db, key, now_ms, |m| m.is_some())
 }
+
+/// Bytes of member values a slice of a moved collection carries at most
+/// (a big string's chunks are large; a set's members small).
+const MOVE_SLICE_BYTES: usize = 1 << 20;
+
+/// Whether the live key `key` is a collection too big to move in one step
+/// (`coord::bigmove`): more than `slice` members (a big string: bytes).
+pub fn is_big(ks: &Keyspace, db: u8, key: &[u8], now_ms: u64, slice: u64) -> CmdResult<bool> {
+    ks.read(db, key, now_ms, |m| m.and_then(|m| m.coll()).is_some_and(|c| c.size > slice))
+}
+
+/// Raw member records (member suffix, stored value), the last record key
+/// read, and whether that was all of them.
+pub type RawSlice = (Vec<(Vec<u8>, Vec<u8>)>, Vec<u8>, bool);
+
+/// Up to `max` raw member records of incarnation `version` of `key` as of
+/// `snap`, after member key `after` (a full record key): (member suffix,
+/// stored value) pairs, the last record key read, and whether that was all.
+pub fn raw_members(
+    ks: &Keyspace,
+    snap: &crate::storage::Snap,
+    (db, key, version): (u8, &[u8], u64),
+    after: Option<&[u8]>,
+    max: usize,
+) -> CmdResult<RawSlice> {
+    let (lo, hi) = crate::storage::keys::sub_range(db, key, version);
+    let (mut out, mut last, mut bytes) = (Vec::new(), Vec::new(), 0usize);
+    ks.store.scan_from(Some(snap), &lo, after, &hi, |k, v| {
+        out.push((k[lo.len()..].to_vec(), v.to_vec()));
+        bytes += k.len() + v.len();
+        last.clear();
+        last.extend_from_slice(k);
+        out.len() < max && bytes < MOVE_SLICE_BYTES
+    })?;
+    // Stopped short of a limit: the range ran out.
+    let done = out.len() < max && bytes < MOVE_SLICE_BYTES;
+    Ok((out, last, done))
+}
+
+/// Writes raw member records under incarnation `version` of `key`: nothing
+/// reads them until a meta record names that version ([`stage_moved`]).
+pub fn put_raw_members(ks: &Keyspace, db: u8, key: &[u8], version: u64, members: &[(Vec<u8>, Vec<u8>)]) -> CmdResult {
+    let mut b = ks.store.batch();
+    for (sub, val) in members {
+        ks.store.put(&mut b, &crate::storage::keys::sub_key(db, key, version, sub), val);
+    }
+    ks.store.write(b)?;
+    Ok(())
+}
+
+/// Deletes the member records of incarnation `version` of `key` (a move
+/// given up: nothing names them).
+pub fn drop_raw_members(ks: &Keyspace, db: u8, key: &[u8], version: u64) -> CmdResult {
+    let (lo, hi) = crate::storage::keys::sub_range(db, key, version);
+    let mut b = ks.store.batch();
+    ks.store.delete_range(&mut b, &lo, &hi);
+    ks.store.write(b)?;
+    Ok(())
+}
+
+/// `raw` (a collection's meta value) renamed to incarnation `version`.
+pub fn with_version(raw: &[u8], version: u64) -> CmdResult<Vec<u8>> {
+    let m = Meta::decode(raw).ok_or(CORRUPT)?;
+    let mut c = m.coll().ok_or(CORRUPT)?;
+    c.version = version;
+    Ok(c.encode(m.ty, m.expire_ms))
+}
+
+/// The last step of a collection moved in slices: its members are at `key`
+/// under the version `raw` names; stages the meta record that makes them
+/// the key (and a hash's field expiration entry), replacing what is there
+/// if `replace`. False (nothing staged) when a live key is there and may
+/// not be replaced.
+pub fn stage_moved(
+    ks: &Keyspace,
+    b: &mut crate::storage::Batch,
+    db: u8,
+    key: &[u8],
+    raw: &[u8],
+    now_ms: u64,
+    replace: bool,
+) -> CmdResult<bool> {
+    if !stage_replace(ks, b, db, key, now_ms, replace)? {
+        return Ok(false);
+    }
+    let m = Meta::decode(raw).ok_or(CORRUPT)?;
+    let c = m.coll().ok_or(CORRUPT)?;
+    if m.is_expired(now_ms) {
+        return Ok(true);
+    }
+    if let Some(h) = c.hfe.filter(|_| m.ty == crate::storage::meta::KeyType::Hash) {
+        crate::types::hash::stage_repair_at(ks, b, db, key, &c, h.lower);
+    }
+    ks.stage_put(b, db, key, raw, None);
+    Ok(true)
+}
+
+/// Applies a moved collection's meta at `key` (RENAME's destination across
+/// shards, `done` its intent part), replacing what is there.
+pub fn place_moved(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now_ms: u64, done: Option<IntentRef>) -> CmdResult {
+    let mut b = ks.store.batch();
+    if let Some(r) = done {
+        ks.store.stage_intent_done(&mut b, r);
+    }
+    stage_moved(ks, &mut b, db, key, raw, now_ms, true)?;
+    ks.store.write(b)?;
+    Ok(())
+}
