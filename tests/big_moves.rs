@@ -255,3 +255,46 @@ fn big_renames_are_whole_after_kill_9() {
         renamer.join().expect("renamer");
     }
 }
+
+/// SCAN over expired keys not yet reclaimed, or with a MATCH nothing
+/// passes, does a bounded step per call; KEYS (taken in steps) still
+/// returns every key.
+#[test]
+fn scans_over_dead_or_unmatched_keys_are_bounded() {
+    let b = Basalt::start_with(2, &["--enable-debug-command", "yes"]);
+    let mut c = b.client();
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut c).expect("DEBUG");
+    let mut pipe = redis::pipe();
+    for i in 0..50_000 {
+        pipe.cmd("SET").arg(format!("dead:{i}")).arg("v").arg("PX").arg(1).ignore();
+    }
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("live:{i}")).arg("v").ignore();
+    }
+    let _: () = pipe.query(&mut c).expect("pipeline");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(int(&mut c, &["DBSIZE"]), 70_000, "nothing reclaimed yet");
+    for args in [&["MATCH", "nothing-matches*", "COUNT", "10"][..], &["COUNT", "10"][..]] {
+        let mut cursor = "0".to_string();
+        let (mut calls, mut seen) = (0, HashSet::new());
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(&cursor).arg(args);
+            let (next, keys): (String, Vec<String>) = cmd.query(&mut c).expect("SCAN");
+            calls += 1;
+            seen.extend(keys);
+            if next == "0" {
+                break;
+            }
+            cursor = next;
+        }
+        // COUNT 10 over 70k records: many short calls, not one long one.
+        assert!(calls > 1000, "{args:?}: {calls} calls");
+        let live = if args[0] == "MATCH" { 0 } else { 20_000 };
+        assert_eq!(seen.len(), live, "{args:?}");
+    }
+    let keys: Vec<String> = redis::cmd("KEYS").arg("live:1*").query(&mut c).expect("KEYS");
+    assert_eq!(keys.len(), 11_111);
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).expect("KEYS");
+    assert_eq!(keys.len(), 20_000);
+}

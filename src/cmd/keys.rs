@@ -398,24 +398,33 @@ pub async fn copy(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub async fn keys(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let db = c.db();
     let pattern = Args::new(argv).arg()?.clone();
-    let found = c
-        .shard
-        .broadcast(move |st: &ShardState| {
-            let n = st.global.shards;
-            let (from, to) = (first_slot_of(st.id, n), first_slot_of(st.id + 1, n));
-            let mut out = Vec::new();
-            let res = st.ks.scan_slots(db, from, to, now_ms(), |key, _| {
-                if glob::matches(&pattern, key, false) {
-                    out.push(Bytes::copy_from_slice(key));
-                }
-                true
-            });
-            res.map(|_| out)
-        })
-        .await;
+    // Each shard's slots in steps of at most KEYS_STEP records, so KEYS over
+    // a big keyspace never holds a core for long (docs/encoding.md).
+    let n = c.shard.count();
     let mut all = Vec::new();
-    for part in found {
-        all.extend(part?);
+    for target in 0..n {
+        let (mut next, to) = (first_slot_of(target, n), first_slot_of(target + 1, n));
+        while next < to {
+            let pattern = pattern.clone();
+            let (after, found) = c
+                .shard
+                .invoke_on(target, move |st: &ShardState| {
+                    let mut out = Vec::new();
+                    let (after, _) = st.ks.scan_slots_bounded(db, next, to, now_ms(), KEYS_STEP, |key, _| {
+                        if glob::matches(&pattern, key, false) {
+                            out.push(Bytes::copy_from_slice(key));
+                        }
+                        true
+                    })?;
+                    Ok::<_, CmdError>((after, out))
+                })
+                .await?;
+            all.extend(found);
+            next = after;
+            if next < to && target == c.shard.id() {
+                shards::rt::yield_now().await;
+            }
+        }
     }
     r.array(all.len());
     for key in &all {
@@ -423,6 +432,9 @@ pub async fn keys(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     Ok(())
 }
+
+/// Meta records a step of KEYS visits on a shard: about a millisecond.
+const KEYS_STEP: usize = 4096;
 
 /// SCAN: the cursor is the next hash slot to visit. Each call visits whole
 /// slots, from the shard owning the cursor's slot on into the next shards'
@@ -455,7 +467,9 @@ pub async fn scan(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             .invoke_on(target, move |st: &ShardState| {
                 let mut out = Vec::new();
                 let mut visited = 0usize;
-                let next = st.ks.scan_slots(db, slot, end, now_ms(), |key, m| {
+                // Expired keys not yet reclaimed are work too: a call over a
+                // keyspace of them stops after COUNT records' worth.
+                let (next, records) = st.ks.scan_slots_bounded(db, slot, end, now_ms(), budget, |key, m| {
                     visited += 1;
                     let type_ok = ty.as_deref().is_none_or(|t| t == m.ty.name());
                     let match_ok = pattern.as_ref().is_none_or(|p| glob::matches(p, key, false));
@@ -464,7 +478,7 @@ pub async fn scan(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                     }
                     visited < budget
                 })?;
-                Ok::<_, CmdError>((next, out, visited))
+                Ok::<_, CmdError>((next, out, records))
             })
             .await?;
         keys.extend(found);

@@ -695,14 +695,26 @@ impl Keyspace {
     /// Visits live meta records of `db` from slot `from_slot` up to (not
     /// including) `to_slot`, whole slots at a time, until `f` returns false
     /// at the end of a slot. Returns the next slot to visit.
-    pub fn scan_slots(
+    pub fn scan_slots(&self, db: u8, from_slot: u16, to_slot: u16, now_ms: u64, f: impl FnMut(&[u8], Meta<'_>) -> bool) -> CmdResult<u16> {
+        self.scan_slots_bounded(db, from_slot, to_slot, now_ms, usize::MAX, f)
+            .map(|(next, _)| next)
+    }
+
+    /// [`Keyspace::scan_slots`] that also stops at the end of a slot once it
+    /// has stepped over `max_records` meta records, live or expired, so a
+    /// keyspace of expired keys (or a pattern nothing matches) costs a
+    /// bounded step. Only a slot holding more than that many keys (hash
+    /// tags) goes over. Returns the next slot and the records stepped over.
+    pub fn scan_slots_bounded(
         &self,
         db: u8,
         from_slot: u16,
         to_slot: u16,
         now_ms: u64,
+        max_records: usize,
         mut f: impl FnMut(&[u8], Meta<'_>) -> bool,
-    ) -> CmdResult<u16> {
+    ) -> CmdResult<(u16, usize)> {
+        let mut records = 0usize;
         let lo = keys::meta_slot_start(db, from_slot);
         let hi = if to_slot >= crate::slot::SLOTS {
             keys::meta_db_range(db).1
@@ -718,12 +730,13 @@ impl Keyspace {
                 return true;
             };
             if current != Some(slot) {
-                if stop {
+                if stop || records >= max_records {
                     next = slot;
                     return false;
                 }
                 current = Some(slot);
             }
+            records += 1;
             if m.is_expired(now_ms) {
                 return true;
             }
@@ -748,7 +761,7 @@ impl Keyspace {
         if let Some(e) = failed {
             return Err(e);
         }
-        Ok(next)
+        Ok((next, records))
     }
 }
 
