@@ -371,6 +371,7 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         }
     }
     close_group(&mut group, out, &mut [], &mut later);
+    st.ks.pay_expiry_debt(now_ms());
 }
 
 /// Whether CLIENT PAUSE WRITE holds the command back: a write, PUBLISH
@@ -626,6 +627,7 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
     if let Some(g) = g {
         g.end(&mut r, &mut marks, &mut later);
     }
+    st.ks.pay_expiry_debt(now_ms());
     if from == share.len() {
         return Then::Now(ShareOut { buf: r.buf, marks, later });
     }

@@ -16,12 +16,17 @@
 //! A member whose version is newer than its meta's is kept: SINTERSTORE and
 //! friends write a result's members before the meta record that names them.
 //!
-//! On the meta families (`shard-<i>`), an index entry is dropped when it
-//! no longer matches its key: a TTL index entry whose meta record is gone or
-//! has another expiry, a field expiration entry whose key is gone or is not
-//! a hash with field TTLs. Every write that sets an expiry writes its entry
-//! anew in the same batch, so a dropped entry is never one a later write
-//! needs. Meta records are never dropped here: only the owning shard
+//! On the meta families (`shard-<i>`), in manual compactions (COMPACT),
+//! an index entry is dropped when it no longer matches its
+//! key: a TTL index entry whose meta record is gone or has another expiry,
+//! a field expiration entry whose key is gone or is not a hash with field
+//! TTLs. Every write that sets an expiry writes its entry anew in the same
+//! batch, so a dropped entry is never one a later write needs. Automatic
+//! compactions keep them: the check is a read per entry, and under a cache's
+//! churn (every key with a TTL) it was 20% of a shard's core (perf record,
+//! SET EX 2 at full speed, 1 shard); expiry changes delete their old entry
+//! in the same batch, so stale entries come only from FLUSHDB, and active
+//! expiry drops those when they are due. Meta records are never dropped here: only the owning shard
 //! deletes a key, so its key counts stay exact. A meta record found expired
 //! more than [`EXPIRED_GRACE_MS`] ago (one the TTL index somehow missed) is
 //! handed to its shard ([`Found`]), whose active expiry deletes it.
@@ -95,10 +100,11 @@ impl GcFactory {
 impl CompactionFilterFactory for GcFactory {
     type Filter = GcFilter;
 
-    fn create(&mut self, _: CompactionFilterContext) -> GcFilter {
+    fn create(&mut self, ctx: CompactionFilterContext) -> GcFilter {
         GcFilter {
             target: self.slot.get().copied(),
             family: self.family.clone(),
+            check_entries: ctx.is_manual_compaction,
             now_ms: now_ms(),
             last: None,
             name: self.name.clone(),
@@ -132,6 +138,11 @@ enum Owner {
 pub struct GcFilter {
     target: Option<Target>,
     family: Family,
+    /// Whether index entries are checked against their meta records (a
+    /// read each): in manual compactions (COMPACT) only. RocksDB calls an
+    /// automatic compaction of a small family "full" when it takes every
+    /// file, so that flag would not keep the reads out of the churn.
+    check_entries: bool,
     now_ms: u64,
     /// The last meta key looked up and what it said: members of one
     /// collection come one after another.
@@ -233,7 +244,7 @@ impl GcFilter {
 
     fn filter_meta(&self, found: &Found, key: &[u8], value: &[u8]) -> Decision {
         if let Some((at, field, mk)) = keys::index_entry_owner(key) {
-            let Some((db, cf)) = self.target else {
+            let Some((db, cf)) = self.target.filter(|_| self.check_entries) else {
                 return Decision::Keep;
             };
             return match db.get_pinned_cf(cf, &mk) {

@@ -133,6 +133,14 @@ pub struct Keyspace {
     /// Where active expiry's next slice starts in the TTL index (None: at
     /// its start; see [`Keyspace::expire_due`]).
     expire_cursor: RefCell<Option<Vec<u8>>>,
+    /// The TTL index's floor: every entry before this time was deleted
+    /// (see [`Keyspace::expire_due`]), and when it next goes back to 0.
+    expire_floor: Cell<(u64, u64)>,
+    /// Active expiry's last cycle stopped at its cap with keys still due:
+    /// writes pay their debt ([`Keyspace::pay_expiry_debt`]).
+    pub expiry_behind: Cell<bool>,
+    /// Expirations owed by keys written with an expiry while behind.
+    expiry_debt: Cell<u32>,
     /// Keyspace notifications' hook, set once by the server (`notify`).
     pub notifier: std::cell::OnceCell<super::notify::Notifier>,
     /// `keymiss` events of the command running (`note_lookup`).
@@ -142,6 +150,17 @@ pub struct Keyspace {
     /// When each key was last accessed, and how often (`types::access`).
     pub access: super::access::Access,
 }
+
+/// How often active expiry starts a round at the TTL index's start rather
+/// than at its floor.
+const FLOOR_RESET_MS: u64 = 10_000;
+
+/// Expirations each key written with an expiry owes while expiry is behind.
+const DEBT_PER_KEY: u32 = 2;
+/// Debt is paid in slices of this many TTL index entries (about 0.3 ms).
+const DEBT_SLICE: usize = 64;
+/// Debt never grows past this: it is paid as it is made.
+const DEBT_MAX: u32 = 4096;
 
 fn bump(c: &Cell<u64>) {
     c.set(c.get() + 1);
@@ -160,6 +179,9 @@ impl Keyspace {
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
             expire_cursor: RefCell::new(None),
+            expire_floor: Cell::new((0, 0)),
+            expiry_behind: Cell::new(false),
+            expiry_debt: Cell::new(0),
             notifier: Default::default(),
             keymisses: Default::default(),
             lookups: Cell::new(false),
@@ -462,6 +484,9 @@ impl Keyspace {
         }
         if expire_ms != 0 && prior != Some(expire_ms) {
             self.store.put(b, &ttl_key(expire_ms, db, key), b"");
+            if self.expiry_behind.get() {
+                self.expiry_debt.set((self.expiry_debt.get() + DEBT_PER_KEY).min(DEBT_MAX));
+            }
         }
         self.account(db, prior, Some(expire_ms));
         if prior.is_none() {
@@ -594,15 +619,56 @@ impl Keyspace {
         Ok(())
     }
 
+    /// While active expiry is behind (its cycles hit their CPU cap with keys
+    /// still due, so writes of keys with an expiry outpace it), every key
+    /// written with an expiry owes [`DEBT_PER_KEY`] expirations, paid here in
+    /// slices of [`DEBT_SLICE`] after the commands that owe them (called
+    /// once a connection's commands have run): expiry then keeps pace with
+    /// any write rate, at the writers' cost, as Redis's expiry effort grows
+    /// with the share of expired keys it samples.
+    pub fn pay_expiry_debt(&self, now_ms: u64) {
+        let debt = self.expiry_debt.get();
+        if debt < DEBT_SLICE as u32 {
+            return;
+        }
+        if !self.expiry_behind.get() || crate::pause::holds_expiry(now_ms) {
+            self.expiry_debt.set(0);
+            return;
+        }
+        match self.expire_due(now_ms, DEBT_SLICE) {
+            Ok(n) if n == DEBT_SLICE => self.expiry_debt.set(debt - DEBT_SLICE as u32),
+            // Nothing more is due: caught up.
+            Ok(_) => {
+                self.expiry_debt.set(0);
+                self.expiry_behind.set(false);
+            }
+            Err(e) => {
+                tracing::error!(error = %e.0, "expiring keys owed by writes failed");
+                self.expiry_debt.set(0);
+            }
+        }
+    }
+
     /// Active expiration: deletes keys whose TTL index entry is due, visiting
     /// at most `budget` entries. Returns how many entries it visited.
     pub fn expire_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
         // From where the last full slice stopped: the entries before it
         // were deleted, and a scan from the index's start would step over
         // their tombstones again on every slice (quadratic in a burst). A
-        // slice that is not full ends the round: the next starts over, so an
-        // entry written behind the cursor meanwhile waits one round at most.
-        let lo = self.expire_cursor.take().unwrap_or_else(|| keys::TTL_PREFIX.to_vec());
+        // slice that is not full ends the round: the next starts from the
+        // floor, the time of the last entry visited (every entry before it
+        // was deleted, and a new key's expiry is never in the past), not from
+        // the index's start and the tombstones of everything expired so far.
+        // Every FLOOR_RESET_MS a round starts at the index's start after all,
+        // for an entry written behind the floor (a clock that went back).
+        if now_ms >= self.expire_floor.get().1 {
+            self.expire_floor.set((0, now_ms.saturating_add(FLOOR_RESET_MS)));
+        }
+        let lo = self.expire_cursor.take().unwrap_or_else(|| {
+            let mut k = keys::TTL_PREFIX.to_vec();
+            k.extend_from_slice(&self.expire_floor.get().0.to_be_bytes());
+            k
+        });
         let hi = ttl_key(now_ms.saturating_add(1), 0, b"");
         let mut due: Vec<(u64, u8, Vec<u8>, Vec<u8>)> = Vec::new();
         self.store.scan(&lo, &hi, |k, _| {
@@ -617,6 +683,10 @@ impl Keyspace {
                 next.push(0);
                 self.expire_cursor.replace(Some(next));
             }
+        }
+        if let Some((at, ..)) = due.last() {
+            let (floor, reset) = self.expire_floor.get();
+            self.expire_floor.set((floor.max(*at), reset));
         }
         // Meta records deleted in key order, then the index entries in
         // theirs: RocksDB's memtable inserts a sorted run next to the one
@@ -903,5 +973,23 @@ mod tests {
         assert_eq!((ks.count(0), ks.expires(0)), (1, 1));
         assert_eq!(ks.stats.expired_keys.get(), 1);
         assert!(ks.get(0, b"live", now).unwrap().is_some());
+    }
+
+    #[test]
+    fn expiry_starts_at_its_floor_and_goes_back_to_the_start_now_and_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = super::for_test(dir.path());
+        ks.put_string(0, b"a", 1_000, b"v", None).unwrap();
+        ks.put_string(0, b"b", 2_000, b"v", None).unwrap();
+        assert_eq!(ks.expire_due(2_500, 128).unwrap(), 2);
+        assert_eq!(ks.count(0), 0);
+        // Behind the floor (2000): a later round from the floor misses it...
+        ks.put_string(0, b"c", 1_500, b"v", None).unwrap();
+        ks.put_string(0, b"d", 2_400, b"v", None).unwrap();
+        assert_eq!(ks.expire_due(2_600, 128).unwrap(), 1, "d only");
+        assert_eq!(ks.count(0), 1);
+        // ...and a round from the start, FLOOR_RESET_MS on, finds it.
+        assert_eq!(ks.expire_due(2_500 + super::FLOOR_RESET_MS, 128).unwrap(), 1);
+        assert_eq!((ks.count(0), ks.stats.expired_keys.get()), (0, 4));
     }
 }

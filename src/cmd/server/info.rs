@@ -225,7 +225,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
     if want("persistence") {
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_group_syncs:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\naof_last_write_status:{}\r\ndisk_free_bytes:{}\r\nmin_free_disk:{}\r\nwrite_error:{}\r\n\r\n",
+            "# Persistence\r\nloading:0\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\naof_enabled:1\r\nappendfsync:{}\r\nwal_group_syncs:{}\r\nrocksdb_wal_bytes:{}\r\nrocksdb_live_sst_bytes:{}\r\nrocksdb_pending_compaction_bytes:{}\r\nrocksdb_running_compactions:{}\r\nrocksdb_delayed_write_rate:{}\r\nrocksdb_write_stopped:{}\r\nrocksdb_write_amp:{:.2}\r\nrocksdb_compaction_written_bytes:{}\r\naof_last_write_status:{}\r\ndisk_free_bytes:{}\r\nmin_free_disk:{}\r\nwrite_error:{}\r\n\r\n",
             g.bgsave_running.load(Ordering::Relaxed) as u8,
             g.lastsave.load(Ordering::Relaxed),
             g.engine.fsync().name(),
@@ -237,6 +237,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             g.engine.property_sum(g.shards, "rocksdb.actual-delayed-write-rate"),
             (g.engine.property_sum(g.shards, "rocksdb.is-write-stopped") > 0 || g.engine.disk.refused()) as u8,
             g.engine.write_amp(g.shards),
+            g.engine.compaction_written(g.shards),
             if g.engine.disk.refused() { "err" } else { "ok" },
             g.engine.disk.free(),
             g.config.get_int("min-free-disk"),
