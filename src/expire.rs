@@ -21,7 +21,7 @@ use crate::shard::ShardState;
 /// TTL index entries visited per slice.
 const SLICE: usize = 128;
 /// Hashes repaired per slice of active field expiration.
-const FIELD_SLICE: usize = 8;
+const FIELD_SLICE: usize = 32;
 /// Work per wake-up before yielding to clients.
 const BUDGET: Duration = Duration::from_micros(500);
 
@@ -60,10 +60,15 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         let mut busy = Duration::ZERO;
         loop {
             let burst = Instant::now();
+            // Keys, then hashes whose fields are due (each entry one repair
+            // of a small hash, most often the delete of one whose last
+            // field expired).
             let more = loop {
-                match st.ks.expire_due(now_ms(), SLICE) {
-                    Ok(n) if n == SLICE && burst.elapsed() < BUDGET => continue,
-                    Ok(n) => break n == SLICE,
+                let keys = st.ks.expire_due(now_ms(), SLICE);
+                let fields = st.ks.expire_fields_due(now_ms(), FIELD_SLICE);
+                match keys.and_then(|k| fields.map(|f| (k, f))) {
+                    Ok((k, f)) if (k == SLICE || f == FIELD_SLICE) && burst.elapsed() < BUDGET => continue,
+                    Ok((k, f)) => break k == SLICE || f == FIELD_SLICE,
                     Err(e) => {
                         tracing::error!(shard = st.id, error = %e.0, "active expiration failed");
                         break false;
@@ -89,19 +94,6 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
             tracing::error!(shard = st.id, error = %e.0, "expiring keys compaction found failed");
         }
         let expired = st.ks.stats.expired_keys.get() - expired_before;
-        let start = Instant::now();
-        // Hash fields: each entry is one repair of a small hash.
-        while start.elapsed() < BUDGET {
-            match st.ks.expire_fields_due(now_ms(), FIELD_SLICE) {
-                Ok(n) if n == FIELD_SLICE => continue,
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::error!(shard = st.id, error = %e.0, "active field expiration failed");
-                    break;
-                }
-            }
-        }
-        busy += start.elapsed();
         behind = capped;
         st.ks.expiry_behind.set(capped);
         // The share of the keys with an expiry when it began that were due.

@@ -167,6 +167,7 @@ pub fn stage_repair_at(ks: &Keyspace, b: &mut crate::storage::Batch, db: u8, key
     if let Some(h) = c.hfe {
         if c.size > h.persist && c.size <= ACTIVE_REPAIR_MAX {
             ks.store.put(b, &keys::field_ttl_key(at, db, key), b"");
+            ks.owe_expiry(true);
         }
     }
 }

@@ -130,17 +130,16 @@ pub struct Keyspace {
     /// where random picks seek (`types::coll::random_members`). Stale
     /// entries are harmless hints; the map is cleared when it grows large.
     pub sample_bounds: RefCell<HashMap<Incarnation, Bounds>>,
-    /// Where active expiry's next slice starts in the TTL index (None: at
-    /// its start; see [`Keyspace::expire_due`]).
-    expire_cursor: RefCell<Option<Vec<u8>>>,
-    /// The TTL index's floor: every entry before this time was deleted
-    /// (see [`Keyspace::expire_due`]), and when it next goes back to 0.
-    expire_floor: Cell<(u64, u64)>,
+    /// Where active expiry walks the TTL index (see [`Keyspace::expire_due`]).
+    ttl_walk: IndexWalk,
+    /// Where active field expiry walks the field expiration index.
+    field_walk: IndexWalk,
     /// Active expiry's last cycle stopped at its cap with keys still due:
     /// writes pay their debt ([`Keyspace::pay_expiry_debt`]).
     pub expiry_behind: Cell<bool>,
-    /// Expirations owed by keys written with an expiry while behind.
-    expiry_debt: Cell<u32>,
+    /// Expirations owed by keys, and by hash fields, written with an
+    /// expiry while behind.
+    expiry_debt: Cell<(u32, u32)>,
     /// Keyspace notifications' hook, set once by the server (`notify`).
     pub notifier: std::cell::OnceCell<super::notify::Notifier>,
     /// `keymiss` events of the command running (`note_lookup`).
@@ -151,9 +150,53 @@ pub struct Keyspace {
     pub access: super::access::Access,
 }
 
-/// How often active expiry starts a round at the TTL index's start rather
-/// than at its floor.
+/// How often active expiry starts a round at an index's start rather than
+/// at its floor.
 const FLOOR_RESET_MS: u64 = 10_000;
+
+/// Where active expiry walks an expiry index (the TTL index, the field
+/// expiration index). A slice starts where the last full one stopped (the
+/// cursor): the entries before it were deleted, and a scan from the index's
+/// start would step over their tombstones again on every slice (quadratic
+/// in a burst). A slice that is not full ends the round: the next starts
+/// from the floor, the time of the last entry visited (every entry before
+/// it was deleted, and a new expiry is never in the past), not from the
+/// index's start and the tombstones of everything expired so far. Every
+/// [`FLOOR_RESET_MS`] a round starts at the index's start after all, for an
+/// entry written behind the floor (a clock that went back).
+#[derive(Default)]
+struct IndexWalk {
+    cursor: RefCell<Option<Vec<u8>>>,
+    /// (floor time, when it next goes back to 0).
+    floor: Cell<(u64, u64)>,
+}
+
+impl IndexWalk {
+    /// Where the next slice of the index under `prefix` starts.
+    fn start(&self, prefix: [u8; 2], now_ms: u64) -> Vec<u8> {
+        if now_ms >= self.floor.get().1 {
+            self.floor.set((0, now_ms.saturating_add(FLOOR_RESET_MS)));
+        }
+        self.cursor.take().unwrap_or_else(|| {
+            let mut k = prefix.to_vec();
+            k.extend_from_slice(&self.floor.get().0.to_be_bytes());
+            k
+        })
+    }
+
+    /// A slice visited (and deleted) entries up to `last` (its time and
+    /// key); `full`: it stopped at its budget, so the round goes on.
+    fn visited(&self, last: Option<(u64, &[u8])>, full: bool) {
+        let Some((at, k)) = last else { return };
+        if full {
+            let mut next = k.to_vec();
+            next.push(0);
+            self.cursor.replace(Some(next));
+        }
+        let (floor, reset) = self.floor.get();
+        self.floor.set((floor.max(at), reset));
+    }
+}
 
 /// Expirations each key written with an expiry owes while expiry is behind.
 const DEBT_PER_KEY: u32 = 2;
@@ -178,10 +221,10 @@ impl Keyspace {
             ttl_sums: (0..databases).map(|_| Cell::new(0)).collect(),
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
-            expire_cursor: RefCell::new(None),
-            expire_floor: Cell::new((0, 0)),
+            ttl_walk: IndexWalk::default(),
+            field_walk: IndexWalk::default(),
             expiry_behind: Cell::new(false),
-            expiry_debt: Cell::new(0),
+            expiry_debt: Cell::new((0, 0)),
             notifier: Default::default(),
             keymisses: Default::default(),
             lookups: Cell::new(false),
@@ -484,9 +527,7 @@ impl Keyspace {
         }
         if expire_ms != 0 && prior != Some(expire_ms) {
             self.store.put(b, &ttl_key(expire_ms, db, key), b"");
-            if self.expiry_behind.get() {
-                self.expiry_debt.set((self.expiry_debt.get() + DEBT_PER_KEY).min(DEBT_MAX));
-            }
+            self.owe_expiry(false);
         }
         self.account(db, prior, Some(expire_ms));
         if prior.is_none() {
@@ -619,56 +660,58 @@ impl Keyspace {
         Ok(())
     }
 
+    /// A key (or with `field`, a hash field) was written with an expiry:
+    /// while active expiry is behind, it owes expirations
+    /// ([`Keyspace::pay_expiry_debt`]).
+    #[inline]
+    pub fn owe_expiry(&self, field: bool) {
+        if self.expiry_behind.get() {
+            let (k, f) = self.expiry_debt.get();
+            let add = |d: u32| (d + DEBT_PER_KEY).min(DEBT_MAX);
+            self.expiry_debt.set(if field { (k, add(f)) } else { (add(k), f) });
+        }
+    }
+
     /// While active expiry is behind (its cycles hit their CPU cap with keys
-    /// still due, so writes of keys with an expiry outpace it), every key
-    /// written with an expiry owes [`DEBT_PER_KEY`] expirations, paid here in
-    /// slices of [`DEBT_SLICE`] after the commands that owe them (called
-    /// once a connection's commands have run): expiry then keeps pace with
-    /// any write rate, at the writers' cost, as Redis's expiry effort grows
-    /// with the share of expired keys it samples.
+    /// still due, so writes of keys with an expiry outpace it), every key or
+    /// hash field written with an expiry owes [`DEBT_PER_KEY`] expirations,
+    /// paid here in slices of [`DEBT_SLICE`] index entries after the
+    /// commands that owe them (called once a connection's commands have
+    /// run): expiry then keeps pace with any write rate, at the writers'
+    /// cost, as Redis's expiry effort grows with the share of expired keys
+    /// it samples.
     pub fn pay_expiry_debt(&self, now_ms: u64) {
-        let debt = self.expiry_debt.get();
-        if debt < DEBT_SLICE as u32 {
+        let (keys, fields) = self.expiry_debt.get();
+        if keys < DEBT_SLICE as u32 && fields < DEBT_SLICE as u32 {
             return;
         }
         if !self.expiry_behind.get() || crate::pause::holds_expiry(now_ms) {
-            self.expiry_debt.set(0);
+            self.expiry_debt.set((0, 0));
             return;
         }
-        match self.expire_due(now_ms, DEBT_SLICE) {
-            Ok(n) if n == DEBT_SLICE => self.expiry_debt.set(debt - DEBT_SLICE as u32),
-            // Nothing more is due: caught up.
-            Ok(_) => {
-                self.expiry_debt.set(0);
-                self.expiry_behind.set(false);
+        let pay = |owed: u32, f: &dyn Fn() -> CmdResult<usize>| -> u32 {
+            if owed < DEBT_SLICE as u32 {
+                return owed;
             }
-            Err(e) => {
-                tracing::error!(error = %e.0, "expiring keys owed by writes failed");
-                self.expiry_debt.set(0);
+            match f() {
+                Ok(n) if n == DEBT_SLICE => owed - DEBT_SLICE as u32,
+                // Nothing more is due: caught up.
+                Ok(_) => 0,
+                Err(e) => {
+                    tracing::error!(error = %e.0, "expiring keys owed by writes failed");
+                    0
+                }
             }
-        }
+        };
+        let keys = pay(keys, &|| self.expire_due(now_ms, DEBT_SLICE));
+        let fields = pay(fields, &|| self.expire_fields_due(now_ms, DEBT_SLICE));
+        self.expiry_debt.set((keys, fields));
     }
 
     /// Active expiration: deletes keys whose TTL index entry is due, visiting
     /// at most `budget` entries. Returns how many entries it visited.
     pub fn expire_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
-        // From where the last full slice stopped: the entries before it
-        // were deleted, and a scan from the index's start would step over
-        // their tombstones again on every slice (quadratic in a burst). A
-        // slice that is not full ends the round: the next starts from the
-        // floor, the time of the last entry visited (every entry before it
-        // was deleted, and a new key's expiry is never in the past), not from
-        // the index's start and the tombstones of everything expired so far.
-        // Every FLOOR_RESET_MS a round starts at the index's start after all,
-        // for an entry written behind the floor (a clock that went back).
-        if now_ms >= self.expire_floor.get().1 {
-            self.expire_floor.set((0, now_ms.saturating_add(FLOOR_RESET_MS)));
-        }
-        let lo = self.expire_cursor.take().unwrap_or_else(|| {
-            let mut k = keys::TTL_PREFIX.to_vec();
-            k.extend_from_slice(&self.expire_floor.get().0.to_be_bytes());
-            k
-        });
+        let lo = self.ttl_walk.start(keys::TTL_PREFIX, now_ms);
         let hi = ttl_key(now_ms.saturating_add(1), 0, b"");
         let mut due: Vec<(u64, u8, Vec<u8>, Vec<u8>)> = Vec::new();
         self.store.scan(&lo, &hi, |k, _| {
@@ -677,17 +720,8 @@ impl Keyspace {
             }
             due.len() < budget
         })?;
-        if due.len() >= budget {
-            if let Some((_, _, _, last)) = due.last() {
-                let mut next = last.clone();
-                next.push(0);
-                self.expire_cursor.replace(Some(next));
-            }
-        }
-        if let Some((at, ..)) = due.last() {
-            let (floor, reset) = self.expire_floor.get();
-            self.expire_floor.set((floor.max(*at), reset));
-        }
+        self.ttl_walk
+            .visited(due.last().map(|(at, _, _, k)| (*at, &k[..])), due.len() >= budget);
         // Meta records deleted in key order, then the index entries in
         // theirs: RocksDB's memtable inserts a sorted run next to the one
         // before (its skip list search was 28% of a shard in a burst).
@@ -736,15 +770,19 @@ impl Keyspace {
     /// empty), visiting at most `budget` entries. Entries left behind by
     /// later writes are stale and just dropped. Returns the entries visited.
     pub fn expire_fields_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
-        let lo = keys::FIELD_TTL_PREFIX.to_vec();
+        let lo = self.field_walk.start(keys::FIELD_TTL_PREFIX, now_ms);
         let hi = keys::field_ttl_key(now_ms.saturating_add(1), 0, b"");
         let mut due: Vec<(u8, Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut last_at = 0;
         self.store.scan(&lo, &hi, |k, _| {
-            if let Some((_, db, key)) = keys::split_ttl_key(k) {
+            if let Some((at, db, key)) = keys::split_ttl_key(k) {
                 due.push((db, key.to_vec(), k.to_vec()));
+                last_at = at;
             }
             due.len() < budget
         })?;
+        self.field_walk
+            .visited(due.last().map(|(_, _, k)| (last_at, &k[..])), due.len() >= budget);
         for (db, key, entry) in &due {
             let raw = self.store.get_with(&meta_key(*db, key), |v| v.map(<[u8]>::to_vec))?;
             let wanted = raw.as_deref().and_then(Meta::decode).is_some_and(|m| {
