@@ -24,6 +24,8 @@ const SLICE: usize = 128;
 const FIELD_SLICE: usize = 32;
 /// Work per wake-up before yielding to clients.
 const BUDGET: Duration = Duration::from_micros(500);
+/// A yield that comes back sooner than this found no other task to run.
+const IDLE_YIELD: Duration = Duration::from_micros(60);
 
 pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
     let st = shard.state().clone();
@@ -58,6 +60,8 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         let with_expiry: i64 = (0..st.ks.databases()).map(|d| st.ks.expires(d as u8)).sum();
         let mut capped = false;
         let mut busy = Duration::ZERO;
+        // The part of `busy` that took time from clients (see below).
+        let mut charged = Duration::ZERO;
         loop {
             let burst = Instant::now();
             // Keys, then hashes whose fields are due (each entry one repair
@@ -75,15 +79,28 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
                     }
                 }
             };
-            busy += burst.elapsed();
+            let spent = burst.elapsed();
+            busy += spent;
+            charged += spent;
             if !more {
                 break;
             }
-            if busy >= cap || start.elapsed() >= tick {
+            if charged >= cap || start.elapsed() >= tick {
                 capped = true;
                 break;
             }
-            shards::rt::yield_now().await;
+            let away = Instant::now();
+            // A timer, not a plain yield: the executor then goes through its
+            // reactor and reaps the clients' socket completions (a yield
+            // alone let a PING wait for the cycle's end: p99 5.9 ms).
+            shards::rt::sleep(Duration::from_micros(1)).await;
+            // Nothing else ran in between (the yield came straight back): the
+            // burst took nothing from the clients, so it does not count
+            // toward the cap. An idle shard expires at full speed, still
+            // yielding every BUDGET for a client that comes.
+            if away.elapsed() < IDLE_YIELD {
+                charged = charged.saturating_sub(spent);
+            }
             if st.gate.is_closed() || crate::pause::holds_expiry(now_ms()) {
                 break;
             }

@@ -150,51 +150,48 @@ pub struct Keyspace {
     pub access: super::access::Access,
 }
 
-/// How often active expiry starts a round at an index's start rather than
-/// at its floor.
-const FLOOR_RESET_MS: u64 = 10_000;
-
 /// Where active expiry walks an expiry index (the TTL index, the field
 /// expiration index). A slice starts where the last full one stopped (the
 /// cursor): the entries before it were deleted, and a scan from the index's
 /// start would step over their tombstones again on every slice (quadratic
 /// in a burst). A slice that is not full ends the round: the next starts
-/// from the floor, the time of the last entry visited (every entry before
-/// it was deleted, and a new expiry is never in the past), not from the
-/// index's start and the tombstones of everything expired so far. Every
-/// [`FLOOR_RESET_MS`] a round starts at the index's start after all, for an
-/// entry written behind the floor (a clock that went back).
+/// from the floor, not from the index's start and the tombstones of
+/// everything expired so far. The floor is the time up to which the index
+/// is known empty: the time of the last entry a full slice visited, or
+/// the time a round that ran to its end scanned up to (every entry before
+/// was deleted, and a new expiry is never in the past). A key given an
+/// expiry already past (a clock that went back) can land behind it: a read
+/// expires it, and compaction hands it to the shard (`storage::gc`). Only
+/// the first round after a start steps over old tombstones.
 #[derive(Default)]
 struct IndexWalk {
     cursor: RefCell<Option<Vec<u8>>>,
-    /// (floor time, when it next goes back to 0).
-    floor: Cell<(u64, u64)>,
+    floor: Cell<u64>,
 }
 
 impl IndexWalk {
     /// Where the next slice of the index under `prefix` starts.
-    fn start(&self, prefix: [u8; 2], now_ms: u64) -> Vec<u8> {
-        if now_ms >= self.floor.get().1 {
-            self.floor.set((0, now_ms.saturating_add(FLOOR_RESET_MS)));
-        }
+    fn start(&self, prefix: [u8; 2]) -> Vec<u8> {
         self.cursor.take().unwrap_or_else(|| {
             let mut k = prefix.to_vec();
-            k.extend_from_slice(&self.floor.get().0.to_be_bytes());
+            k.extend_from_slice(&self.floor.get().to_be_bytes());
             k
         })
     }
 
     /// A slice visited (and deleted) entries up to `last` (its time and
-    /// key); `full`: it stopped at its budget, so the round goes on.
-    fn visited(&self, last: Option<(u64, &[u8])>, full: bool) {
-        let Some((at, k)) = last else { return };
-        if full {
-            let mut next = k.to_vec();
-            next.push(0);
-            self.cursor.replace(Some(next));
+    /// key) out of those due at `now_ms`; `full`: it stopped at its budget,
+    /// so the round goes on; else it scanned every entry up to `now_ms`.
+    fn visited(&self, last: Option<(u64, &[u8])>, full: bool, now_ms: u64) {
+        match last {
+            Some((at, k)) if full => {
+                let mut next = k.to_vec();
+                next.push(0);
+                self.cursor.replace(Some(next));
+                self.floor.set(self.floor.get().max(at));
+            }
+            _ => self.floor.set(self.floor.get().max(now_ms)),
         }
-        let (floor, reset) = self.floor.get();
-        self.floor.set((floor.max(at), reset));
     }
 }
 
@@ -711,7 +708,7 @@ impl Keyspace {
     /// Active expiration: deletes keys whose TTL index entry is due, visiting
     /// at most `budget` entries. Returns how many entries it visited.
     pub fn expire_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
-        let lo = self.ttl_walk.start(keys::TTL_PREFIX, now_ms);
+        let lo = self.ttl_walk.start(keys::TTL_PREFIX);
         let hi = ttl_key(now_ms.saturating_add(1), 0, b"");
         let mut due: Vec<(u64, u8, Vec<u8>, Vec<u8>)> = Vec::new();
         self.store.scan(&lo, &hi, |k, _| {
@@ -721,7 +718,7 @@ impl Keyspace {
             due.len() < budget
         })?;
         self.ttl_walk
-            .visited(due.last().map(|(at, _, _, k)| (*at, &k[..])), due.len() >= budget);
+            .visited(due.last().map(|(at, _, _, k)| (*at, &k[..])), due.len() >= budget, now_ms);
         // Meta records deleted in key order, then the index entries in
         // theirs: RocksDB's memtable inserts a sorted run next to the one
         // before (its skip list search was 28% of a shard in a burst).
@@ -770,7 +767,7 @@ impl Keyspace {
     /// empty), visiting at most `budget` entries. Entries left behind by
     /// later writes are stale and just dropped. Returns the entries visited.
     pub fn expire_fields_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
-        let lo = self.field_walk.start(keys::FIELD_TTL_PREFIX, now_ms);
+        let lo = self.field_walk.start(keys::FIELD_TTL_PREFIX);
         let hi = keys::field_ttl_key(now_ms.saturating_add(1), 0, b"");
         let mut due: Vec<(u8, Vec<u8>, Vec<u8>)> = Vec::new();
         let mut last_at = 0;
@@ -782,7 +779,7 @@ impl Keyspace {
             due.len() < budget
         })?;
         self.field_walk
-            .visited(due.last().map(|(_, _, k)| (last_at, &k[..])), due.len() >= budget);
+            .visited(due.last().map(|(_, _, k)| (last_at, &k[..])), due.len() >= budget, now_ms);
         for (db, key, entry) in &due {
             let raw = self.store.get_with(&meta_key(*db, key), |v| v.map(<[u8]>::to_vec))?;
             let wanted = raw.as_deref().and_then(Meta::decode).is_some_and(|m| {
@@ -1014,20 +1011,30 @@ mod tests {
     }
 
     #[test]
-    fn expiry_starts_at_its_floor_and_goes_back_to_the_start_now_and_then() {
+    fn expiry_starts_at_its_floor() {
         let dir = tempfile::tempdir().unwrap();
         let ks = super::for_test(dir.path());
         ks.put_string(0, b"a", 1_000, b"v", None).unwrap();
         ks.put_string(0, b"b", 2_000, b"v", None).unwrap();
         assert_eq!(ks.expire_due(2_500, 128).unwrap(), 2);
         assert_eq!(ks.count(0), 0);
-        // Behind the floor (2000): a later round from the floor misses it...
+        // The round scanned up to 2500: a key given an expiry behind that
+        // (a clock gone back) is not visited; a read expires it.
         ks.put_string(0, b"c", 1_500, b"v", None).unwrap();
-        ks.put_string(0, b"d", 2_400, b"v", None).unwrap();
-        assert_eq!(ks.expire_due(2_600, 128).unwrap(), 1, "d only");
+        ks.put_string(0, b"d", 2_600, b"v", None).unwrap();
+        assert_eq!(ks.expire_due(2_700, 128).unwrap(), 1, "d only");
         assert_eq!(ks.count(0), 1);
-        // ...and a round from the start, FLOOR_RESET_MS on, finds it.
-        assert_eq!(ks.expire_due(2_500 + super::FLOOR_RESET_MS, 128).unwrap(), 1);
+        assert!(ks.get(0, b"c", 2_700).unwrap().is_none());
         assert_eq!((ks.count(0), ks.stats.expired_keys.get()), (0, 4));
+        // A full slice moves the floor to its last entry, a round's end to
+        // the time it scanned up to.
+        for i in 0..10u64 {
+            ks.put_string(0, format!("k{i}").as_bytes(), 3_000 + i, b"v", None).unwrap();
+        }
+        assert_eq!(ks.expire_due(4_000, 4).unwrap(), 4);
+        assert_eq!(ks.ttl_walk.floor.get(), 3_003);
+        assert_eq!(ks.expire_due(4_000, 100).unwrap(), 6);
+        assert_eq!(ks.ttl_walk.floor.get(), 4_000);
+        assert_eq!(ks.count(0), 0);
     }
 }
