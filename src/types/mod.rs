@@ -13,6 +13,7 @@ pub mod access;
 pub mod bigstr;
 pub mod coll;
 pub mod dump;
+mod expiry;
 pub mod hash;
 pub mod keyspace;
 pub mod list;
