@@ -4,9 +4,7 @@
 //! while expiry is behind, and the long-expired keys compaction finds.
 //! docs/encoding.md, "Expiry", has the whole story.
 
-use std::cell::{Cell, RefCell};
-
-use super::keyspace::{bump, Keyspace};
+use super::keyspace::{bump, IndexWalk, Keyspace};
 use crate::error::CmdResult;
 use crate::storage::keys::{self, meta_key, ttl_key};
 use crate::storage::meta::{Coll, KeyType, Meta};
@@ -24,12 +22,6 @@ use crate::storage::meta::{Coll, KeyType, Meta};
 /// expiry already past (a clock that went back) can land behind it: a read
 /// expires it, and compaction hands it to the shard (`storage::gc`). Only
 /// the first round after a start steps over old tombstones.
-#[derive(Default)]
-pub(super) struct IndexWalk {
-    cursor: RefCell<Option<Vec<u8>>>,
-    pub(super) floor: Cell<u64>,
-}
-
 impl IndexWalk {
     /// Where the next slice of the index under `prefix` starts.
     pub(super) fn start(&self, prefix: [u8; 2]) -> Vec<u8> {

@@ -16,7 +16,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
-use super::expiry::IndexWalk;
 use crate::error::{CmdError, CmdResult, CORRUPT};
 use crate::storage::group::Lost;
 use crate::storage::keys::{self, meta_key, ttl_key};
@@ -149,6 +148,14 @@ pub struct Keyspace {
     lookups: Cell<bool>,
     /// When each key was last accessed, and how often (`types::access`).
     pub access: super::access::Access,
+}
+
+/// Where active expiry walks an expiry index: a cursor within a round, a
+/// floor between rounds (`types::expiry` walks it and says why).
+#[derive(Default)]
+pub(super) struct IndexWalk {
+    pub(super) cursor: RefCell<Option<Vec<u8>>>,
+    pub(super) floor: Cell<u64>,
 }
 
 pub(super) fn bump(c: &Cell<u64>) {
