@@ -44,6 +44,9 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         // A multi-shard EXEC holds the gate: no key expires under it (as
         // Redis's EXEC runs with the clock held); the next tick catches up.
         if st.gate.is_closed() || !st.global.active_expire.load(Ordering::Relaxed) || crate::pause::holds_expiry(now_ms()) {
+            // Writes pay no expiry debt either (DEBUG SET-ACTIVE-EXPIRE 0
+            // leaves expired keys for reads to find, as Redis does).
+            st.ks.expiry_behind.set(false);
             continue;
         }
         // Redis's slow cycle: up to 25% of the core (2% more a step of

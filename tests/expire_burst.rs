@@ -109,3 +109,32 @@ fn expiry_statistics_and_avg_ttl_are_reported() {
         assert_eq!(info_field(&info, "expired_stale_perc"), "0.00");
     }
 }
+
+/// With active expiry off (DEBUG SET-ACTIVE-EXPIRE 0), writes of keys with
+/// an expiry pay no expiry debt: expired keys stay for reads to find.
+#[test]
+fn no_expiry_behind_the_back_of_set_active_expire_0() {
+    let b = Basalt::start_with(1, &["--enable-debug-command", "yes"]);
+    let mut c = b.client();
+    let mut pipe = redis::pipe();
+    for i in 0..100_000 {
+        pipe.cmd("SET").arg(format!("a:{i}")).arg("v").arg("PX").arg(50).ignore();
+    }
+    let _: () = pipe.query(&mut c).expect("pipeline");
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut c).expect("DEBUG");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = dbsize(&mut c);
+    // More writes with an expiry: they must not expire the others.
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("b:{i}")).arg("v").arg("EX").arg(100).ignore();
+    }
+    let _: () = pipe.query(&mut c).expect("pipeline");
+    assert_eq!(dbsize(&mut c), before + 20_000);
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(1).query(&mut c).expect("DEBUG");
+    let start = Instant::now();
+    while dbsize(&mut c) > 20_000 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(dbsize(&mut c), 20_000);
+}
