@@ -38,6 +38,7 @@ use crate::shard::ShardState;
 use crate::slot::owner;
 use crate::storage::intent::IntentRef;
 use crate::storage::Snap;
+use crate::types::keyspace::Stored;
 use crate::types::multi as k;
 use crate::types::notify::class::GENERIC;
 
@@ -185,26 +186,26 @@ async fn finish(
 ) -> CmdResult<Attempt> {
     let (s, d) = (src.clone(), dst.clone());
     let (flag, was) = (start.flag.clone(), start.raw.clone());
-    // The source as it was when the copy began, or the copy is stale.
-    let unchanged = move |st: &ShardState, s: &[u8]| -> CmdResult<bool> {
+    // The source, if it is as it was when the copy began (else the copy
+    // is stale).
+    let unchanged = move |st: &ShardState, s: &[u8]| -> CmdResult<Option<Stored>> {
         if flag.load(Ordering::SeqCst) {
-            return Ok(false);
+            return Ok(None);
         }
-        Ok(st.ks.get(src_db, s, now_ms())?.is_some_and(|v| v.raw[..] == was[..]))
+        Ok(st.ks.get(src_db, s, now_ms())?.filter(|v| v.raw[..] == was[..]))
     };
     if so == dso {
         return shard
             .invoke_on(so, move |st: &ShardState| -> CmdResult<Attempt> {
-                if !unchanged(st, &s)? {
+                let Some(stored) = unchanged(st, &s)? else {
                     return Ok(Attempt::Changed);
-                }
+                };
                 let now = now_ms();
                 let mut b = st.ks.store.batch();
                 if !k::stage_moved(&st.ks, &mut b, dst_db, &d, &raw, now, replace)? {
                     return Ok(Attempt::Done(false));
                 }
                 if kind != Kind::Copy {
-                    let stored = st.ks.get(src_db, &s, now)?.ok_or(CORRUPT)?;
                     st.ks.stage_delete(&mut b, src_db, &s, &stored.meta());
                 }
                 st.ks.store.write(b)?;
@@ -240,10 +241,9 @@ async fn finish(
     .encode();
     let taken = shard
         .invoke_on(so, move |st: &ShardState| -> CmdResult<bool> {
-            if !unchanged(st, &s)? {
+            let Some(stored) = unchanged(st, &s)? else {
                 return Ok(false);
-            }
-            let stored = st.ks.get(src_db, &s, now_ms())?.ok_or(CORRUPT)?;
+            };
             let mut b = st.ks.store.batch();
             st.ks.stage_delete(&mut b, src_db, &s, &stored.meta());
             st.ks.store.stage_intent(&mut b, r, &part);

@@ -526,11 +526,6 @@ impl PeerStore {
 }
 
 impl ShardStore {
-    /// The engine this store is a part of.
-    pub fn engine(&self) -> &'static Engine {
-        self.engine
-    }
-
     /// The meta cache's counters, if this store has one.
     pub fn meta_cache_stats(&self) -> Option<cache::CacheStats> {
         self.cache.as_ref().map(|c| c.stats())

@@ -268,7 +268,7 @@ mod tests {
         ks.store.delete(&mut b, &super::ttl_key(dead_at, 0, b"dead"));
         ks.store.write(b).unwrap();
         assert_eq!((ks.count(0), ks.expires(0)), (2, 2));
-        ks.store.engine().compact_all().unwrap();
+        ks.store.compact_all();
         assert_eq!(ttl_entries(&ks), 1, "only the live key's entry is left");
         let (lo, hi) = super::keys::sub_range(0, b"dead", 77);
         let mut members = 0;
