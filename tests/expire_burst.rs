@@ -138,3 +138,68 @@ fn no_expiry_behind_the_back_of_set_active_expire_0() {
     }
     assert_eq!(dbsize(&mut c), 20_000);
 }
+
+/// Hashes over 4096 fields expire their fields actively too (a sweep in
+/// slices, `types::hashsweep`), with nobody reading them: the fields go,
+/// a hash left empty goes as a key, and a hash RENAMEd (to another shard)
+/// after its fields got TTLs is swept under its new name.
+#[test]
+fn big_hashes_expire_their_fields_without_reads() {
+    let b = Basalt::start(2);
+    let mut c = b.client();
+    let fill = |c: &mut redis::Connection, key: &str, n: usize, ttl_every: usize| {
+        let mut pipe = redis::pipe();
+        for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+            let mut hset = redis::cmd("HSET");
+            hset.arg(key);
+            for i in chunk {
+                hset.arg(format!("field:{i}")).arg("v");
+            }
+            pipe.add_command(hset).ignore();
+            let mut hexp = redis::cmd("HPEXPIRE");
+            let due: Vec<_> = chunk.iter().filter(|i| *i % ttl_every == 0).collect();
+            hexp.arg(key).arg(400).arg("FIELDS").arg(due.len());
+            for i in due {
+                hexp.arg(format!("field:{i}"));
+            }
+            pipe.add_command(hexp).ignore();
+        }
+        let _: () = pipe.query(c).expect("pipeline");
+    };
+    // 20,000 fields, all but 10 with a TTL; 10,000 all with one; 10,000,
+    // half with one, then renamed.
+    fill(&mut c, "big", 20_000, 1);
+    let _: () = redis::cmd("HPERSIST")
+        .arg("big")
+        .arg("FIELDS")
+        .arg(10)
+        .arg((0..10).map(|i| format!("field:{i}")).collect::<Vec<_>>())
+        .query(&mut c)
+        .expect("HPERSIST");
+    fill(&mut c, "all", 10_000, 1);
+    fill(&mut c, "moved{a}", 10_000, 2);
+    let _: () = redis::cmd("RENAME").arg("moved{a}").arg("moved{b}").query(&mut c).expect("RENAME");
+    let want = 19_990 + 10_000 + 5_000;
+    let start = Instant::now();
+    let expired = |c: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("stats").query(c).expect("INFO");
+        info_field(&info, "expired_subkeys").parse().expect("a count")
+    };
+    while expired(&mut c) < want && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(expired(&mut c), want);
+    assert_eq!(dbsize(&mut c), 2, "the hash whose every field expired is gone");
+    let lens: (i64, i64, i64) = redis::pipe()
+        .cmd("HLEN")
+        .arg("big")
+        .cmd("HLEN")
+        .arg("moved{b}")
+        .cmd("EXISTS")
+        .arg("all")
+        .query(&mut c)
+        .expect("HLEN");
+    assert_eq!(lens, (10, 5_000, 0));
+    // Nothing was left for HLEN to repair: the count did not move.
+    assert_eq!(expired(&mut c), want);
+}

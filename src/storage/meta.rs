@@ -123,6 +123,56 @@ pub struct Hfe {
     pub persist: u64,
     pub lower: u64,
     pub upper: u64,
+    /// A sliced pass of active field expiration over a big hash, under way.
+    pub sweep: Option<Sweep>,
+}
+
+/// The longest sweep cursor kept: a longer field name is kept as its first
+/// `SWEEP_CURSOR_MAX` bytes, and the next slice starts there (it revisits
+/// the fields sharing that prefix, which is harmless).
+pub const SWEEP_CURSOR_MAX: usize = 48;
+
+/// The state of a sweep (`types::hash::sweep`): where the next slice starts,
+/// and the TTL bounds of every live field it visited or that a write gave a
+/// TTL since it began (writes widen `lower..=upper` as they widen the
+/// hash's). When it reaches the end these become the hash's bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    pub lower: u64,
+    pub upper: u64,
+    /// When a slice last ran (Unix ms).
+    pub touched_ms: u64,
+    /// Whether `cursor` is a whole field name (the next slice starts after
+    /// it) or a prefix (the next slice starts at it).
+    pub exact: bool,
+    len: u8,
+    cur: [u8; SWEEP_CURSOR_MAX],
+}
+
+impl Sweep {
+    /// A sweep starting at the first field.
+    pub fn start(now_ms: u64) -> Sweep {
+        Sweep {
+            lower: 0,
+            upper: 0,
+            touched_ms: now_ms,
+            exact: false,
+            len: 0,
+            cur: [0; SWEEP_CURSOR_MAX],
+        }
+    }
+
+    pub fn cursor(&self) -> &[u8] {
+        &self.cur[..self.len as usize]
+    }
+
+    /// Moves the cursor past field `name`.
+    pub fn set_cursor(&mut self, name: &[u8]) {
+        let n = name.len().min(SWEEP_CURSOR_MAX);
+        self.cur[..n].copy_from_slice(&name[..n]);
+        self.len = n as u8;
+        self.exact = name.len() <= SWEEP_CURSOR_MAX;
+    }
 }
 
 /// The body of a collection's meta value.
@@ -130,6 +180,7 @@ pub struct Hfe {
 /// ```text
 /// version(8) size(8)                                        every collection; hash mode 0
 /// version(8) size(8) mode(1)=1 persist(8) lower(8) upper(8) hash in field-expiration mode
+///   ... slower(8) supper(8) touched(8) exact(1) cursor(0-48)   the same, with a sweep under way
 /// version(8) size(8) mode(1)=2 head(8)                      list
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
@@ -188,6 +239,19 @@ impl Coll {
                     persist: be64(&body[17..]),
                     lower: be64(&body[25..]),
                     upper: be64(&body[33..]),
+                    sweep: match body.len() {
+                        41 => None,
+                        n if (66..=66 + SWEEP_CURSOR_MAX).contains(&n) && body[65] <= 1 => {
+                            let mut s = Sweep::start(be64(&body[57..]));
+                            s.lower = be64(&body[41..]);
+                            s.upper = be64(&body[49..]);
+                            s.exact = body[65] == 1;
+                            s.len = (n - 66) as u8;
+                            s.cur[..n - 66].copy_from_slice(&body[66..]);
+                            Some(s)
+                        }
+                        _ => return None,
+                    },
                 }),
                 None,
             ),
@@ -211,6 +275,13 @@ impl Coll {
             v.extend_from_slice(&h.persist.to_be_bytes());
             v.extend_from_slice(&h.lower.to_be_bytes());
             v.extend_from_slice(&h.upper.to_be_bytes());
+            if let Some(s) = h.sweep {
+                v.extend_from_slice(&s.lower.to_be_bytes());
+                v.extend_from_slice(&s.upper.to_be_bytes());
+                v.extend_from_slice(&s.touched_ms.to_be_bytes());
+                v.push(s.exact as u8);
+                v.extend_from_slice(s.cursor());
+            }
         } else if let Some(head) = self.list_head {
             v.push(MODE_LIST);
             v.extend_from_slice(&head.to_be_bytes());
@@ -273,12 +344,24 @@ mod tests {
                 persist: 1,
                 lower: 5,
                 upper: 10,
+                sweep: None,
             }),
             list_head: None,
         };
         let list = Coll::new_list(9, 1 << 63);
         assert_eq!(list.encode_body().len(), 25);
-        for c in [plain, hfe, list] {
+        let mut swept = hfe;
+        let mut s = Sweep::start(77);
+        s.lower = 6;
+        s.set_cursor(b"field-7");
+        swept.hfe.as_mut().unwrap().sweep = Some(s);
+        assert_eq!(swept.encode_body().len(), 66 + 7);
+        let mut long = swept;
+        let mut s = Sweep::start(78);
+        s.set_cursor(&[b'x'; 100]);
+        assert!(!s.exact && s.cursor().len() == SWEEP_CURSOR_MAX);
+        long.hfe.as_mut().unwrap().sweep = Some(s);
+        for c in [plain, hfe, list, swept, long] {
             let raw = c.encode(KeyType::Hash, 0);
             assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
         }
@@ -286,6 +369,10 @@ mod tests {
         let mut bad = hfe.encode_body();
         bad[16] = 7;
         assert_eq!(Coll::decode(&bad), None);
+        let mut bad = swept.encode_body();
+        bad[65] = 2;
+        assert_eq!(Coll::decode(&bad), None, "an unknown cursor flag");
+        assert_eq!(Coll::decode(&swept.encode_body()[..60]), None, "a cut sweep");
         assert_eq!(Meta::decode(&encode_string(0, b"0123456789abcdefgh")).unwrap().coll(), None);
     }
 

@@ -32,6 +32,16 @@ impl IndexWalk {
         })
     }
 
+    /// Where an entry meant for `at` goes so that the walk still visits
+    /// it: not before the floor, and noted, so that the round under way,
+    /// whose cursor may be past it, ends with the floor no later than it.
+    pub fn place(&self, at: u64) -> u64 {
+        let at = at.max(self.floor.get());
+        let p = self.pending.get().map_or(at, |p| p.min(at));
+        self.pending.set(Some(p));
+        at
+    }
+
     /// A slice visited (and deleted) entries up to `last` (its time and
     /// key) out of those due at `now_ms`; `full`: it stopped at its budget,
     /// so the round goes on; else it scanned every entry up to `now_ms`.
@@ -43,7 +53,10 @@ impl IndexWalk {
                 self.cursor.replace(Some(next));
                 self.floor.set(self.floor.get().max(at));
             }
-            _ => self.floor.set(self.floor.get().max(now_ms)),
+            _ => {
+                let end = self.pending.take().map_or(now_ms, |p| p.min(now_ms));
+                self.floor.set(self.floor.get().max(end));
+            }
         }
     }
 }
@@ -161,41 +174,62 @@ impl Keyspace {
         Ok(found.len())
     }
 
-    /// Active field expiration: repairs the hashes whose field expiration
-    /// index entry is due (dropping expired fields, deleting a hash left
-    /// empty), visiting at most `budget` entries. Entries left behind by
-    /// later writes are stale and just dropped. Returns the entries visited.
+    /// Active field expiration: visits the hashes whose field expiration
+    /// index entry is due (`types::hash::visit_due`: a small hash is
+    /// repaired, a big one gets a slice of its sweep), at most `budget`
+    /// entries and about [`FIELD_WORK`] fields. Entries left behind by
+    /// later writes are stale and just dropped. Returns the entries visited,
+    /// or `budget` when more is due now (a full slice, a stop at the work
+    /// limit, or a sweep that goes on).
     pub fn expire_fields_due(&self, now_ms: u64, budget: usize) -> CmdResult<usize> {
         let lo = self.field_walk.start(keys::FIELD_TTL_PREFIX);
         let hi = keys::field_ttl_key(now_ms.saturating_add(1), 0, b"");
-        let mut due: Vec<(u8, Vec<u8>, Vec<u8>)> = Vec::new();
-        let mut last_at = 0;
-        self.store.scan(&lo, &hi, |k, _| {
+        // (at, db, key, entry, entry value)
+        type Due = (u64, u8, Vec<u8>, Vec<u8>, Vec<u8>);
+        let mut due: Vec<Due> = Vec::new();
+        self.store.scan(&lo, &hi, |k, v| {
             if let Some((at, db, key)) = keys::split_ttl_key(k) {
-                due.push((db, key.to_vec(), k.to_vec()));
-                last_at = at;
+                due.push((at, db, key.to_vec(), k.to_vec(), v.to_vec()));
             }
             due.len() < budget
         })?;
-        self.field_walk
-            .visited(due.last().map(|(_, _, k)| (last_at, &k[..])), due.len() >= budget, now_ms);
-        for (db, key, entry) in &due {
+        let mut work = 0;
+        let mut done = 0;
+        let mut goes_on = false;
+        for (_, db, key, entry, value) in &due {
             let raw = self.store.get_with(&meta_key(*db, key), |v| v.map(<[u8]>::to_vec))?;
             let wanted = raw.as_deref().and_then(Meta::decode).is_some_and(|m| {
                 !m.is_expired(now_ms)
                     && m.ty == KeyType::Hash
                     && matches!(m.coll(), Some(Coll { size, hfe: Some(h), .. }) if size > h.persist && now_ms >= h.lower)
             });
-            if let (true, Some(raw)) = (wanted, raw) {
-                (self.repair)(self, *db, key, &raw, now_ms)?;
+            match (wanted, raw) {
+                (true, Some(raw)) => {
+                    let (fields, more) = (self.hooks.visit)(self, *db, key, &raw, (entry, value), now_ms)?;
+                    work += fields;
+                    goes_on |= more;
+                }
+                _ => {
+                    let mut b = self.store.batch();
+                    self.store.delete(&mut b, entry);
+                    self.store.write(b)?;
+                }
             }
-            let mut b = self.store.batch();
-            self.store.delete(&mut b, entry);
-            self.store.write(b)?;
+            done += 1;
+            if work >= FIELD_WORK {
+                break;
+            }
         }
-        Ok(due.len())
+        let stopped = done < due.len();
+        let last = due[..done].last().map(|(at, _, _, k, _)| (*at, &k[..]));
+        self.field_walk.visited(last, stopped || done >= budget, now_ms);
+        Ok(if stopped || goes_on { budget } else { done })
     }
 }
+
+/// Fields active field expiration visits per call before it lets the
+/// caller yield (a big hash's sweep slice is 256 of them).
+pub const FIELD_WORK: usize = 256;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,9 @@
 //! - `size == persist` means there is no TTL candidate, and then
 //!   `lower == upper == 0`.
 //! - Every TTL field's expire time lies in `lower..=upper`. Writes only widen
-//!   the interval; only [`repair`] (which sees every field) narrows it.
+//!   the interval; only [`repair`] (which sees every field) and the end of a
+//!   sweep (`types::hashsweep`, whose own bounds every write widens too)
+//!   narrow it.
 //! - `size` may over-count: a TTL field removed without a metadata update (a
 //!   "TTL ghost", as a compaction filter would leave) stays counted until the
 //!   next repair.
@@ -77,13 +79,21 @@ pub fn encode_value(hfe: bool, ttl: u64, value: &[u8]) -> Vec<u8> {
     v
 }
 
-fn widen(h: &mut Hfe, ts: u64) {
-    if h.lower == 0 && h.upper == 0 {
-        h.lower = ts;
-        h.upper = ts;
+pub(super) fn widen_bounds(lower: &mut u64, upper: &mut u64, ts: u64) {
+    if *lower == 0 && *upper == 0 {
+        *lower = ts;
+        *upper = ts;
     } else {
-        h.lower = h.lower.min(ts);
-        h.upper = h.upper.max(ts);
+        *lower = (*lower).min(ts);
+        *upper = (*upper).max(ts);
+    }
+}
+
+/// Widens the hash's bounds, and a sweep's under way, to cover `ts`.
+fn widen(h: &mut Hfe, ts: u64) {
+    widen_bounds(&mut h.lower, &mut h.upper, ts);
+    if let Some(s) = h.sweep.as_mut() {
+        widen_bounds(&mut s.lower, &mut s.upper, ts);
     }
 }
 
@@ -127,6 +137,7 @@ pub fn transition(c: &mut Coll, before: Phys, after: Phys) {
     if c.size == h.persist {
         h.lower = 0;
         h.upper = 0;
+        h.sweep = None;
     }
 }
 
@@ -152,20 +163,22 @@ pub fn fast_len(c: &Coll, now: u64) -> FastLen {
     }
 }
 
-/// Hashes up to this many fields are repaired actively when a field is due;
-/// a bigger one waits for HLEN or a meta read (a repair scans every field,
-/// which must not stall the core).
+/// Hashes up to this many fields are repaired whole when a field is due; a
+/// bigger one is swept in slices of [`SWEEP_SLICE`] fields (a repair scans
+/// every field, which must not stall the core).
 pub const ACTIVE_REPAIR_MAX: u64 = 4096;
 
 /// The least time between two active repairs of one hash, in ms: fields
 /// expiring one after another cost one scan per interval, not one each.
 pub const ACTIVE_REPAIR_EVERY_MS: u64 = 100;
 
-/// Schedules the active repair of hash `c` at `at` when it has TTL
-/// candidates and is small enough (see [`ACTIVE_REPAIR_MAX`]).
+/// Schedules the active repair (or sweep) of hash `c` at `at` when it has
+/// TTL candidates. An `at` the index walk has passed (a RENAME of a hash
+/// whose lowest TTL has gone by) is put where the walk still comes.
 pub fn stage_repair_at(ks: &Keyspace, b: &mut crate::storage::Batch, db: u8, key: &[u8], c: &Coll, at: u64) {
     if let Some(h) = c.hfe {
-        if c.size > h.persist && c.size <= ACTIVE_REPAIR_MAX {
+        if c.size > h.persist {
+            let at = ks.field_walk.place(at);
             ks.store.put(b, &keys::field_ttl_key(at, db, key), b"");
             ks.owe_expiry(true);
         }
@@ -245,6 +258,7 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
         persist: found.persist,
         lower: found.lower,
         upper: found.upper,
+        sweep: None,
     });
     let fixed = c.encode(KeyType::Hash, m.expire_ms);
     ks.stage_put(&mut b, db, key, &fixed, Some(m.expire_ms));
@@ -258,7 +272,7 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
 
 /// The events of a hash whose last fields expired: `hexpired`, then
 /// `del` (Redis 7.4).
-fn notify_emptied(ks: &Keyspace, db: u8, key: &[u8]) {
+pub(super) fn notify_emptied(ks: &Keyspace, db: u8, key: &[u8]) {
     ks.notify(class::HASH, "hexpired", db, key);
     ks.notify(class::GENERIC, "del", db, key);
 }
@@ -272,7 +286,12 @@ mod tests {
         Coll {
             version: 1,
             size,
-            hfe: Some(Hfe { persist, lower, upper }),
+            hfe: Some(Hfe {
+                persist,
+                lower,
+                upper,
+                sweep: None,
+            }),
             list_head: None,
         }
     }

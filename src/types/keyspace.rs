@@ -102,10 +102,25 @@ pub type Bounds = (Vec<u8>, Vec<u8>);
 /// `Some(expire_ms)` of the live key (0: no expiry).
 pub type Prior = Option<u64>;
 
-/// Rewrites the meta record of a hash whose fields may all have expired
-/// (`types::hash::repair`, passed in by `types::open`): the new meta value,
-/// None when no field was live and the key is gone.
+/// Settles the meta record of a hash whose fields may all have expired
+/// (`types::hash::settle`, passed in by `types::open`): the meta value to
+/// read on with, None when no field was live and the key is gone.
 pub type Repair = fn(&Keyspace, u8, &[u8], &[u8], u64) -> CmdResult<Option<Vec<u8>>>;
+
+/// Active field expiration of one hash whose index entry is due
+/// (`types::hash::visit_due`): given the key, its meta value, the entry
+/// (key, value) and now, it repairs the hash or runs a slice of its sweep,
+/// deletes the entry (in its own batch) and returns the fields it visited
+/// and whether a sweep goes on (its next slice is due at once).
+pub type Visit = fn(&Keyspace, u8, &[u8], &[u8], (&[u8], &[u8]), u64) -> CmdResult<(usize, bool)>;
+
+/// The hash hooks a keyspace calls (`types::open` passes them in: the hash
+/// code sits above the keyspace).
+#[derive(Clone, Copy)]
+pub struct HashHooks {
+    pub repair: Repair,
+    pub visit: Visit,
+}
 
 /// True when a hash's meta cannot prove it still has a live field: it has
 /// no persistent field and some TTL candidate may be due.
@@ -119,7 +134,7 @@ pub fn may_be_empty(m: &Meta<'_>, now: u64) -> bool {
 
 pub struct Keyspace {
     pub store: ShardStore,
-    pub(super) repair: Repair,
+    pub(super) hooks: HashHooks,
     counts: Vec<Cell<i64>>,
     expires: Vec<Cell<i64>>,
     /// The sum of those keys' expiry times (ms), for INFO's `avg_ttl`.
@@ -156,6 +171,8 @@ pub struct Keyspace {
 pub(super) struct IndexWalk {
     pub(super) cursor: RefCell<Option<Vec<u8>>>,
     pub(super) floor: Cell<u64>,
+    /// The earliest time of an entry placed this round (`IndexWalk::place`).
+    pub(super) pending: Cell<Option<u64>>,
 }
 
 pub(super) fn bump(c: &Cell<u64>) {
@@ -165,10 +182,10 @@ pub(super) fn bump(c: &Cell<u64>) {
 impl Keyspace {
     /// Opens a shard's keyspace and counts its keys and the keys with an
     /// expiry (one scan of each db's meta records).
-    pub fn open(store: ShardStore, databases: usize, repair: Repair) -> CmdResult<Keyspace> {
+    pub fn open(store: ShardStore, databases: usize, hooks: HashHooks) -> CmdResult<Keyspace> {
         let ks = Keyspace {
             store,
-            repair,
+            hooks,
             counts: (0..databases).map(|_| Cell::new(0)).collect(),
             expires: (0..databases).map(|_| Cell::new(0)).collect(),
             ttl_sums: (0..databases).map(|_| Cell::new(0)).collect(),
@@ -420,7 +437,7 @@ impl Keyspace {
                 }
                 Ok(f(None))
             }
-            (Some(Step::Repair(raw)), Some(f)) => match (self.repair)(self, db, key, &raw, now_ms)? {
+            (Some(Step::Repair(raw)), Some(f)) => match (self.hooks.repair)(self, db, key, &raw, now_ms)? {
                 Some(fixed) => Ok(f(Meta::decode(&fixed))),
                 None => Ok(f(None)),
             },

@@ -15,6 +15,7 @@ pub mod coll;
 pub mod dump;
 mod expiry;
 pub mod hash;
+pub mod hashsweep;
 pub mod keyspace;
 pub mod list;
 pub mod memory;
@@ -27,7 +28,12 @@ use crate::error::CmdResult;
 use crate::storage::ShardStore;
 
 /// Opens a shard's keyspace with the types' hooks in place (the hash
-/// repair a meta read may need, `keyspace::Repair`).
+/// repair a meta read may need, and active field expiration's visit of a
+/// hash: `keyspace::HashHooks`).
 pub fn open(store: ShardStore, databases: usize) -> CmdResult<keyspace::Keyspace> {
-    keyspace::Keyspace::open(store, databases, hash::repair)
+    let hooks = keyspace::HashHooks {
+        repair: hashsweep::settle,
+        visit: hashsweep::visit_due,
+    };
+    keyspace::Keyspace::open(store, databases, hooks)
 }

@@ -158,6 +158,7 @@ impl<'k> Writer<'k> {
             persist: self.c.size,
             lower: 0,
             upper: 0,
+            sweep: None,
         });
         self.dirty = true;
         Ok(())
