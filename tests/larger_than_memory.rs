@@ -507,3 +507,23 @@ fn bottommost_compression_is_a_startup_choice() {
     assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
     assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
 }
+
+/// `background-priority` is fixed at startup; each value starts a server
+/// that stores and compacts (COMPACT runs a flush and a compaction on the
+/// pools it names).
+#[test]
+fn background_priority_is_a_startup_choice() {
+    for value in ["low-flush", "low", "normal"] {
+        let b = Basalt::start_with(1, &["--background-priority", value]);
+        let mut c = b.raw();
+        let want = format!("*2\r\n$19\r\nbackground-priority\r\n${}\r\n{value}\r\n", value.len());
+        assert_eq!(show(&c.cmd(&["CONFIG", "GET", "background-priority"])), show(want.as_bytes()));
+        assert_eq!(
+            show(&c.cmd(&["CONFIG", "SET", "background-priority", "normal"])),
+            show(b"-ERR CONFIG SET failed (possibly related to argument 'background-priority') - can't set immutable config\r\n")
+        );
+        assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["COMPACT"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["GET", "k"]), bulk("v"));
+    }
+}

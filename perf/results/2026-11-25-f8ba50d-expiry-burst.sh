@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # N keys SET PX ttl (loaded first); from the moment the first is due: time until DBSIZE==0, PING latency meanwhile.
+# EXTRA, NICE, NICEPAT as in 2026-11-25-sustained-set.sh.
 BIN=$1; SH=$2; N=$3; CORES=${4:-0}; TTL=${5:-20000}; PORT=16452
 d=$(mktemp -d -p /var/tmp)
 if [ "$BIN" = redis ]; then exec_cmd="taskset -c $CORES redis-server --port $PORT --save \"\" --appendonly no"; fi
 if [ "$BIN" = redis ]; then taskset -c $CORES redis-server --port $PORT --save "" --appendonly no >/dev/null 2>&1 & P=$!
-else taskset -c $CORES "$BIN" --port $PORT --dir "$d" --shards $SH --loglevel warning >/dev/null 2>&1 & P=$!; fi
+else taskset -c $CORES "$BIN" --port $PORT --dir "$d" --shards $SH --loglevel warning $EXTRA >/dev/null 2>&1 & P=$!; fi
 for _ in $(seq 50); do redis-cli -p $PORT ping >/dev/null 2>&1 && break; sleep 0.1; done
+if [ -n "$NICE" ]; then for t in /proc/$P/task/*; do case "$(cat $t/comm)" in ${NICEPAT:-rocksdb:*}) renice -n $NICE -p $(basename $t) >/dev/null;; esac; done; fi
 tl=$(date +%s.%N)
 at=$(python3 -c "import time; print(int(time.time()*1000) + $TTL)")
 python3 - "$N" "$at" <<'PY' | taskset -c 1 redis-cli -p $PORT --pipe >/dev/null

@@ -261,4 +261,5 @@ pub(super) const PARAMS: &[Param] = &[
     live("write-buffer-size", "67108864", Bytes(1 << 20, 1 << 34)).fixed(),
     live("bottommost-compression", "zstd", Enum(&["zstd", "lz4", "none"])).fixed(),
     live("disk-read-threads", "16", Int(0, 1024)).fixed(),
+    live("background-priority", "low-flush", Enum(&["low-flush", "low", "normal"])).fixed(),
 ];

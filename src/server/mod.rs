@@ -168,6 +168,7 @@ pub fn run(config: Config) -> Result<(), String> {
             io_threads: config.get_int("disk-read-threads").max(0) as usize,
             memtables_bytes: mem.memtables as usize,
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
+            background: crate::storage::Background::named(&config.get("background-priority")),
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));

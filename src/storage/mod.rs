@@ -110,6 +110,33 @@ pub struct StoreOptions {
     pub memtables_bytes: usize,
     /// How the last level's blocks are compressed (`bottommost-compression`).
     pub bottommost: Compression,
+    /// Which of RocksDB's thread pools run at the lowest CPU priority
+    /// (`background-priority`).
+    pub background: Background,
+}
+
+/// Which RocksDB thread pools run at the lowest CPU priority
+/// (`StoreOptions::background`, tuning.md "Flushes at the lowest priority").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Background {
+    /// Flushes only (`low-flush`, the default).
+    #[default]
+    LowFlush,
+    /// Flushes and compactions (`low`).
+    Low,
+    /// Neither (`normal`).
+    Normal,
+}
+
+impl Background {
+    /// From the config's word; the default otherwise.
+    pub fn named(s: &str) -> Background {
+        match s {
+            "low" => Background::Low,
+            "normal" => Background::Normal,
+            _ => Background::LowFlush,
+        }
+    }
 }
 
 /// A compression for SST blocks (`StoreOptions::bottommost`).
@@ -194,15 +221,22 @@ impl Engine {
         db_opts.create_missing_column_families(true);
         // The memory budget's cap on memtables (no stall: a write never
         // waits for it, it only makes RocksDB flush sooner).
-        // RocksDB's flush and compaction threads run at the lowest CPU
-        // priority: they share the shards' cores, and at the same priority
-        // the kernel gave them whole time slices in the middle of a shard's
-        // work. 1 shard on core 0 clearing 1M keys due together: PING p99
-        // 4.3-4.9 ms -> 1.86-1.93 ms (lowering the compaction pool alone did
-        // nothing: the flushes were the ones in the way). tuning.md.
+        // RocksDB's flush threads run at the lowest CPU priority: they share
+        // the shards' cores, and at the same priority the kernel gave them
+        // whole time slices in the middle of a shard's work. 1 shard on core
+        // 0 clearing 1M keys due together: PING p99 4.1-5.1 ms at normal
+        // priority, 3.7-3.9 at nice 10, 1.3-1.4 with flushes at the lowest,
+        // 1.0-1.5 with compactions too (lowering the compaction pool alone
+        // did nothing). Compactions stay at normal priority: under 6 minutes
+        // of SET -P16 nothing measurable was gained by lowering them, and
+        // they keep L0 short. tuning.md, "Flushes at the lowest priority".
         let mut env = rocksdb::Env::new()?;
-        env.lower_thread_pool_cpu_priority();
-        env.lower_high_priority_thread_pool_cpu_priority();
+        if opts.background != Background::Normal {
+            env.lower_high_priority_thread_pool_cpu_priority();
+        }
+        if opts.background == Background::Low {
+            env.lower_thread_pool_cpu_priority();
+        }
         db_opts.set_env(&env);
         let memtables =
             (opts.memtables_bytes > 0).then(|| rocksdb::WriteBufferManager::new_write_buffer_manager(opts.memtables_bytes, false));
@@ -714,6 +748,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         io_threads: 2,
         memtables_bytes: 0,
         bottommost: Compression::Zstd,
+        background: Background::LowFlush,
     }
 }
 

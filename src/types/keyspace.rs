@@ -749,6 +749,7 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
         io_threads: 0,
         memtables_bytes: 0,
         bottommost: Default::default(),
+        background: Default::default(),
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
