@@ -314,6 +314,65 @@ fn expired_fields_go_without_being_read() {
     assert_eq!(all, BTreeMap::from([("b".into(), "2".into())]));
 }
 
+/// A big hash with expired fields still on disk (active expiry off): HLEN
+/// counts it in slices (also inside MULTI), and HRANDFIELD's random seeks
+/// step over expired fields for every count form.
+#[test]
+fn big_hashes_with_expired_fields_count_and_sample_live_ones() {
+    let s = Basalt::start_with(2, &["--enable-debug-command", "yes"]);
+    let mut c = s.client();
+    let _: () = redis::cmd("DEBUG").arg("SET-ACTIVE-EXPIRE").arg(0).query(&mut c).unwrap();
+    let mut pipe = redis::pipe();
+    let due: Vec<String> = (0..5_000).filter(|i| i % 3 != 0).map(|i| format!("f{i}")).collect();
+    for chunk in (0..5_000).collect::<Vec<_>>().chunks(1000) {
+        let mut hset = redis::cmd("HSET");
+        hset.arg("h");
+        for i in chunk {
+            hset.arg(format!("f{i}")).arg(i);
+        }
+        pipe.add_command(hset).ignore();
+    }
+    for chunk in due.chunks(1000) {
+        pipe.cmd("HPEXPIRE")
+            .arg("h")
+            .arg(50)
+            .arg("FIELDS")
+            .arg(chunk.len())
+            .arg(chunk)
+            .ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    sleep(Duration::from_millis(150));
+    let live = 5_000 - due.len() as i64;
+    assert_eq!(q(&mut c, &["HLEN", "h"]), Value::Int(live));
+    let in_multi: Vec<i64> = redis::pipe()
+        .atomic()
+        .cmd("HLEN")
+        .arg("h")
+        .cmd("HLEN")
+        .arg("nope")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(in_multi, vec![live, 0]);
+    let is_live = |f: &str| f[1..].parse::<i64>().unwrap() % 3 == 0;
+    for _ in 0..50 {
+        let f: String = redis::cmd("HRANDFIELD").arg("h").query(&mut c).unwrap();
+        assert!(is_live(&f), "{f} expired");
+    }
+    let some: Vec<String> = redis::cmd("HRANDFIELD").arg("h").arg(100).query(&mut c).unwrap();
+    assert_eq!(some.iter().collect::<BTreeSet<_>>().len(), 100, "distinct");
+    assert!(some.iter().all(|f| is_live(f)));
+    let rep: Vec<String> = redis::cmd("HRANDFIELD").arg("h").arg(-200).query(&mut c).unwrap();
+    assert_eq!(rep.len(), 200);
+    assert!(rep.iter().all(|f| is_live(f)));
+    let all: Vec<String> = redis::cmd("HRANDFIELD").arg("h").arg(4_000).query(&mut c).unwrap();
+    assert_eq!(all.len() as i64, live, "more than there are: every live field once");
+    assert!(all.iter().all(|f| is_live(f)));
+    let pairs: Vec<String> = redis::cmd("HRANDFIELD").arg("h").arg(3).arg("WITHVALUES").query(&mut c).unwrap();
+    assert_eq!(pairs.len(), 6);
+    assert!(pairs.chunks(2).all(|p| is_live(&p[0]) && p[0][1..] == p[1]));
+}
+
 fn members(c: &mut Connection, args: &[&str]) -> BTreeSet<String> {
     let mut cmd = redis::cmd(args[0]);
     for a in &args[1..] {

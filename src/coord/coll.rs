@@ -41,6 +41,8 @@ pub enum Keep {
     Fields,
     Values,
     Pairs,
+    /// Only how many (HLEN of a big hash its counts cannot answer).
+    Count,
 }
 
 /// Writes one member as `keep` says (not `Keep::Entries`).
@@ -52,7 +54,7 @@ pub fn write_member(r: &mut Reply, keep: Keep, member: &[u8], value: &[u8]) {
             r.bulk(member);
             r.bulk(value);
         }
-        Keep::Entries => {}
+        Keep::Entries | Keep::Count => {}
     }
 }
 

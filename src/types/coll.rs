@@ -105,7 +105,7 @@ const SAMPLE_ALL_UP_TO: u64 = 1024;
 /// positive count takes that many consecutive members from one random
 /// point (distinct, wrapping around).
 pub fn random_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64, count: i64, rng: &mut Rng) -> CmdResult<Vec<Entry>> {
-    if c.size <= SAMPLE_ALL_UP_TO || c.hfe.is_some_and(|h| h.persist < c.size) {
+    if c.size <= SAMPLE_ALL_UP_TO {
         let all = all_members(ks, db, key, c, now)?;
         let picks = rng.sample(all.len(), count);
         return Ok(picks.into_iter().map(|i| all[i].clone()).collect());
@@ -165,8 +165,12 @@ pub fn random_members(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, now: u64, cou
         for (a, b) in [(&from, &hi), (&lo, &from)] {
             if out.len() < n {
                 ks.store.scan(a, b, |k, v| {
-                    let val = hash::decode_value(c.hfe.is_some(), v).map_or(&[][..], |(_, v)| v);
-                    out.push((k[lo.len()..].to_vec(), 0, val.to_vec()));
+                    // Expired hash fields are stepped over (a seek that lands
+                    // among them picks the next live one).
+                    match hash::decode_value(c.hfe.is_some(), v) {
+                        Some((ttl, _)) if hash::expired(ttl, now) => {}
+                        d => out.push((k[lo.len()..].to_vec(), 0, d.map_or(&[][..], |(_, v)| v).to_vec())),
+                    }
                     out.len() < n
                 })?;
             }
