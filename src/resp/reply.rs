@@ -33,34 +33,50 @@ fn write_i64(buf: &mut Vec<u8>, v: i64) {
     buf.extend_from_slice(&tmp[i..]);
 }
 
-/// Formats a double the way Redis does for replies (`%.17g`, trimmed, with
-/// `inf`/`-inf`/`nan` spelled as Redis spells them).
+/// Formats a double the way Redis 7.2+ replies with one (`d2string`): an
+/// integral value within ±2^62 as an integer; else the shortest digits
+/// that read back as the same double (`fpconv_dtoa`), as a plain integer
+/// while the exponent is below the digit count + 7, as a decimal while it
+/// is above -7 (or the exponent below 4), else `d.ddde±x` (no exponent
+/// padding); `inf`, `-inf`, `nan`, and `-0` for negative zero.
 pub fn format_double(v: f64) -> String {
     if v.is_nan() {
         return "nan".into();
     }
+    let sign = if v.is_sign_negative() { "-" } else { "" };
     if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+        return format!("{sign}inf");
     }
-    // Rust's shortest round-trip formatting equals %.17g after trimming for
-    // every finite value Redis prints, except the exponent style.
-    let s = format!("{v}");
-    if s.contains('e') {
-        return s;
+    if v == 0.0 {
+        return format!("{sign}0");
     }
-    if v.abs() >= 1e17 || (v != 0.0 && v.abs() < 1e-4) {
-        let e = format!("{v:e}");
-        // Rust prints 1e20; C prints 1e+20.
-        if let Some((m, exp)) = e.split_once('e') {
-            let (sign, digits) = if let Some(d) = exp.strip_prefix('-') {
-                ('-', d)
-            } else {
-                ('+', exp)
-            };
-            return format!("{m}e{sign}{digits:0>2}");
+    const HALF_LLONG: f64 = (i64::MAX / 2) as f64;
+    if (-HALF_LLONG..=HALF_LLONG).contains(&v) && v.fract() == 0.0 {
+        return (v as i64).to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde-x".
+    let e = format!("{:e}", v.abs());
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let lead: i64 = exp.parse().unwrap_or(0);
+    let n = digits.len() as i64;
+    // value = digits x 10^k
+    let k = lead - (n - 1);
+    let abs_exp = lead.abs();
+    let body = if k >= 0 && abs_exp < n + 7 {
+        format!("{digits}{}", "0".repeat(k as usize))
+    } else if k < 0 && (k > -7 || abs_exp < 4) {
+        let point = n + k;
+        if point <= 0 {
+            format!("0.{}{digits}", "0".repeat((-point) as usize))
+        } else {
+            format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
         }
-    }
-    s
+    } else {
+        let rest = if n > 1 { format!(".{}", &digits[1..]) } else { String::new() };
+        format!("{}{rest}e{}{abs_exp}", &digits[..1], if lead < 0 { '-' } else { '+' })
+    };
+    format!("{sign}{body}")
 }
 
 impl Reply {
@@ -299,6 +315,31 @@ mod tests {
         assert_eq!(format_double(f64::INFINITY), "inf");
         assert_eq!(format_double(1e20), "1e+20");
         assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
+        // Redis 7.2+'s d2string: integers, then fpconv_dtoa's layouts.
+        let cases: &[(f64, &str)] = &[
+            (1.1, "1.1"),
+            (-2.25, "-2.25"),
+            (1e8, "100000000"),
+            (1e18, "1000000000000000000"),
+            (5e18, "5e+18"),
+            (1.5e19, "1.5e+19"),
+            (1.2345678901234567e19, "12345678901234567000"),
+            (1e20, "1e+20"),
+            (1e-5, "0.00001"),
+            (0.000123, "0.000123"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (1234.5678, "1234.5678"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+        ];
+        for &(v, want) in cases {
+            assert_eq!(format_double(v), want, "{v:e}");
+        }
     }
 
     /// Client bytes quoted in an error come back byte for byte: invalid
