@@ -209,6 +209,22 @@ const CATEGORIES: &[(&str, &[&str])] = &[
     ("unsubscribe", &["@pubsub", "@slow"]),
     ("unwatch", &["@fast", "@transaction"]),
     ("watch", &["@fast", "@transaction"]),
+    ("zadd", &["@write", "@sortedset", "@fast"]),
+    ("zcard", &["@read", "@sortedset", "@fast"]),
+    ("zcount", &["@read", "@sortedset", "@fast"]),
+    ("zincrby", &["@write", "@sortedset", "@fast"]),
+    ("zlexcount", &["@read", "@sortedset", "@fast"]),
+    ("zmscore", &["@read", "@sortedset", "@fast"]),
+    ("zrange", &["@read", "@sortedset", "@slow"]),
+    ("zrangebylex", &["@read", "@sortedset", "@slow"]),
+    ("zrangebyscore", &["@read", "@sortedset", "@slow"]),
+    ("zrank", &["@read", "@sortedset", "@fast"]),
+    ("zrem", &["@write", "@sortedset", "@fast"]),
+    ("zrevrange", &["@read", "@sortedset", "@slow"]),
+    ("zrevrangebylex", &["@read", "@sortedset", "@slow"]),
+    ("zrevrangebyscore", &["@read", "@sortedset", "@slow"]),
+    ("zrevrank", &["@read", "@sortedset", "@fast"]),
+    ("zscore", &["@read", "@sortedset", "@fast"]),
 ];
 
 #[cfg(test)]

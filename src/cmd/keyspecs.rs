@@ -249,6 +249,22 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("unsubscribe", &[]),
     ("unwatch", &[]),
     ("watch", &[KeySpec { notes: "", flags: &["RO"], begin: Begin::Index(1), find: Find::Range(-1, 1, 0) }]),
+    ("zadd", &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zcard", &[KeySpec { notes: "", flags: &["RO"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zcount", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zincrby", &[KeySpec { notes: "", flags: &["RW", "access", "update"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zlexcount", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zmscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrange", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrangebylex", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrangebyscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrank", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrem", &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrevrange", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrevrangebylex", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrevrangebyscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrevrank", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
 ];
 
 #[cfg(test)]

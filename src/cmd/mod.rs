@@ -27,6 +27,7 @@ pub mod sets;
 pub mod strings;
 mod table;
 pub mod whole;
+pub mod zsets;
 
 pub use table::TABLE;
 pub(crate) use table::{commands, conn_fn, exec, subcommands};

@@ -150,6 +150,8 @@ pub struct Encodings {
     pub set_intset_entries: u64,
     pub set_entries: u64,
     pub set_value: u64,
+    pub zset_entries: u64,
+    pub zset_value: u64,
     /// `list-max-listpack-size`: N > 0 entries, or -1..-5 for 4..64 KiB.
     pub list_size: i64,
 }
@@ -183,7 +185,7 @@ pub struct Config {
     /// `notify-keyspace-events` classes (`event` bits), shared with every
     /// shard's keyspace (`types::notify`).
     pub notify_flags: std::sync::Arc<std::sync::atomic::AtomicU32>,
-    enc: [AtomicU64; 5],
+    enc: [AtomicU64; 7],
     list_size: std::sync::atomic::AtomicI64,
     hooks: Mutex<Vec<(&'static str, Hook)>>,
 }
@@ -291,6 +293,8 @@ impl Config {
             set_intset_entries: e(2),
             set_entries: e(3),
             set_value: e(4),
+            zset_entries: e(5),
+            zset_value: e(6),
             list_size: self.list_size.load(Ordering::Relaxed),
         }
     }
@@ -324,6 +328,8 @@ impl Config {
             "set-max-intset-entries",
             "set-max-listpack-entries",
             "set-max-listpack-value",
+            "zset-max-listpack-entries",
+            "zset-max-listpack-value",
         ];
         for (slot, name) in self.enc.iter().zip(names) {
             slot.store(int(name).max(0) as u64, Ordering::Relaxed);

@@ -13,7 +13,7 @@ const ACL: &str = "no ACL users yet: the one user is `default`, guarded by requi
 const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data lives in RocksDB, whose compaction rewrites it on disk";
 const CLUSTER: &str = "no cluster mode yet";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
-const FAMILY: &str = "sorted sets, streams and HyperLogLogs do not exist yet";
+const FAMILY: &str = "streams and HyperLogLogs do not exist yet";
 const QUICKLIST: &str = "list elements are RocksDB records, compressed by block with the rest of the data (bottommost-compression): there are no quicklist nodes to compress";
 const FILES: &str = "RocksDB's WAL and SST files replace RDB and AOF: every write is in the WAL (appendfsync says when it is synced), BGSAVE makes a checkpoint";
 const HZ: &str = "the housekeeping tick is fixed by hz";
@@ -248,8 +248,8 @@ pub(super) const PARAMS: &[Param] = &[
     inert("tracking-table-max-keys", "1000000", Int(0, i64::MAX), TRACKING),
     inert("unixsocket", "", Str, SOCKETS).fixed(),
     inert("unixsocketperm", "0", Int(0, i64::MAX), SOCKETS).fixed(),
-    inert("zset-max-listpack-entries", "128", Int(0, i64::MAX), FAMILY).alias("zset-max-ziplist-entries"),
-    inert("zset-max-listpack-value", "64", Bytes(0, i64::MAX), FAMILY).alias("zset-max-ziplist-value"),
+    live("zset-max-listpack-entries", "128", Int(0, i64::MAX)).alias("zset-max-ziplist-entries"),
+    live("zset-max-listpack-value", "64", Bytes(0, i64::MAX)).alias("zset-max-ziplist-value"),
     // Basalt's own (tuning.md).
     live("shards", "0", Int(0, 1024)).fixed(),
     live("cores", "", Str).fixed(),

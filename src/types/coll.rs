@@ -383,6 +383,17 @@ fn encoding_name(ks: &Keyspace, (db, key): (u8, &[u8]), ty: KeyType, c: &Coll, n
                 "hashtable"
             })
         }
+        KeyType::ZSet => {
+            if c.size > enc.zset_entries {
+                return Ok("skiplist");
+            }
+            let mut long = false;
+            crate::types::zset::walk(ks, db, key, c, None, false, |_, m| {
+                long |= m.len() as u64 > enc.zset_value;
+                !long
+            })?;
+            Ok(if long { "skiplist" } else { "listpack" })
+        }
         _ => Ok("hashtable"),
     }
 }

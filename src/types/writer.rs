@@ -132,6 +132,22 @@ impl<'k> Writer<'k> {
         Ok(before)
     }
 
+    /// Stages a record under this collection's version that is not a
+    /// member of its own (a sorted set's score record): no count changes,
+    /// no read-back through [`Writer::physical`].
+    pub fn put_raw(&mut self, sub: &[u8], value: &[u8]) {
+        let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+        self.ks.store.put(&mut self.b, &k, value);
+        self.dirty = true;
+    }
+
+    /// Stages the delete of a record [`Writer::put_raw`] wrote.
+    pub fn delete_raw(&mut self, sub: &[u8]) {
+        let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+        self.ks.store.delete(&mut self.b, &k);
+        self.dirty = true;
+    }
+
     /// Converts a mode-0 hash to field-expiration mode: every value is
     /// rewritten with a zero expire prefix (members this command already
     /// staged are re-staged in the new encoding).

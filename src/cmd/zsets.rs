@@ -1,0 +1,607 @@
+//! Sorted-set commands that run on one shard (`types::zset` has the
+//! encoding). Ranks and counts walk the score records for now: O(rank) and
+//! O(count), as Kvrocks does; the order-statistics structure of issue 32
+//! replaces the walks.
+
+use bytes::Bytes;
+
+use super::args::{is, parse_f64, parse_i64, Args};
+use super::Ctx;
+use super::{commands, CommandSpec};
+use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT, SYNTAX};
+use crate::resp::Reply;
+use crate::types::coll::{self, View, Writer};
+use crate::types::notify::class::ZSET;
+use crate::types::zset;
+use crate::types::KeyType;
+
+/// The sorted-set commands (`cmd::table` has the line format).
+#[rustfmt::skip]
+pub(super) const COMMANDS: &[CommandSpec] = commands! {
+    "zadd"             -4 [write denyoom fast] 1 1 1 Shard(zadd)             sorted_set "1.2.0" "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.";
+    "zincrby"          4  [write denyoom fast] 1 1 1 Shard(zincrby)          sorted_set "1.2.0" "Increments the score of a member in a sorted set.";
+    "zrem"             -3 [write fast]         1 1 1 Shard(zrem)             sorted_set "1.2.0" "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.";
+    "zcard"            2  [readonly fast]      1 1 1 Shard(zcard)            sorted_set "1.2.0" "Returns the number of members in a sorted set.";
+    "zscore"           3  [readonly fast]      1 1 1 Shard(zscore)           sorted_set "1.2.0" "Returns the score of a member in a sorted set.";
+    "zmscore"          -3 [readonly fast]      1 1 1 Shard(zmscore)          sorted_set "6.2.0" "Returns the score of one or more members in a sorted set.";
+    "zrank"            -3 [readonly fast]      1 1 1 Shard(zrank)            sorted_set "2.0.0" "Returns the index of a member in a sorted set ordered by ascending scores.";
+    "zrevrank"         -3 [readonly fast]      1 1 1 Shard(zrevrank)         sorted_set "2.0.0" "Returns the index of a member in a sorted set ordered by descending scores.";
+    "zcount"           4  [readonly fast]      1 1 1 Shard(zcount)           sorted_set "2.0.0" "Returns the count of members in a sorted set that have scores within a range.";
+    "zlexcount"        4  [readonly fast]      1 1 1 Shard(zlexcount)        sorted_set "2.8.9" "Returns the number of members in a sorted set within a lexicographical range.";
+    "zrange"           -4 [readonly]           1 1 1 Shard(zrange)           sorted_set "1.2.0" "Returns members in a sorted set within a range of indexes.";
+    "zrevrange"        -4 [readonly]           1 1 1 Shard(zrevrange)        sorted_set "1.2.0" "Returns members in a sorted set within a range of indexes in reverse order.";
+    "zrangebyscore"    -4 [readonly]           1 1 1 Shard(zrangebyscore)    sorted_set "1.0.5" "Returns members in a sorted set within a range of scores.";
+    "zrevrangebyscore" -4 [readonly]           1 1 1 Shard(zrevrangebyscore) sorted_set "2.2.0" "Returns members in a sorted set within a range of scores in reverse order.";
+    "zrangebylex"      -4 [readonly]           1 1 1 Shard(zrangebylex)      sorted_set "2.8.9" "Returns members in a sorted set within a lexicographical range.";
+    "zrevrangebylex"   -4 [readonly]           1 1 1 Shard(zrevrangebylex)   sorted_set "2.8.9" "Returns members in a sorted set within a lexicographical range in reverse order.";
+};
+
+const Z: KeyType = KeyType::ZSet;
+
+fn view(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<View>> {
+    coll::view(ctx.ks(), ctx.db, key, Z, ctx.now_ms)
+}
+
+fn err(msg: &'static str) -> CmdError {
+    CmdError::new(msg)
+}
+
+const NAN_RESULT: &str = "ERR resulting score is not a number (NaN)";
+
+/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) = (false, false, false, false, false, false);
+    while let Some(a) = args.peek() {
+        let flag = match () {
+            _ if is(a, "nx") => &mut nx,
+            _ if is(a, "xx") => &mut xx,
+            _ if is(a, "gt") => &mut gt,
+            _ if is(a, "lt") => &mut lt,
+            _ if is(a, "ch") => &mut ch,
+            _ if is(a, "incr") => &mut incr,
+            _ => break,
+        };
+        *flag = true;
+        args.arg()?;
+    }
+    let pairs = args.rest();
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
+        return Err(SYNTAX);
+    }
+    if nx && xx {
+        return Err(err("ERR XX and NX options at the same time are not compatible"));
+    }
+    if ((gt || lt) && nx) || (gt && lt) {
+        return Err(err("ERR GT, LT, and/or NX options at the same time are not compatible"));
+    }
+    if incr && pairs.len() > 2 {
+        return Err(err("ERR INCR option supports a single increment-element pair"));
+    }
+    let mut scores = Vec::with_capacity(pairs.len() / 2);
+    for p in pairs.chunks(2) {
+        scores.push(parse_f64(&p[0]).ok_or(NOT_FLOAT)?);
+    }
+    let mut w = match Writer::open(ctx.ks(), ctx.db, key, Z, ctx.now_ms, !xx)? {
+        Some(w) => w,
+        None => {
+            // XX on a missing key: nothing to update.
+            if incr {
+                r.null();
+            } else {
+                r.int(0);
+            }
+            return Ok(());
+        }
+    };
+    let (mut added, mut updated) = (0i64, 0i64);
+    let mut incr_result = None;
+    for (p, &s) in pairs.chunks(2).zip(&scores) {
+        let m = &p[1][..];
+        let old = zset::score_in(&mut w, m)?;
+        let new = match (old, incr) {
+            (Some(o), true) => o + s,
+            _ => s,
+        };
+        if new.is_nan() {
+            return Err(err(NAN_RESULT));
+        }
+        let new = if new == 0.0 { 0.0 } else { new };
+        match old {
+            None if xx => continue,
+            None => {
+                zset::set_score(&mut w, m, new)?;
+                added += 1;
+            }
+            Some(_) if nx => continue,
+            Some(o) if (gt && new <= o) || (lt && new >= o) => continue,
+            Some(o) => {
+                if o != new {
+                    zset::set_score(&mut w, m, new)?;
+                    updated += 1;
+                }
+            }
+        }
+        incr_result = Some(new);
+    }
+    let events: &[&'static str] = match (added + updated > 0, incr) {
+        (false, _) => &[],
+        (true, true) => &["zincr"],
+        (true, false) => &["zadd"],
+    };
+    w.commit_with(ZSET, events)?;
+    if incr {
+        match incr_result {
+            Some(v) => r.double(v),
+            None => r.null(),
+        }
+    } else {
+        r.int(if ch { added + updated } else { added });
+    }
+    Ok(())
+}
+
+/// ZINCRBY key increment member
+pub fn zincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let by = parse_f64(args.bytes()?).ok_or(NOT_FLOAT)?;
+    let m = args.bytes()?;
+    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, Z, ctx.now_ms)?;
+    let new = zset::score_in(&mut w, m)?.map_or(by, |o| o + by);
+    if new.is_nan() {
+        return Err(err(NAN_RESULT));
+    }
+    let new = if new == 0.0 { 0.0 } else { new };
+    zset::set_score(&mut w, m, new)?;
+    w.commit_with(ZSET, &["zincr"])?;
+    r.double(new);
+    Ok(())
+}
+
+pub fn zrem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (key, members) = (args.key()?, args.rest());
+    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, key, Z, ctx.now_ms, false)? else {
+        r.int(0);
+        return Ok(());
+    };
+    let mut removed = 0;
+    for m in members {
+        removed += zset::remove(&mut w, m)? as i64;
+    }
+    w.commit_with(ZSET, if removed > 0 { &["zrem"] } else { &[] })?;
+    r.int(removed);
+    Ok(())
+}
+
+pub fn zcard(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    r.int(view(ctx, Args::new(argv).key()?)?.map_or(0, |v| v.c.size as i64));
+    Ok(())
+}
+
+pub fn zscore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (key, m) = (args.key()?, args.bytes()?);
+    let s = match view(ctx, key)? {
+        Some(v) => zset::score(ctx.ks(), ctx.db, key, &v.c, m)?,
+        None => None,
+    };
+    match s {
+        Some(s) => r.double(s),
+        None => r.null(),
+    }
+    Ok(())
+}
+
+pub fn zmscore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (key, members) = (args.key()?, args.rest());
+    let v = view(ctx, key)?;
+    r.array(members.len());
+    for m in members {
+        let s = match &v {
+            Some(v) => zset::score(ctx.ks(), ctx.db, key, &v.c, m)?,
+            None => None,
+        };
+        match s {
+            Some(s) => r.double(s),
+            None => r.null(),
+        }
+    }
+    Ok(())
+}
+
+fn rank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
+    let mut args = Args::new(argv);
+    let (key, m) = (args.key()?, args.bytes()?);
+    let withscore = match args.left() {
+        0 => false,
+        1 if is(args.bytes()?, "withscore") => true,
+        _ => return Err(SYNTAX),
+    };
+    let found = match view(ctx, key)? {
+        Some(v) => match zset::score(ctx.ks(), ctx.db, key, &v.c, m)? {
+            Some(s) => {
+                // The members before it in (score, member) order.
+                let at = zset::score_sub(s, m);
+                let mut n = 0u64;
+                zset::walk(ctx.ks(), ctx.db, key, &v.c, None, false, |sc, mm| {
+                    let before = zset::score_sub(sc, mm) < at;
+                    n += before as u64;
+                    before
+                })?;
+                let rank = if rev { v.c.size.saturating_sub(n + 1) } else { n };
+                Some((rank, s))
+            }
+            None => None,
+        },
+        None => None,
+    };
+    match found {
+        None => r.null(),
+        Some((rank, s)) if withscore => {
+            r.array(2);
+            r.int(rank as i64);
+            r.double(s);
+        }
+        Some((rank, _)) => r.int(rank as i64),
+    }
+    Ok(())
+}
+
+pub fn zrank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    rank(ctx, argv, r, false)
+}
+
+pub fn zrevrank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    rank(ctx, argv, r, true)
+}
+
+/// A score bound: the value and whether it is exclusive (`(`).
+#[derive(Clone, Copy, Debug)]
+struct ScoreBound {
+    v: f64,
+    open: bool,
+}
+
+/// A range bound as Redis reads it with `strtod`: leading white space
+/// allowed, the rest all consumed, an empty string is 0, NaN refused.
+fn strtod(s: &[u8]) -> Option<f64> {
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    let start = s
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))?;
+    parse_f64(&s[start..])
+}
+
+fn score_bound(s: &[u8]) -> Option<ScoreBound> {
+    let (open, text) = match s.first() {
+        Some(b'(') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let v = strtod(text)?;
+    Some(ScoreBound { v, open })
+}
+
+/// Redis's `zslParseRange`.
+fn score_range(min: &[u8], max: &[u8]) -> CmdResult<(ScoreBound, ScoreBound)> {
+    match (score_bound(min), score_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(err("ERR min or max is not a float")),
+    }
+}
+
+impl ScoreBound {
+    fn above_min(self, s: f64) -> bool {
+        if self.open {
+            s > self.v
+        } else {
+            s >= self.v
+        }
+    }
+
+    fn below_max(self, s: f64) -> bool {
+        if self.open {
+            s < self.v
+        } else {
+            s <= self.v
+        }
+    }
+}
+
+/// A lex bound (`-`, `+`, `[x`, `(x`).
+#[derive(Clone, Debug)]
+enum LexBound {
+    Min,
+    Max,
+    Incl(Vec<u8>),
+    Excl(Vec<u8>),
+}
+
+fn lex_bound(s: &[u8]) -> Option<LexBound> {
+    match s.first()? {
+        b'-' if s.len() == 1 => Some(LexBound::Min),
+        b'+' if s.len() == 1 => Some(LexBound::Max),
+        b'[' => Some(LexBound::Incl(s[1..].to_vec())),
+        b'(' => Some(LexBound::Excl(s[1..].to_vec())),
+        _ => None,
+    }
+}
+
+fn lex_range(min: &[u8], max: &[u8]) -> CmdResult<(LexBound, LexBound)> {
+    match (lex_bound(min), lex_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(err("ERR min or max not valid string range item")),
+    }
+}
+
+impl LexBound {
+    fn gte_min(&self, m: &[u8]) -> bool {
+        match self {
+            LexBound::Min => true,
+            LexBound::Max => false,
+            LexBound::Incl(v) => m >= &v[..],
+            LexBound::Excl(v) => m > &v[..],
+        }
+    }
+
+    fn lte_max(&self, m: &[u8]) -> bool {
+        match self {
+            LexBound::Min => false,
+            LexBound::Max => true,
+            LexBound::Incl(v) => m <= &v[..],
+            LexBound::Excl(v) => m < &v[..],
+        }
+    }
+}
+
+/// What a range command selects.
+enum Range {
+    Rank(i64, i64),
+    Score(ScoreBound, ScoreBound),
+    Lex(LexBound, LexBound),
+}
+
+/// Members of `range` in order (reversed with `rev`), after skipping
+/// `offset` and at most `limit` (negative: all).
+fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, offset: i64, limit: i64) -> CmdResult<Vec<(Vec<u8>, f64)>> {
+    let mut out = Vec::new();
+    if offset < 0 || limit == 0 {
+        return Ok(out);
+    }
+    let size = v.c.size as i64;
+    let (mut skip, mut left) = (offset, if limit < 0 { i64::MAX } else { limit });
+    let (ks, db) = (ctx.ks(), ctx.db);
+    match range {
+        Range::Rank(start, end) => {
+            let (mut s, mut e) = (*start, *end);
+            if s < 0 {
+                s += size;
+            }
+            if e < 0 {
+                e += size;
+            }
+            s = s.max(0);
+            if s > e || s >= size {
+                return Ok(out);
+            }
+            e = e.min(size - 1);
+            let (mut i, want) = (0i64, e - s + 1);
+            zset::walk(ks, db, key, &v.c, None, rev, |sc, m| {
+                if i >= s {
+                    out.push((m.to_vec(), sc));
+                }
+                i += 1;
+                (out.len() as i64) < want
+            })?;
+        }
+        Range::Score(min, max) => {
+            // Forward from the lowest score in range; backwards from the
+            // highest.
+            let from = if rev {
+                // Backwards from just past the highest score in range.
+                let top = u64::from_be_bytes(zset::sort_key(max.v));
+                let mut k = vec![zset::SCORE];
+                k.extend_from_slice(&(if max.open { top } else { top.saturating_add(1) }).to_be_bytes());
+                k
+            } else {
+                let mut k = vec![zset::SCORE];
+                k.extend_from_slice(&zset::sort_key(min.v));
+                k
+            };
+            zset::walk(ks, db, key, &v.c, Some(&from), rev, |sc, m| {
+                let (inside, past) = if rev {
+                    (max.below_max(sc) && min.above_min(sc), !min.above_min(sc))
+                } else {
+                    (min.above_min(sc) && max.below_max(sc), !max.below_max(sc))
+                };
+                if past {
+                    return false;
+                }
+                if inside {
+                    if skip > 0 {
+                        skip -= 1;
+                    } else {
+                        out.push((m.to_vec(), sc));
+                        left -= 1;
+                    }
+                }
+                left > 0
+            })?;
+        }
+        Range::Lex(min, max) => {
+            let mut started = false;
+            zset::walk(ks, db, key, &v.c, None, rev, |sc, m| {
+                // Redis finds the first member past the near bound, then
+                // goes on while the far bound holds.
+                let (enter, stay) = if rev {
+                    (max.lte_max(m), min.gte_min(m))
+                } else {
+                    (min.gte_min(m), max.lte_max(m))
+                };
+                if !started {
+                    if !enter {
+                        return true;
+                    }
+                    started = true;
+                }
+                if !stay {
+                    return false;
+                }
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    out.push((m.to_vec(), sc));
+                    left -= 1;
+                }
+                left > 0
+            })?;
+        }
+    }
+    Ok(out)
+}
+
+fn reply_members(r: &mut Reply, items: &[(Vec<u8>, f64)], withscores: bool) {
+    if !withscores {
+        r.array(items.len());
+        for (m, _) in items {
+            r.bulk(m);
+        }
+        return;
+    }
+    if r.resp3 {
+        r.array(items.len());
+        for (m, s) in items {
+            r.array(2);
+            r.bulk(m);
+            r.double(*s);
+        }
+    } else {
+        r.array(items.len() * 2);
+        for (m, s) in items {
+            r.bulk(m);
+            r.double(*s);
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+/// Redis's `zrangeGenericCommand`: `kind`/`rev` fixed by the command
+/// (ZRANGEBYSCORE...) or left to the options (ZRANGE).
+fn range_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, mut kind: Kind, rev: Option<bool>) -> CmdResult {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let (a, b) = (args.bytes()?, args.bytes()?);
+    let (mut withscores, mut limit, mut reverse) = (false, None, rev);
+    while !args.is_empty() {
+        let left = args.left();
+        let w = args.arg()?;
+        if is(w, "withscores") {
+            withscores = true;
+        } else if is(w, "limit") && left > 2 {
+            let o = parse_i64(args.bytes()?).ok_or(NOT_INT)?;
+            let c = parse_i64(args.bytes()?).ok_or(NOT_INT)?;
+            limit = Some((o, c));
+        } else if rev.is_none() && reverse.is_none() && is(w, "rev") {
+            reverse = Some(true);
+        } else if kind == Kind::Auto && is(w, "bylex") {
+            kind = Kind::Lex;
+        } else if kind == Kind::Auto && is(w, "byscore") {
+            kind = Kind::Score;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let rev = reverse.unwrap_or(false);
+    if kind == Kind::Auto {
+        kind = Kind::Rank;
+    }
+    if limit.is_some() && kind == Kind::Rank {
+        return Err(err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    if withscores && kind == Kind::Lex {
+        return Err(err("ERR syntax error, WITHSCORES not supported in combination with BYLEX"));
+    }
+    // By score or lex in reverse, the range is given as max, min.
+    let (min, max) = if rev && kind != Kind::Rank { (b, a) } else { (a, b) };
+    let range = match kind {
+        Kind::Score => {
+            let (lo, hi) = score_range(min, max)?;
+            Range::Score(lo, hi)
+        }
+        Kind::Lex => {
+            let (lo, hi) = lex_range(min, max)?;
+            Range::Lex(lo, hi)
+        }
+        _ => Range::Rank(parse_i64(min).ok_or(NOT_INT)?, parse_i64(max).ok_or(NOT_INT)?),
+    };
+    let Some(v) = view(ctx, key)? else {
+        r.array(0);
+        return Ok(());
+    };
+    let (offset, count) = limit.unwrap_or((0, -1));
+    let items = select(ctx, key, &v, &range, rev, offset, count)?;
+    reply_members(r, &items, withscores);
+    Ok(())
+}
+
+pub fn zrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    range_generic(ctx, argv, r, Kind::Auto, None)
+}
+
+pub fn zrevrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    range_generic(ctx, argv, r, Kind::Rank, Some(true))
+}
+
+pub fn zrangebyscore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    range_generic(ctx, argv, r, Kind::Score, Some(false))
+}
+
+pub fn zrevrangebyscore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    range_generic(ctx, argv, r, Kind::Score, Some(true))
+}
+
+pub fn zrangebylex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    range_generic(ctx, argv, r, Kind::Lex, Some(false))
+}
+
+pub fn zrevrangebylex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    range_generic(ctx, argv, r, Kind::Lex, Some(true))
+}
+
+pub fn zcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let (min, max) = score_range(args.bytes()?, args.bytes()?)?;
+    let n = match view(ctx, key)? {
+        Some(v) => select(ctx, key, &v, &Range::Score(min, max), false, 0, -1)?.len(),
+        None => 0,
+    };
+    r.int(n as i64);
+    Ok(())
+}
+
+pub fn zlexcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let mut args = Args::new(argv);
+    let key = args.key()?;
+    let (min, max) = lex_range(args.bytes()?, args.bytes()?)?;
+    let n = match view(ctx, key)? {
+        Some(v) => select(ctx, key, &v, &Range::Lex(min, max), false, 0, -1)?.len(),
+        None => 0,
+    };
+    r.int(n as i64);
+    Ok(())
+}
