@@ -233,6 +233,49 @@ const SCRIPTS: &[(&str, &str)] = &[
         ZRANGEBYLEX str - +
         "#,
     ),
+    (
+        "pops and range removals",
+        r#"
+        ZADD z 1 a 2 b 3 c 4 d 5 e 6 f 7 g
+        ZPOPMIN z
+        ZPOPMAX z
+        ZPOPMIN z 2
+        ZPOPMAX z 0
+        ZPOPMIN z -1
+        ZPOPMIN z x
+        ZPOPMIN z 1 2
+        ZPOPMAX z 10
+        EXISTS z
+        ZPOPMIN z
+        ZPOPMIN nokey
+        ZPOPMIN nokey 3
+        ZADD z 1 a 2 b 3 c 4 d 5 e 6 f 7 g
+        ZREMRANGEBYRANK z 0 1
+        ZREMRANGEBYRANK z -2 -1
+        ZREMRANGEBYRANK z 5 1
+        ZREMRANGEBYRANK z x 1
+        ZRANGE z 0 -1
+        ZREMRANGEBYSCORE z (3 4
+        ZREMRANGEBYSCORE z x 4
+        ZREMRANGEBYSCORE z 10 20
+        ZRANGE z 0 -1 WITHSCORES
+        ZREMRANGEBYSCORE z -inf +inf
+        EXISTS z
+        ZADD z 0 a 0 b 0 c 0 d
+        ZREMRANGEBYLEX z [b (d
+        ZREMRANGEBYLEX z b d
+        ZREMRANGEBYLEX z - +
+        EXISTS z
+        ZREMRANGEBYRANK nokey 0 -1
+        ZREMRANGEBYSCORE nokey 0 1
+        ZREMRANGEBYLEX nokey - +
+        SET str v
+        ZPOPMIN str
+        ZREMRANGEBYRANK str 0 1
+        ZREMRANGEBYSCORE str 0 1
+        ZREMRANGEBYLEX str - +
+        "#,
+    ),
 ];
 
 #[test]

@@ -96,22 +96,31 @@ fn sorted_set_writes_send_redis_events() {
         &["ZINCRBY", "z", "1", "a"],
         &["ZREM", "z", "nope"],
         &["ZREM", "z", "a"],
+        &["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"],
+        &["ZPOPMIN", "z"],
+        &["ZPOPMAX", "z", "0"],
+        &["ZREMRANGEBYRANK", "z", "0", "0"],
+        &["ZREMRANGEBYLEX", "z", "[x", "[y"],
+        &["ZREMRANGEBYSCORE", "z", "-inf", "+inf"],
     ] {
         c.cmd(cmd);
     }
     let mut events = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..10 {
         let msg = show(&sub.reply());
         events.push(msg.rsplit("\\r\\n").nth(3).unwrap_or_default().to_string());
     }
-    assert_eq!(
-        events,
-        [
-            "__keyevent@0__:zadd",
-            "__keyevent@0__:zincr",
-            "__keyevent@0__:zincr",
-            "__keyevent@0__:zrem",
-            "__keyevent@0__:del"
-        ]
-    );
+    let want = [
+        "zadd",
+        "zincr",
+        "zincr",
+        "zrem",
+        "del",
+        "zadd",
+        "zpopmin",
+        "zrembyrank",
+        "zrembyscore",
+        "del",
+    ];
+    assert_eq!(events, want.map(|e| format!("__keyevent@0__:{e}")));
 }

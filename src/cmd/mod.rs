@@ -27,6 +27,7 @@ pub mod sets;
 pub mod strings;
 mod table;
 pub mod whole;
+pub mod zedit;
 pub mod zsets;
 
 pub use table::TABLE;

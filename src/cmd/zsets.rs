@@ -261,7 +261,7 @@ pub fn zrevrank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 /// A score bound: the value and whether it is exclusive (`(`).
 #[derive(Clone, Copy, Debug)]
-struct ScoreBound {
+pub(super) struct ScoreBound {
     v: f64,
     open: bool,
 }
@@ -288,7 +288,7 @@ fn score_bound(s: &[u8]) -> Option<ScoreBound> {
 }
 
 /// Redis's `zslParseRange`.
-fn score_range(min: &[u8], max: &[u8]) -> CmdResult<(ScoreBound, ScoreBound)> {
+pub(super) fn score_range(min: &[u8], max: &[u8]) -> CmdResult<(ScoreBound, ScoreBound)> {
     match (score_bound(min), score_bound(max)) {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err(err("ERR min or max is not a float")),
@@ -315,7 +315,7 @@ impl ScoreBound {
 
 /// A lex bound (`-`, `+`, `[x`, `(x`).
 #[derive(Clone, Debug)]
-enum LexBound {
+pub(super) enum LexBound {
     Min,
     Max,
     Incl(Vec<u8>),
@@ -332,7 +332,7 @@ fn lex_bound(s: &[u8]) -> Option<LexBound> {
     }
 }
 
-fn lex_range(min: &[u8], max: &[u8]) -> CmdResult<(LexBound, LexBound)> {
+pub(super) fn lex_range(min: &[u8], max: &[u8]) -> CmdResult<(LexBound, LexBound)> {
     match (lex_bound(min), lex_bound(max)) {
         (Some(a), Some(b)) => Ok((a, b)),
         _ => Err(err("ERR min or max not valid string range item")),
@@ -360,7 +360,7 @@ impl LexBound {
 }
 
 /// What a range command selects.
-enum Range {
+pub(super) enum Range {
     Rank(i64, i64),
     Score(ScoreBound, ScoreBound),
     Lex(LexBound, LexBound),
@@ -368,7 +368,7 @@ enum Range {
 
 /// Members of `range` in order (reversed with `rev`), after skipping
 /// `offset` and at most `limit` (negative: all).
-fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, offset: i64, limit: i64) -> CmdResult<Vec<(Vec<u8>, f64)>> {
+pub(super) fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, offset: i64, limit: i64) -> CmdResult<Vec<(Vec<u8>, f64)>> {
     let mut out = Vec::new();
     if offset < 0 || limit == 0 {
         return Ok(out);
