@@ -67,6 +67,17 @@ fn sorted_sets_are_keys_like_the_others() {
         assert_eq!(show(&c.cmd(&["ZADD", "copy", "3", "c"])), show(b":1\r\n"));
         assert_eq!(show(&c.cmd(&["ZCARD", "z{other}"])), show(b":2\r\n"));
         assert!(show(&c.cmd(&["SCAN", "0", "TYPE", "zset", "COUNT", "100"])).contains("$4\\r\\ncopy"));
+        // DUMP and RESTORE, under another name and over a key of another type.
+        let dump = c.cmd(&["DUMP", "copy"]);
+        let payload = &dump[dump.iter().position(|&b| b == b'\n').expect("bulk header") + 1..dump.len() - 2];
+        c.cmd(&["SET", "restored", "x"]);
+        assert_eq!(c.cmd(&[&b"RESTORE"[..], b"restored", b"0", payload, b"REPLACE"]), b"+OK\r\n");
+        assert_eq!(
+            show(&c.cmd(&["ZRANGE", "restored", "0", "-1", "WITHSCORES"])),
+            show(&c.cmd(&["ZRANGE", "copy", "0", "-1", "WITHSCORES"]))
+        );
+        assert_eq!(show(&c.cmd(&["ZRANK", "restored", "c"])), show(b":2\r\n"));
+        c.cmd(&["DEL", "restored"]);
         assert_eq!(show(&c.cmd(&["EXPIRE", "copy", "100"])), show(b":1\r\n"));
         assert_eq!(show(&c.cmd(&["DEL", "z{other}"])), show(b":1\r\n"));
         assert_eq!(show(&c.cmd(&["ZCARD", "z{other}"])), show(b":0\r\n"));

@@ -127,6 +127,12 @@ pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
                 return None;
             }
         }
+        KeyType::ZSet => {
+            let c = m.coll()?;
+            if c.hfe.is_some() || c.list_head.is_some() || !crate::types::zset::records_fit(c.size, &members) {
+                return None;
+            }
+        }
         _ => return None,
     }
     Some(Owned { raw, members })

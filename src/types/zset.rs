@@ -107,6 +107,29 @@ pub fn remove(w: &mut Writer<'_>, m: &[u8]) -> CmdResult<bool> {
     Ok(true)
 }
 
+/// Whether `records` (sub key, value) are a whole sorted set of `size`
+/// members: a member record and the matching score record for each, no
+/// NaN, nothing else (RESTORE's check of a payload).
+pub fn records_fit(size: u64, records: &[(Vec<u8>, Vec<u8>)]) -> bool {
+    let mut scores = std::collections::HashMap::new();
+    let mut sorted = std::collections::HashSet::new();
+    for (sub, v) in records {
+        match sub.first() {
+            Some(&MEMBER) => match <[u8; 8]>::try_from(&v[..]) {
+                Ok(b) if !f64::from_bits(u64::from_be_bytes(b)).is_nan() => {
+                    scores.insert(&sub[1..], f64::from_bits(u64::from_be_bytes(b)));
+                }
+                _ => return false,
+            },
+            Some(&SCORE) if v.is_empty() && sub.len() >= 9 => {
+                sorted.insert(&sub[..]);
+            }
+            _ => return false,
+        }
+    }
+    scores.len() as u64 == size && sorted.len() == scores.len() && scores.iter().all(|(m, s)| sorted.contains(&score_sub(*s, m)[..]))
+}
+
 /// Visits the members in (score, member) order from score record `from`
 /// (a sub key, inclusive) on, or backwards from `from` (exclusive) when
 /// `rev`, until `f` returns false.
@@ -173,5 +196,27 @@ mod tests {
         assert_eq!(split_score_sub(b"s123"), None);
         assert!(score_sub(1.0, b"b") > score_sub(1.0, b"a"));
         assert!(score_sub(1.0, b"") < score_sub(1.0, b"\x00"));
+    }
+
+    #[test]
+    fn restore_checks_the_records() {
+        let rec = |m: &[u8], s: f64| vec![(member_sub(m), s.to_bits().to_be_bytes().to_vec()), (score_sub(s, m), vec![])];
+        let mut good = rec(b"a", 1.5);
+        good.extend(rec(b"b", -2.0));
+        assert!(records_fit(2, &good));
+        assert!(!records_fit(3, &good), "size");
+        assert!(!records_fit(2, &good[..3]), "a member without its score record");
+        let mut moved = good.clone();
+        moved[1].0 = score_sub(9.0, b"a");
+        assert!(!records_fit(2, &moved), "a score record at another score");
+        let mut nan = good.clone();
+        nan[0].1 = f64::NAN.to_bits().to_be_bytes().to_vec();
+        assert!(!records_fit(2, &nan));
+        let mut short = good.clone();
+        short[0].1 = vec![1, 2];
+        assert!(!records_fit(2, &short));
+        let mut other = good;
+        other.push((b"x".to_vec(), vec![]));
+        assert!(!records_fit(2, &other));
     }
 }
