@@ -12,8 +12,8 @@ use crate::error::{CmdError, CmdResult, NOT_INT};
 use crate::resp::Reply;
 use crate::types::coll::{self, Writer};
 use crate::types::notify::class::ZSET;
-use crate::types::zset;
 use crate::types::KeyType;
+use crate::types::zwrite;
 
 /// The commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -38,7 +38,7 @@ fn take_out(ctx: &Ctx, key: &[u8], items: &[(Vec<u8>, f64)], event: &'static str
     };
     let mut n = 0;
     for (m, _) in items {
-        n += zset::remove(&mut w, m)? as usize;
+        n += zwrite::remove(&mut w, m)? as usize;
     }
     w.commit_with(ZSET, &[event])?;
     Ok(n)

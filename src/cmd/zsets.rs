@@ -12,8 +12,8 @@ use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT, SYNTAX};
 use crate::resp::Reply;
 use crate::types::coll::{self, View, Writer};
 use crate::types::notify::class::ZSET;
-use crate::types::zset;
 use crate::types::KeyType;
+use crate::types::{zset, zwrite};
 
 /// The sorted-set commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -99,7 +99,7 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut incr_result = None;
     for (p, &s) in pairs.chunks(2).zip(&scores) {
         let m = &p[1][..];
-        let old = zset::score_in(&mut w, m)?;
+        let old = zwrite::score_in(&mut w, m)?;
         let new = match (old, incr) {
             (Some(o), true) => o + s,
             _ => s,
@@ -111,14 +111,14 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         match old {
             None if xx => continue,
             None => {
-                zset::set_score(&mut w, m, new)?;
+                zwrite::set_score(&mut w, m, new)?;
                 added += 1;
             }
             Some(_) if nx => continue,
             Some(o) if (gt && new <= o) || (lt && new >= o) => continue,
             Some(o) => {
                 if o != new {
-                    zset::set_score(&mut w, m, new)?;
+                    zwrite::set_score(&mut w, m, new)?;
                     updated += 1;
                 }
             }
@@ -149,12 +149,12 @@ pub fn zincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let by = parse_f64(args.bytes()?).ok_or(NOT_FLOAT)?;
     let m = args.bytes()?;
     let mut w = Writer::upsert(ctx.ks(), ctx.db, key, Z, ctx.now_ms)?;
-    let new = zset::score_in(&mut w, m)?.map_or(by, |o| o + by);
+    let new = zwrite::score_in(&mut w, m)?.map_or(by, |o| o + by);
     if new.is_nan() {
         return Err(err(NAN_RESULT));
     }
     let new = if new == 0.0 { 0.0 } else { new };
-    zset::set_score(&mut w, m, new)?;
+    zwrite::set_score(&mut w, m, new)?;
     w.commit_with(ZSET, &["zincr"])?;
     r.double(new);
     Ok(())
@@ -169,7 +169,7 @@ pub fn zrem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     };
     let mut removed = 0;
     for m in members {
-        removed += zset::remove(&mut w, m)? as i64;
+        removed += zwrite::remove(&mut w, m)? as i64;
     }
     w.commit_with(ZSET, if removed > 0 { &["zrem"] } else { &[] })?;
     r.int(removed);

@@ -24,6 +24,7 @@ pub mod notify;
 pub mod string;
 pub mod writer;
 pub mod zset;
+pub mod zwrite;
 
 use crate::error::CmdResult;
 use crate::storage::ShardStore;

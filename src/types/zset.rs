@@ -16,7 +16,6 @@ use crate::error::{CmdResult, CORRUPT};
 use crate::storage::keys;
 use crate::storage::meta::Coll;
 use crate::types::keyspace::Keyspace;
-use crate::types::writer::Writer;
 
 /// First byte of a member record.
 pub const MEMBER: u8 = b'm';
@@ -64,47 +63,15 @@ pub fn split_score_sub(sub: &[u8]) -> Option<(f64, &[u8])> {
     Some((from_sort_key(k), &sub[9..]))
 }
 
-fn decode_score(v: &[u8]) -> CmdResult<f64> {
+pub(super) fn decode_score(v: &[u8]) -> CmdResult<f64> {
     let b: [u8; 8] = v.try_into().map_err(|_| CORRUPT)?;
     Ok(f64::from_bits(u64::from_be_bytes(b)))
-}
-
-/// Member `m`'s score, through the writer (sees what it staged).
-pub fn score_in(w: &mut Writer<'_>, m: &[u8]) -> CmdResult<Option<f64>> {
-    match w.physical(&member_sub(m))? {
-        Some((_, v)) => decode_score(&v).map(Some),
-        None => Ok(None),
-    }
 }
 
 /// Member `m`'s score in the sorted set `c` at `key`.
 pub fn score(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, m: &[u8]) -> CmdResult<Option<f64>> {
     let k = keys::sub_key(db, key, c.version, &member_sub(m));
     ks.store.get_with(&k, |v| v.map(decode_score).transpose())?
-}
-
-/// Sets member `m`'s score (adding it when missing). Returns its score before.
-/// A score of -0 is stored as 0 (ZSCORE then says `0`, as redis-server does).
-pub fn set_score(w: &mut Writer<'_>, m: &[u8], score: f64) -> CmdResult<Option<f64>> {
-    let score = if score == 0.0 { 0.0 } else { score };
-    let old = score_in(w, m)?;
-    if let Some(o) = old {
-        if o.to_bits() == score.to_bits() {
-            return Ok(old);
-        }
-        w.delete_raw(&score_sub(o, m));
-    }
-    w.put(&member_sub(m), 0, &score.to_bits().to_be_bytes())?;
-    w.put_raw(&score_sub(score, m), b"");
-    Ok(old)
-}
-
-/// Removes member `m`. Returns whether it was there.
-pub fn remove(w: &mut Writer<'_>, m: &[u8]) -> CmdResult<bool> {
-    let Some(old) = score_in(w, m)? else { return Ok(false) };
-    w.delete(&member_sub(m))?;
-    w.delete_raw(&score_sub(old, m));
-    Ok(true)
 }
 
 /// Whether `records` (sub key, value) are a whole sorted set of `size`
