@@ -12,8 +12,8 @@ use crate::error::{CmdError, CmdResult, NOT_INT};
 use crate::resp::Reply;
 use crate::types::coll::{self, Writer};
 use crate::types::notify::class::ZSET;
-use crate::types::KeyType;
 use crate::types::zwrite;
+use crate::types::KeyType;
 
 /// The commands (`cmd::table` has the line format).
 #[rustfmt::skip]
