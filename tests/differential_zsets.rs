@@ -276,6 +276,39 @@ const SCRIPTS: &[(&str, &str)] = &[
         ZREMRANGEBYLEX str - +
         "#,
     ),
+    (
+        "zscan and zrandmember",
+        r#"
+        ZADD z 1 a 2 b 3 c
+        ZSCAN z 0
+        ZSCAN z 0 MATCH a*
+        ZSCAN z 0 COUNT 1
+        ZSCAN z 0 COUNT 0
+        ZSCAN z 0 MATCH
+        ZSCAN z x
+        ZSCAN nokey 0
+        ZRANDMEMBER nokey
+        ZRANDMEMBER nokey 3
+        ZRANDMEMBER nokey 3 WITHSCORES
+        ZRANDMEMBER z 0
+        ZRANDMEMBER z x
+        ZRANDMEMBER z 1 WITHSCORES x
+        ZRANDMEMBER z 1 foo
+        ZRANDMEMBER z -9223372036854775808
+        ZRANDMEMBER z -9223372036854775807 WITHSCORES
+        ZRANDMEMBER z 9223372036854775807 WITHSCORES
+        ~ZRANDMEMBER z 3
+        ~ZRANDMEMBER z 10
+        ZADD one 5 only
+        ZRANDMEMBER one
+        ZRANDMEMBER one 1 WITHSCORES
+        ZRANDMEMBER one -3
+        ZRANDMEMBER one -2 WITHSCORES
+        SET str v
+        ZSCAN str 0
+        ZRANDMEMBER str
+        "#,
+    ),
 ];
 
 #[test]

@@ -135,3 +135,81 @@ fn sorted_set_writes_send_redis_events() {
     ];
     assert_eq!(events, want.map(|e| format!("__keyevent@0__:{e}")));
 }
+
+/// A sorted set past the listpack size: ZSCAN walks it with a cursor and
+/// returns every member once with its score; ZRANDMEMBER samples it by
+/// seeks with Redis's count rules.
+#[test]
+fn big_sorted_sets_scan_and_sample() {
+    let b = Basalt::start(2);
+    let mut c = b.client();
+    let mut pipe = redis::pipe();
+    for chunk in (0..3000).collect::<Vec<i64>>().chunks(500) {
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg("big");
+        for i in chunk {
+            zadd.arg(i * 2).arg(format!("m{i}"));
+        }
+        pipe.add_command(zadd).ignore();
+    }
+    let _: () = pipe.query(&mut c).expect("ZADD");
+    let score_of = |m: &str| m[1..].parse::<i64>().expect("member number") * 2;
+    let mut seen = std::collections::BTreeMap::new();
+    let mut cursor = 0u64;
+    let mut calls = 0;
+    loop {
+        let (next, items): (u64, Vec<String>) = redis::cmd("ZSCAN")
+            .arg("big")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(100)
+            .query(&mut c)
+            .expect("ZSCAN");
+        for p in items.chunks(2) {
+            assert!(seen.insert(p[0].clone(), p[1].clone()).is_none(), "{} twice", p[0]);
+        }
+        calls += 1;
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert!(calls > 10, "a cursor walk, not one reply: {calls}");
+    assert_eq!(seen.len(), 3000);
+    assert!(seen.iter().all(|(m, s)| s.parse::<i64>().ok() == Some(score_of(m))));
+    let matched: (u64, Vec<String>) = redis::cmd("ZSCAN")
+        .arg("big")
+        .arg(0)
+        .arg("MATCH")
+        .arg("m1?")
+        .arg("COUNT")
+        .arg(5000)
+        .query(&mut c)
+        .expect("ZSCAN MATCH");
+    assert_eq!(matched.1.len(), 20, "m10..m19 with their scores");
+    let some: Vec<String> = redis::cmd("ZRANDMEMBER").arg("big").arg(100).query(&mut c).expect("ZRANDMEMBER");
+    assert_eq!(some.iter().collect::<std::collections::BTreeSet<_>>().len(), 100, "distinct");
+    let rep: Vec<String> = redis::cmd("ZRANDMEMBER")
+        .arg("big")
+        .arg(-50)
+        .query(&mut c)
+        .expect("ZRANDMEMBER -50");
+    assert_eq!(rep.len(), 50);
+    assert!(rep.iter().all(|m| seen.contains_key(m)));
+    let all: Vec<String> = redis::cmd("ZRANDMEMBER")
+        .arg("big")
+        .arg(5000)
+        .query(&mut c)
+        .expect("ZRANDMEMBER 5000");
+    assert_eq!(all.len(), 3000);
+    let pairs: Vec<String> = redis::cmd("ZRANDMEMBER")
+        .arg("big")
+        .arg(-7)
+        .arg("WITHSCORES")
+        .query(&mut c)
+        .expect("WITHSCORES");
+    assert_eq!(pairs.len(), 14);
+    assert!(pairs.chunks(2).all(|p| p[1].parse::<i64>().ok() == Some(score_of(&p[0]))));
+    let one: String = redis::cmd("ZRANDMEMBER").arg("big").query(&mut c).expect("ZRANDMEMBER");
+    assert!(seen.contains_key(&one));
+}

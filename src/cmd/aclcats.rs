@@ -217,6 +217,7 @@ const CATEGORIES: &[(&str, &[&str])] = &[
     ("zmscore", &["@read", "@sortedset", "@fast"]),
     ("zpopmax", &["@write", "@sortedset", "@fast"]),
     ("zpopmin", &["@write", "@sortedset", "@fast"]),
+    ("zrandmember", &["@read", "@sortedset", "@slow"]),
     ("zrange", &["@read", "@sortedset", "@slow"]),
     ("zrangebylex", &["@read", "@sortedset", "@slow"]),
     ("zrangebyscore", &["@read", "@sortedset", "@slow"]),
@@ -229,6 +230,7 @@ const CATEGORIES: &[(&str, &[&str])] = &[
     ("zrevrangebylex", &["@read", "@sortedset", "@slow"]),
     ("zrevrangebyscore", &["@read", "@sortedset", "@slow"]),
     ("zrevrank", &["@read", "@sortedset", "@fast"]),
+    ("zscan", &["@read", "@sortedset", "@slow"]),
     ("zscore", &["@read", "@sortedset", "@fast"]),
 ];
 

@@ -257,6 +257,7 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("zmscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zpopmax", &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zpopmin", &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zrandmember", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zrange", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zrangebylex", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zrangebyscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
@@ -269,6 +270,7 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("zrevrangebylex", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zrevrangebyscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zrevrank", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("zscan", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("zscore", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
 ];
 

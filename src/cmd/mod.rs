@@ -28,6 +28,7 @@ pub mod strings;
 mod table;
 pub mod whole;
 pub mod zedit;
+pub mod zscan;
 pub mod zsets;
 
 pub use table::TABLE;
