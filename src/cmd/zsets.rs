@@ -225,10 +225,10 @@ fn rank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
         Some(v) => match zset::score(ctx.ks(), ctx.db, key, &v.c, m)? {
             Some(s) => {
                 // The members before it in (score, member) order.
-                let at = zset::score_sub(s, m);
+                let at = (zset::sort_key(s), m);
                 let mut n = 0u64;
                 zset::walk(ctx.ks(), ctx.db, key, &v.c, None, false, |sc, mm| {
-                    let before = zset::score_sub(sc, mm) < at;
+                    let before = (zset::sort_key(sc), mm) < at;
                     n += before as u64;
                     before
                 })?;
@@ -370,8 +370,30 @@ pub(super) enum Range {
 /// `offset` and at most `limit` (negative: all).
 pub(super) fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, offset: i64, limit: i64) -> CmdResult<Vec<(Vec<u8>, f64)>> {
     let mut out = Vec::new();
+    each(ctx, key, v, range, rev, (offset, limit), |m, s| out.push((m.to_vec(), s)))?;
+    Ok(out)
+}
+
+/// How many members `range` holds (ZCOUNT, ZLEXCOUNT), without copying them.
+fn count(ctx: &Ctx, key: &[u8], v: &View, range: &Range) -> CmdResult<i64> {
+    let mut n = 0;
+    each(ctx, key, v, range, false, (0, -1), |_, _| n += 1)?;
+    Ok(n)
+}
+
+/// Visits the members of `range` in order (reversed with `rev`), after
+/// skipping `offset`, at most `limit` of them (negative: all).
+fn each(
+    ctx: &Ctx,
+    key: &[u8],
+    v: &View,
+    range: &Range,
+    rev: bool,
+    (offset, limit): (i64, i64),
+    mut f: impl FnMut(&[u8], f64),
+) -> CmdResult {
     if offset < 0 || limit == 0 {
-        return Ok(out);
+        return Ok(());
     }
     let size = v.c.size as i64;
     let (mut skip, mut left) = (offset, if limit < 0 { i64::MAX } else { limit });
@@ -387,16 +409,16 @@ pub(super) fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, 
             }
             s = s.max(0);
             if s > e || s >= size {
-                return Ok(out);
+                return Ok(());
             }
             e = e.min(size - 1);
-            let (mut i, want) = (0i64, e - s + 1);
+            let mut i = 0i64;
             zset::walk(ks, db, key, &v.c, None, rev, |sc, m| {
                 if i >= s {
-                    out.push((m.to_vec(), sc));
+                    f(m, sc);
                 }
                 i += 1;
-                (out.len() as i64) < want
+                i <= e
             })?;
         }
         Range::Score(min, max) => {
@@ -426,7 +448,7 @@ pub(super) fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, 
                     if skip > 0 {
                         skip -= 1;
                     } else {
-                        out.push((m.to_vec(), sc));
+                        f(m, sc);
                         left -= 1;
                     }
                 }
@@ -455,14 +477,14 @@ pub(super) fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, 
                 if skip > 0 {
                     skip -= 1;
                 } else {
-                    out.push((m.to_vec(), sc));
+                    f(m, sc);
                     left -= 1;
                 }
                 left > 0
             })?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn reply_members(r: &mut Reply, items: &[(Vec<u8>, f64)], withscores: bool) {
@@ -582,26 +604,23 @@ pub fn zrevrangebylex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     range_generic(ctx, argv, r, Kind::Lex, Some(true))
 }
 
-pub fn zcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+/// ZCOUNT and ZLEXCOUNT: the range is parsed before the key is looked up.
+fn count_range(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, parse: fn(&[u8], &[u8]) -> CmdResult<Range>) -> CmdResult {
     let mut args = Args::new(argv);
     let key = args.key()?;
-    let (min, max) = score_range(args.bytes()?, args.bytes()?)?;
+    let range = parse(args.bytes()?, args.bytes()?)?;
     let n = match view(ctx, key)? {
-        Some(v) => select(ctx, key, &v, &Range::Score(min, max), false, 0, -1)?.len(),
+        Some(v) => count(ctx, key, &v, &range)?,
         None => 0,
     };
-    r.int(n as i64);
+    r.int(n);
     Ok(())
 }
 
+pub fn zcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    count_range(ctx, argv, r, |a, b| score_range(a, b).map(|(lo, hi)| Range::Score(lo, hi)))
+}
+
 pub fn zlexcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let mut args = Args::new(argv);
-    let key = args.key()?;
-    let (min, max) = lex_range(args.bytes()?, args.bytes()?)?;
-    let n = match view(ctx, key)? {
-        Some(v) => select(ctx, key, &v, &Range::Lex(min, max), false, 0, -1)?.len(),
-        None => 0,
-    };
-    r.int(n as i64);
-    Ok(())
+    count_range(ctx, argv, r, |a, b| lex_range(a, b).map(|(lo, hi)| Range::Lex(lo, hi)))
 }
