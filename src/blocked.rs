@@ -20,6 +20,7 @@ use shards::Sender;
 use crate::error::CmdResult;
 use crate::storage::intent::IntentRef;
 use crate::types::list::End;
+use crate::types::KeyType;
 
 /// What a blocked client does once one of its keys has data.
 #[derive(Debug, Clone)]
@@ -28,15 +29,32 @@ pub enum Wait {
     Pop { end: End, count: Option<u64> },
     /// BLMOVE, BRPOPLPUSH: pop at `from`, push at `to` of `dst`.
     Move { dst: Bytes, from: End, to: End },
+    /// BZPOPMIN, BZPOPMAX (`count` None: one member), BZMPOP (`count` Some):
+    /// pops from the low end of a sorted set, the high end with `max`.
+    ZPop { max: bool, count: Option<u64> },
 }
 
-/// What a served waiter receives: the key served and the elements popped.
+impl Wait {
+    /// The type of key this wait is served from: a key of another type
+    /// leaves the waiter waiting, as Redis's blocked clients of another
+    /// type are skipped.
+    pub fn key_type(&self) -> KeyType {
+        match self {
+            Wait::Pop { .. } | Wait::Move { .. } => KeyType::List,
+            Wait::ZPop { .. } => KeyType::ZSet,
+        }
+    }
+}
+
+/// What a served waiter receives: the key served and the elements popped
+/// (sorted-set members with their `scores`).
 /// A move whose destination lives on another shard also carries the intent
 /// part that holds the element until the destination's owner pushes it.
 #[derive(Debug)]
 pub struct Served {
     pub key: Bytes,
     pub elements: Vec<Vec<u8>>,
+    pub scores: Vec<f64>,
     /// A cross-shard move's push still to do (its intent part), and
     /// whether the pop emptied the source (its events go after the push).
     pub pending: Option<(IntentRef, bool)>,
@@ -134,20 +152,14 @@ impl Blocked {
         !map.is_empty() && map.contains_key(&(db, Bytes::copy_from_slice(key)))
     }
 
-    /// The first waiter of `key` still waiting; those that stopped waiting
-    /// are dropped on the way. None when there is none.
-    pub fn first(&self, db: u8, key: &[u8]) -> Option<Arc<Waiter>> {
-        let mut map = self.by_key.borrow_mut();
-        let k = (db, Bytes::copy_from_slice(key));
-        let q = map.get_mut(&k)?;
-        while let Some(w) = q.front() {
-            if w.is_waiting() {
-                return Some(w.clone());
-            }
-            q.pop_front();
+    /// The waiters of `key` still waiting, in arrival order (a copy: serving
+    /// one changes the queue).
+    pub fn waiting(&self, db: u8, key: &[u8]) -> Vec<Arc<Waiter>> {
+        let map = self.by_key.borrow();
+        match map.get(&(db, Bytes::copy_from_slice(key))) {
+            Some(q) => q.iter().filter(|w| w.is_waiting()).cloned().collect(),
+            None => Vec::new(),
         }
-        map.remove(&k);
-        None
     }
 
     /// Drops waiter `w` from `key`'s queue (it was served or gave up).

@@ -6,40 +6,16 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{show, Basalt, Raw, RedisServer};
+use common::{show, wait_blocked, Basalt, Raw};
 
 const SHARDS: usize = 4;
 
-/// The first `<prefix><n>` that shard `shard` owns.
 fn on_shard(prefix: &str, shard: usize) -> String {
-    (0..)
-        .map(|n| format!("{prefix}{n}"))
-        .find(|k| basalt::slot::owner(k.as_bytes(), SHARDS) == shard)
-        .unwrap_or_default()
+    common::on_shard(prefix, shard, SHARDS)
 }
 
-/// Waits until the server counts `n` blocked clients.
-fn wait_blocked(c: &mut Raw, n: usize) {
-    let want = format!("blocked_clients:{n}\r\n");
-    let start = Instant::now();
-    loop {
-        let info = String::from_utf8_lossy(&c.cmd(&["INFO", "clients"])).to_string();
-        if info.contains(&want) {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "never {n} blocked clients: {info}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Runs `scenario` on a fresh redis-server and a fresh Basalt (4 shards)
-/// and compares what it recorded.
 fn same_on_both(scenario: fn(u16) -> Vec<String>) {
-    let redis = RedisServer::start();
-    let want = scenario(redis.port);
-    let basalt = Basalt::start(SHARDS);
-    let got = scenario(basalt.port);
-    assert_eq!(want, got, "redis (left) and basalt (right) differ");
+    common::same_on_both(SHARDS, scenario)
 }
 
 fn send(c: &mut Raw, args: &[&str]) {

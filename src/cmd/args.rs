@@ -227,32 +227,7 @@ pub fn int(s: &[u8]) -> CmdResult<i64> {
     parse_i64(s).ok_or(NOT_INT)
 }
 
-/// Parses a float as Redis's `string2ld`/`strtold`: no leading space, the
-/// whole string consumed, NaN refused; `inf`/`-inf` accepted.
-pub fn parse_f64(s: &[u8]) -> Option<f64> {
-    if s.is_empty() || s.len() > 5120 || s[0].is_ascii_whitespace() {
-        return None;
-    }
-    let text = std::str::from_utf8(s).ok()?;
-    let lower = text.to_ascii_lowercase();
-    let v = match lower.as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => {
-            // Rust accepts "infinity"/"nan" spellings handled above, and
-            // rejects hex floats that strtold takes: rare enough to leave.
-            if lower.contains("nan") || lower.contains("inf") {
-                return None;
-            }
-            text.parse::<f64>().ok()?
-        }
-    };
-    if v.is_nan() {
-        None
-    } else {
-        Some(v)
-    }
-}
+pub use crate::resp::parse::parse_f64;
 
 /// A float argument or `ERR value is not a valid float`.
 pub fn float(s: &[u8]) -> CmdResult<f64> {

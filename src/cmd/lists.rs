@@ -377,8 +377,9 @@ fn reply_moved(r: &mut Reply, moved: Option<Vec<u8>>) {
     }
 }
 
-/// LMPOP's and BLMPOP's `numkeys key... LEFT|RIGHT [COUNT n]`.
-fn mpop_args(argv: &[Bytes], numkeys_at: usize) -> CmdResult<(Vec<Bytes>, End, u64)> {
+/// LMPOP's and BLMPOP's `numkeys key... LEFT|RIGHT [COUNT n]`, and
+/// ZMPOP's and BZMPOP's with MIN|MAX (`side` reads that word).
+pub(super) fn mpop_args<T>(argv: &[Bytes], numkeys_at: usize, side: fn(&[u8]) -> CmdResult<T>) -> CmdResult<(Vec<Bytes>, T, u64)> {
     let mut args = Args::at(argv, numkeys_at);
     let numkeys = parse_i64(args.bytes()?)
         .filter(|n| *n > 0)
@@ -389,7 +390,7 @@ fn mpop_args(argv: &[Bytes], numkeys_at: usize) -> CmdResult<(Vec<Bytes>, End, u
     let keys = args.rest();
     let (keys, rest) = keys.split_at(numkeys as usize);
     let mut args = Args::at(rest, 0);
-    let end = end_of(args.bytes()?)?;
+    let end = side(args.bytes()?)?;
     let mut count = None;
     while !args.is_empty() {
         if count.is_none() && args.option("count", 1) {
@@ -405,7 +406,7 @@ fn mpop_args(argv: &[Bytes], numkeys_at: usize) -> CmdResult<(Vec<Bytes>, End, u
 }
 
 pub async fn lmpop(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let (keys, end, count) = mpop_args(argv, 1)?;
+    let (keys, end, count) = mpop_args(argv, 1, end_of)?;
     match across::mpop(c.shard, c.db(), &keys, end, count).await? {
         Some((key, got)) => reply_key_elements(r, &key, &got),
         None => r.null_array(),
@@ -421,7 +422,7 @@ fn reply_key_elements(r: &mut Reply, key: &[u8], got: &[Vec<u8>]) {
 
 /// The timeout of a blocking command, in seconds as Redis reads it; inside
 /// EXEC, after checking it, none: the command does not block.
-fn timeout_of(c: &Conn<'_>, a: &[u8]) -> CmdResult<Option<std::time::Duration>> {
+pub(super) fn timeout_of(c: &Conn<'_>, a: &[u8]) -> CmdResult<Option<std::time::Duration>> {
     let t = blocking::parse_timeout(a)?;
     Ok(if c.client.in_exec { blocking::NO_BLOCK } else { t })
 }
@@ -450,7 +451,7 @@ pub async fn brpop(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub async fn blmpop(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
-    let (keys, end, count) = mpop_args(argv, 2)?;
+    let (keys, end, count) = mpop_args(argv, 2, end_of)?;
     let timeout = timeout_of(&c, Args::new(argv).bytes()?)?;
     match blocking::pop(c.shard, &c.client.info, c.db(), keys, end, Some(count), timeout).await? {
         Some((key, got)) => reply_key_elements(r, &key, &got),

@@ -28,6 +28,7 @@ pub mod strings;
 mod table;
 pub mod whole;
 pub mod zedit;
+pub mod zmulti;
 pub mod zscan;
 pub mod zsets;
 

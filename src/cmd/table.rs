@@ -11,7 +11,7 @@
 
 use std::sync::LazyLock;
 
-use super::{connection, hashes, keys, lists, monitor, multi, pubsub, server, sets, strings, zedit, zscan, zsets, CommandSpec};
+use super::{connection, hashes, keys, lists, monitor, multi, pubsub, server, sets, strings, zedit, zmulti, zscan, zsets, CommandSpec};
 
 /// Declares a family's commands, one line each (see the module doc). The
 /// braces keep rustfmt from spreading a line over twelve.
@@ -78,6 +78,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         sets::COMMANDS,
         zsets::COMMANDS,
         zedit::COMMANDS,
+        zmulti::COMMANDS,
         zscan::COMMANDS,
         lists::COMMANDS,
         multi::COMMANDS,

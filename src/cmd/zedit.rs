@@ -5,15 +5,16 @@
 use bytes::Bytes;
 
 use super::args::{parse_i64, Args};
-use super::zsets::{lex_range, score_range, select, Range};
+use super::zsets::reply_pairs;
 use super::Ctx;
 use super::{commands, CommandSpec};
 use crate::error::{CmdError, CmdResult, NOT_INT};
 use crate::resp::Reply;
 use crate::types::coll::{self, Writer};
 use crate::types::notify::class::ZSET;
-use crate::types::zwrite;
+use crate::types::zrange::{lex_range, score_range, select, Range};
 use crate::types::KeyType;
+use crate::types::{zset, zwrite};
 
 /// The commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -58,26 +59,9 @@ fn pop(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, max: bool) -> CmdResult {
         }
         _ => return Err(crate::error::SYNTAX),
     };
-    let items = match coll::view(ctx.ks(), ctx.db, key, Z, ctx.now_ms)? {
-        Some(v) if count != Some(0) => select(ctx, key, &v, &Range::Rank(0, count.unwrap_or(1) - 1), max, 0, -1)?,
-        _ => Vec::new(),
-    };
-    take_out(ctx, key, &items, if max { "zpopmax" } else { "zpopmin" })?;
+    let items = zwrite::pop(ctx.ks(), ctx.db, key, ctx.now_ms, max, count.unwrap_or(1) as u64)?.unwrap_or_default();
     // With a count, RESP3 nests each pair; without one the reply is flat.
-    if count.is_some() && r.resp3 {
-        r.array(items.len());
-        for (m, s) in &items {
-            r.array(2);
-            r.bulk(m);
-            r.double(*s);
-        }
-    } else {
-        r.array(items.len() * 2);
-        for (m, s) in &items {
-            r.bulk(m);
-            r.double(*s);
-        }
-    }
+    reply_pairs(r, &items, count.is_some() && r.resp3);
     Ok(())
 }
 
@@ -101,7 +85,18 @@ fn remove_range(
     let key = args.key()?;
     let range = range(args.bytes()?, args.bytes()?)?;
     let items = match coll::view(ctx.ks(), ctx.db, key, Z, ctx.now_ms)? {
-        Some(v) => select(ctx, key, &v, &range, false, 0, -1)?,
+        Some(v) => select(
+            zset::At {
+                ks: ctx.ks(),
+                db: ctx.db,
+                key,
+                c: &v.c,
+            },
+            &range,
+            false,
+            0,
+            -1,
+        )?,
         None => Vec::new(),
     };
     r.int(take_out(ctx, key, &items, event)? as i64);

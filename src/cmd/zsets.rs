@@ -8,10 +8,12 @@ use bytes::Bytes;
 use super::args::{is, parse_f64, parse_i64, Args};
 use super::Ctx;
 use super::{commands, CommandSpec};
+use crate::coord::serve::key_ready;
 use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT, SYNTAX};
 use crate::resp::Reply;
 use crate::types::coll::{self, View, Writer};
 use crate::types::notify::class::ZSET;
+use crate::types::zrange::{count, lex_range, score_range, select, Range};
 use crate::types::KeyType;
 use crate::types::{zset, zwrite};
 
@@ -131,6 +133,10 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         (true, false) => &["zadd"],
     };
     w.commit_with(ZSET, events)?;
+    if added > 0 {
+        // A new member may be a new key: its blocked clients are served.
+        key_ready(ctx.shard, ctx.db, key);
+    }
     if incr {
         match incr_result {
             Some(v) => r.double(v),
@@ -154,8 +160,11 @@ pub fn zincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Err(err(NAN_RESULT));
     }
     let new = if new == 0.0 { 0.0 } else { new };
-    zwrite::set_score(&mut w, m, new)?;
+    let added = zwrite::set_score(&mut w, m, new)?.is_none();
     w.commit_with(ZSET, &["zincr"])?;
+    if added {
+        key_ready(ctx.shard, ctx.db, key);
+    }
     r.double(new);
     Ok(())
 }
@@ -259,235 +268,7 @@ pub fn zrevrank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     rank(ctx, argv, r, true)
 }
 
-/// A score bound: the value and whether it is exclusive (`(`).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct ScoreBound {
-    v: f64,
-    open: bool,
-}
-
-/// A range bound as Redis reads it with `strtod`: leading white space
-/// allowed, the rest all consumed, an empty string is 0, NaN refused.
-fn strtod(s: &[u8]) -> Option<f64> {
-    if s.is_empty() {
-        return Some(0.0);
-    }
-    let start = s
-        .iter()
-        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))?;
-    parse_f64(&s[start..])
-}
-
-fn score_bound(s: &[u8]) -> Option<ScoreBound> {
-    let (open, text) = match s.first() {
-        Some(b'(') => (true, &s[1..]),
-        _ => (false, s),
-    };
-    let v = strtod(text)?;
-    Some(ScoreBound { v, open })
-}
-
-/// Redis's `zslParseRange`.
-pub(super) fn score_range(min: &[u8], max: &[u8]) -> CmdResult<(ScoreBound, ScoreBound)> {
-    match (score_bound(min), score_bound(max)) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(err("ERR min or max is not a float")),
-    }
-}
-
-impl ScoreBound {
-    fn above_min(self, s: f64) -> bool {
-        if self.open {
-            s > self.v
-        } else {
-            s >= self.v
-        }
-    }
-
-    fn below_max(self, s: f64) -> bool {
-        if self.open {
-            s < self.v
-        } else {
-            s <= self.v
-        }
-    }
-}
-
-/// A lex bound (`-`, `+`, `[x`, `(x`).
-#[derive(Clone, Debug)]
-pub(super) enum LexBound {
-    Min,
-    Max,
-    Incl(Vec<u8>),
-    Excl(Vec<u8>),
-}
-
-fn lex_bound(s: &[u8]) -> Option<LexBound> {
-    match s.first()? {
-        b'-' if s.len() == 1 => Some(LexBound::Min),
-        b'+' if s.len() == 1 => Some(LexBound::Max),
-        b'[' => Some(LexBound::Incl(s[1..].to_vec())),
-        b'(' => Some(LexBound::Excl(s[1..].to_vec())),
-        _ => None,
-    }
-}
-
-pub(super) fn lex_range(min: &[u8], max: &[u8]) -> CmdResult<(LexBound, LexBound)> {
-    match (lex_bound(min), lex_bound(max)) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(err("ERR min or max not valid string range item")),
-    }
-}
-
-impl LexBound {
-    fn gte_min(&self, m: &[u8]) -> bool {
-        match self {
-            LexBound::Min => true,
-            LexBound::Max => false,
-            LexBound::Incl(v) => m >= &v[..],
-            LexBound::Excl(v) => m > &v[..],
-        }
-    }
-
-    fn lte_max(&self, m: &[u8]) -> bool {
-        match self {
-            LexBound::Min => false,
-            LexBound::Max => true,
-            LexBound::Incl(v) => m <= &v[..],
-            LexBound::Excl(v) => m < &v[..],
-        }
-    }
-}
-
-/// What a range command selects.
-pub(super) enum Range {
-    Rank(i64, i64),
-    Score(ScoreBound, ScoreBound),
-    Lex(LexBound, LexBound),
-}
-
-/// Members of `range` in order (reversed with `rev`), after skipping
-/// `offset` and at most `limit` (negative: all).
-pub(super) fn select(ctx: &Ctx, key: &[u8], v: &View, range: &Range, rev: bool, offset: i64, limit: i64) -> CmdResult<Vec<(Vec<u8>, f64)>> {
-    let mut out = Vec::new();
-    each(ctx, key, v, range, rev, (offset, limit), |m, s| out.push((m.to_vec(), s)))?;
-    Ok(out)
-}
-
-/// How many members `range` holds (ZCOUNT, ZLEXCOUNT), without copying them.
-fn count(ctx: &Ctx, key: &[u8], v: &View, range: &Range) -> CmdResult<i64> {
-    let mut n = 0;
-    each(ctx, key, v, range, false, (0, -1), |_, _| n += 1)?;
-    Ok(n)
-}
-
-/// Visits the members of `range` in order (reversed with `rev`), after
-/// skipping `offset`, at most `limit` of them (negative: all).
-fn each(
-    ctx: &Ctx,
-    key: &[u8],
-    v: &View,
-    range: &Range,
-    rev: bool,
-    (offset, limit): (i64, i64),
-    mut f: impl FnMut(&[u8], f64),
-) -> CmdResult {
-    if offset < 0 || limit == 0 {
-        return Ok(());
-    }
-    let size = v.c.size as i64;
-    let (mut skip, mut left) = (offset, if limit < 0 { i64::MAX } else { limit });
-    let (ks, db) = (ctx.ks(), ctx.db);
-    match range {
-        Range::Rank(start, end) => {
-            let (mut s, mut e) = (*start, *end);
-            if s < 0 {
-                s += size;
-            }
-            if e < 0 {
-                e += size;
-            }
-            s = s.max(0);
-            if s > e || s >= size {
-                return Ok(());
-            }
-            e = e.min(size - 1);
-            let mut i = 0i64;
-            zset::walk(ks, db, key, &v.c, None, rev, |sc, m| {
-                if i >= s {
-                    f(m, sc);
-                }
-                i += 1;
-                i <= e
-            })?;
-        }
-        Range::Score(min, max) => {
-            // Forward from the lowest score in range; backwards from the
-            // highest.
-            let from = if rev {
-                // Backwards from just past the highest score in range.
-                let top = u64::from_be_bytes(zset::sort_key(max.v));
-                let mut k = vec![zset::SCORE];
-                k.extend_from_slice(&(if max.open { top } else { top.saturating_add(1) }).to_be_bytes());
-                k
-            } else {
-                let mut k = vec![zset::SCORE];
-                k.extend_from_slice(&zset::sort_key(min.v));
-                k
-            };
-            zset::walk(ks, db, key, &v.c, Some(&from), rev, |sc, m| {
-                let (inside, past) = if rev {
-                    (max.below_max(sc) && min.above_min(sc), !min.above_min(sc))
-                } else {
-                    (min.above_min(sc) && max.below_max(sc), !max.below_max(sc))
-                };
-                if past {
-                    return false;
-                }
-                if inside {
-                    if skip > 0 {
-                        skip -= 1;
-                    } else {
-                        f(m, sc);
-                        left -= 1;
-                    }
-                }
-                left > 0
-            })?;
-        }
-        Range::Lex(min, max) => {
-            let mut started = false;
-            zset::walk(ks, db, key, &v.c, None, rev, |sc, m| {
-                // Redis finds the first member past the near bound, then
-                // goes on while the far bound holds.
-                let (enter, stay) = if rev {
-                    (max.lte_max(m), min.gte_min(m))
-                } else {
-                    (min.gte_min(m), max.lte_max(m))
-                };
-                if !started {
-                    if !enter {
-                        return true;
-                    }
-                    started = true;
-                }
-                if !stay {
-                    return false;
-                }
-                if skip > 0 {
-                    skip -= 1;
-                } else {
-                    f(m, sc);
-                    left -= 1;
-                }
-                left > 0
-            })?;
-        }
-    }
-    Ok(())
-}
-
-fn reply_members(r: &mut Reply, items: &[(Vec<u8>, f64)], withscores: bool) {
+pub(super) fn reply_members(r: &mut Reply, items: &[(Vec<u8>, f64)], withscores: bool) {
     if !withscores {
         r.array(items.len());
         for (m, _) in items {
@@ -495,41 +276,51 @@ fn reply_members(r: &mut Reply, items: &[(Vec<u8>, f64)], withscores: bool) {
         }
         return;
     }
-    if r.resp3 {
-        r.array(items.len());
-        for (m, s) in items {
+    reply_pairs(r, items, r.resp3);
+}
+
+/// Members with their scores: flat (member, score, ...) or, `nested`, one
+/// [member, score] array each (RESP3's pairs).
+pub(super) fn reply_pairs(r: &mut Reply, items: &[(Vec<u8>, f64)], nested: bool) {
+    r.array(if nested { items.len() } else { items.len() * 2 });
+    for (m, s) in items {
+        if nested {
             r.array(2);
-            r.bulk(m);
-            r.double(*s);
         }
-    } else {
-        r.array(items.len() * 2);
-        for (m, s) in items {
-            r.bulk(m);
-            r.double(*s);
-        }
+        r.bulk(m);
+        r.double(*s);
     }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Auto,
     Rank,
     Score,
     Lex,
 }
 
-/// Redis's `zrangeGenericCommand`: `kind`/`rev` fixed by the command
-/// (ZRANGEBYSCORE...) or left to the options (ZRANGE).
-fn range_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, mut kind: Kind, rev: Option<bool>) -> CmdResult {
-    let mut args = Args::new(argv);
-    let key = args.key()?;
+/// A parsed range query: ZRANGE's and ZRANGESTORE's arguments after the key.
+pub(super) struct Query {
+    pub range: Range,
+    pub rev: bool,
+    pub offset: i64,
+    pub count: i64,
+    pub withscores: bool,
+}
+
+/// Redis's `zrangeGenericCommand` argument parsing, from `min max` at
+/// `at`: `kind`/`rev` fixed by the command (ZRANGEBYSCORE...) or left to
+/// the options (ZRANGE, ZRANGESTORE: `store`, where WITHSCORES is a syntax
+/// error).
+pub(super) fn parse_query(argv: &[Bytes], at: usize, mut kind: Kind, rev: Option<bool>, store: bool) -> CmdResult<Query> {
+    let mut args = Args::at(argv, at);
     let (a, b) = (args.bytes()?, args.bytes()?);
     let (mut withscores, mut limit, mut reverse) = (false, None, rev);
     while !args.is_empty() {
         let left = args.left();
         let w = args.arg()?;
-        if is(w, "withscores") {
+        if !store && is(w, "withscores") {
             withscores = true;
         } else if is(w, "limit") && left > 2 {
             let o = parse_i64(args.bytes()?).ok_or(NOT_INT)?;
@@ -570,13 +361,36 @@ fn range_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, mut kind: Kind, rev: 
         }
         _ => Range::Rank(parse_i64(min).ok_or(NOT_INT)?, parse_i64(max).ok_or(NOT_INT)?),
     };
+    let (offset, count) = limit.unwrap_or((0, -1));
+    Ok(Query {
+        range,
+        rev,
+        offset,
+        count,
+        withscores,
+    })
+}
+
+fn range_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, kind: Kind, rev: Option<bool>) -> CmdResult {
+    let key = Args::new(argv).key()?;
+    let q = parse_query(argv, 2, kind, rev, false)?;
     let Some(v) = view(ctx, key)? else {
         r.array(0);
         return Ok(());
     };
-    let (offset, count) = limit.unwrap_or((0, -1));
-    let items = select(ctx, key, &v, &range, rev, offset, count)?;
-    reply_members(r, &items, withscores);
+    let items = select(
+        zset::At {
+            ks: ctx.ks(),
+            db: ctx.db,
+            key,
+            c: &v.c,
+        },
+        &q.range,
+        q.rev,
+        q.offset,
+        q.count,
+    )?;
+    reply_members(r, &items, q.withscores);
     Ok(())
 }
 
@@ -610,7 +424,15 @@ fn count_range(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, parse: fn(&[u8], &[u8])
     let key = args.key()?;
     let range = parse(args.bytes()?, args.bytes()?)?;
     let n = match view(ctx, key)? {
-        Some(v) => count(ctx, key, &v, &range)?,
+        Some(v) => count(
+            zset::At {
+                ks: ctx.ks(),
+                db: ctx.db,
+                key,
+                c: &v.c,
+            },
+            &range,
+        )?,
         None => 0,
     };
     r.int(n);

@@ -1,6 +1,7 @@
-//! Blocking list commands across shards: BLPOP, BRPOP, BLMPOP, BLMOVE and
-//! BRPOPLPUSH (docs/cross-shard.md, "Blocking"). Sorted sets and streams
-//! will wait the same way, with their own [`Wait`].
+//! Blocking commands across shards: BLPOP, BRPOP, BLMPOP, BLMOVE,
+//! BRPOPLPUSH, and the sorted sets' BZPOPMIN, BZPOPMAX and BZMPOP
+//! (docs/cross-shard.md, "Blocking"). Streams will wait the same way, with
+//! their own [`Wait`].
 //!
 //! A client that finds none of its keys ready becomes one shared
 //! [`Waiter`], queued on every key it names, on each key's owner. The
@@ -73,7 +74,7 @@ fn register(st: &ShardState, w: &Arc<Waiter>, keys: &[Bytes]) {
         if !w.is_waiting() {
             return;
         }
-        if has_data(st, w.db, key) {
+        if has_data(st, w, key) {
             if w.claim() {
                 w.deliver(Ok(take_for(st, w, key)));
             }
@@ -100,7 +101,7 @@ pub async fn block(
     keys: Vec<Bytes>,
     wait: Wait,
     timeout: Option<Duration>,
-) -> CmdResult<Option<(Bytes, Vec<Vec<u8>>)>> {
+) -> CmdResult<Option<Served>> {
     let (tx, rx) = shard.oneshot::<Outcome>();
     let w = Arc::new(Waiter::new(client.id, db, wait, tx));
     // Keys by owner, each owner's in command order, owners in the order of
@@ -143,15 +144,20 @@ pub async fn block(
         }
     });
     match outcome {
-        Ok(Ok(Served { key, elements, pending })) => match (pending, &w.wait) {
-            (None, _) => Ok(Some((key, elements))),
+        Ok(Ok(served)) => match (served.pending, &w.wait) {
             (Some((part, emptied)), Wait::Move { dst, from, to }) => {
-                let element = elements.into_iter().next().unwrap_or_default();
+                let key = served.key;
+                let element = served.elements.into_iter().next().unwrap_or_default();
                 let popped = (element, emptied);
                 let moved = finish_move(shard, db, key.clone(), dst.clone(), (*from, *to), popped, part).await?;
-                Ok(moved.map(|e| (key, vec![e])))
+                Ok(moved.map(|e| Served {
+                    key,
+                    elements: vec![e],
+                    scores: Vec::new(),
+                    pending: None,
+                }))
             }
-            (Some(_), Wait::Pop { .. }) => Ok(Some((key, elements))),
+            (_, _) => Ok(Some(Served { pending: None, ..served })),
         },
         Ok(Err(e)) => Err(e),
         Err(Gone::UnblockedError) => Err(CmdError::new("UNBLOCKED client unblocked via CLIENT UNBLOCK")),
@@ -211,7 +217,31 @@ pub async fn pop(
     if timeout == NO_BLOCK {
         return Ok(None);
     }
-    block(shard, client, db, keys, Wait::Pop { end, count }, timeout).await
+    let got = block(shard, client, db, keys, Wait::Pop { end, count }, timeout).await?;
+    Ok(got.map(|s| (s.key, s.elements)))
+}
+
+/// BZPOPMIN, BZPOPMAX, BZMPOP: pops up to `count` members (one when None)
+/// from the low end (high with `max`) of the first of `keys` holding a
+/// sorted set now, else blocks. The key and the members with their
+/// scores; None on timeout.
+pub async fn zpop(
+    shard: &S,
+    client: &Arc<ClientInfo>,
+    db: u8,
+    keys: Vec<Bytes>,
+    max: bool,
+    count: Option<u64>,
+    timeout: Option<Duration>,
+) -> CmdResult<Option<(Bytes, Vec<(Vec<u8>, f64)>)>> {
+    if let Some(hit) = super::zset::mpop(shard, db, &keys, max, count.unwrap_or(1)).await? {
+        return Ok(Some(hit));
+    }
+    if timeout == NO_BLOCK {
+        return Ok(None);
+    }
+    let got = block(shard, client, db, keys, Wait::ZPop { max, count }, timeout).await?;
+    Ok(got.map(|s| (s.key, s.elements.into_iter().zip(s.scores).collect())))
 }
 
 /// BLMOVE, BRPOPLPUSH: LMOVE at once when `src` holds data, else blocks on
@@ -233,5 +263,5 @@ pub async fn lmove(
     let wait = Wait::Move { dst, from, to };
     Ok(block(shard, client, db, vec![src], wait, timeout)
         .await?
-        .and_then(|(_, mut e)| e.pop()))
+        .and_then(|mut s| s.elements.pop()))
 }

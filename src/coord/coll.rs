@@ -28,7 +28,9 @@ use crate::storage::intent::IntentRef;
 use crate::storage::meta::KeyType;
 use crate::storage::Snap;
 use crate::types::coll::{self, Entry};
+use crate::types::keyspace::Keyspace;
 use crate::types::notify::class;
+use crate::types::zset;
 
 /// Members per slice: about a millisecond of iteration on a warm cache.
 pub const SLICE: usize = 1024;
@@ -70,13 +72,14 @@ struct Slice {
 }
 
 /// Reads up to [`SLICE`] live members from `view` (as of `snap`), after
-/// member `after`.
+/// member `after`. A sorted set's members are its member records (sub key
+/// `m` member, value the score): the read stops at its score records.
 #[allow(clippy::too_many_arguments)]
 fn read_slice(
     st: &ShardState,
     db: u8,
     key: &[u8],
-    view: &coll::View,
+    (ty, view): (KeyType, &coll::View),
     snap: Option<&Snap>,
     after: Option<&[u8]>,
     now: u64,
@@ -84,7 +87,12 @@ fn read_slice(
 ) -> CmdResult<Slice> {
     let mut out = Slice::default();
     let mut wire = Reply::new(false);
+    let mut past = false;
     coll::scan_members(&st.ks, snap, (db, key), &view.c, after, now, |s, t, v| {
+        if ty == KeyType::ZSet && s.first() != Some(&zset::MEMBER) {
+            past = true;
+            return false;
+        }
         match keep {
             Keep::Entries => out.entries.push((s.to_vec(), t, v.to_vec())),
             k => write_member(&mut wire, k, s, v),
@@ -97,34 +105,36 @@ fn read_slice(
     out.wire = wire.buf;
     // Expired hash fields are skipped without counting; a slice that stopped
     // because it filled up is not the last.
-    out.done = out.count < SLICE;
+    out.done = out.count < SLICE || past;
     Ok(out)
 }
 
 /// The first slice: the meta read (type check) and, when more slices will
 /// follow, the snapshot they read.
-type First = Option<(coll::View, Option<Arc<Snap>>, Slice)>;
+type First = Option<(KeyType, coll::View, Option<Arc<Snap>>, Slice)>;
 
-fn first_slice(st: &ShardState, db: u8, key: &[u8], ty: KeyType, now: u64, keep: Keep, lookup: bool) -> CmdResult<First> {
+fn first_slice(st: &ShardState, db: u8, key: &[u8], tys: &[KeyType], now: u64, keep: Keep, lookup: bool) -> CmdResult<First> {
     if lookup {
         st.ks.begin_lookups();
     }
-    let view = coll::view(&st.ks, db, key, ty, now);
+    let view = coll::view_any(&st.ks, db, key, tys, now);
     if lookup {
         st.ks.end_lookups(view.is_ok());
     }
-    let Some(view) = view? else {
+    let Some((ty, view)) = view? else {
         return Ok(None);
     };
     let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
-    let slice = read_slice(st, db, key, &view, snap.as_deref(), None, now, keep)?;
-    Ok(Some((view, snap, slice)))
+    let slice = read_slice(st, db, key, (ty, &view), snap.as_deref(), None, now, keep)?;
+    Ok(Some((ty, view, snap, slice)))
 }
 
 /// A whole collection read in slices: its members, or their reply bytes
 /// one chunk per slice, and how many members.
 #[derive(Default)]
 pub struct Gathered {
+    /// The collection's type (one of those asked for).
+    pub ty: Option<KeyType>,
     pub entries: Vec<Entry>,
     pub wire: Vec<Vec<u8>>,
     pub count: usize,
@@ -135,16 +145,26 @@ pub struct Gathered {
 /// another type. With `lookup`, the key's read is a lookup of the command
 /// (`Keyspace::read`: a keyspace hit or miss, `keymiss`).
 pub async fn gather_with(shard: &S, db: u8, key: &Bytes, ty: KeyType, keep: Keep, lookup: bool) -> CmdResult<Option<Gathered>> {
+    gather_any(shard, db, key, &[ty], keep, lookup).await
+}
+
+/// [`gather_with`] for a key of any of the types `tys` (`Gathered::ty`
+/// says which): a sorted set's entries are its member records, sub key `m`
+/// member and the score's 8 bytes (`coord::zset` reads them).
+pub async fn gather_any(shard: &S, db: u8, key: &Bytes, tys: &[KeyType], keep: Keep, lookup: bool) -> CmdResult<Option<Gathered>> {
     let target = owner(key, shard.count());
     let now = now_ms();
-    let k = key.clone();
+    let (k, tys) = (key.clone(), tys.to_vec());
     let first = shard
-        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, ty, now, keep, lookup))
+        .invoke_on(target, move |st: &ShardState| first_slice(st, db, &k, &tys, now, keep, lookup))
         .await?;
-    let Some((view, snap, mut slice)) = first else {
+    let Some((ty, view, snap, mut slice)) = first else {
         return Ok(None);
     };
-    let mut all = Gathered::default();
+    let mut all = Gathered {
+        ty: Some(ty),
+        ..Gathered::default()
+    };
     loop {
         all.entries.append(&mut slice.entries);
         all.wire.push(std::mem::take(&mut slice.wire));
@@ -156,7 +176,7 @@ pub async fn gather_with(shard: &S, db: u8, key: &Bytes, ty: KeyType, keep: Keep
         let (k, last) = (key.clone(), std::mem::take(&mut slice.last));
         slice = shard
             .invoke_on(target, move |st: &ShardState| {
-                read_slice(st, db, &k, &view, Some(&snap), Some(&last), now, keep)
+                read_slice(st, db, &k, (ty, &view), Some(&snap), Some(&last), now, keep)
             })
             .await?;
     }
@@ -195,29 +215,52 @@ async fn set_members(shard: &S, db: u8, key: &Bytes) -> CmdResult<Vec<Vec<u8>>> 
 /// Writes `members` as the set at `dst` (replacing any key there), in
 /// slices that stay invisible until the last step. Returns the set's size.
 pub async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>, event: &'static str) -> CmdResult<i64> {
+    store(shard, db, dst, KeyType::Set, members, coll::store_members, event).await
+}
+
+/// Writes the slices of one stored collection: (keyspace, db, key,
+/// version, items).
+pub type StoreSlice<T> = fn(&Keyspace, u8, &[u8], u64, &[T]) -> CmdResult;
+
+/// Writes `items` as the collection of type `ty` at `dst` (replacing any
+/// key there): slices written by `write` under a fresh version, invisible
+/// until the final meta write makes them the key, so a crash leaves the old
+/// value or the new one, never a part (the orphaned slices are dropped
+/// with their version). Then `event` (or `del` when an empty result removed
+/// a key), and the clients blocked on `dst` are served. Returns the size.
+pub async fn store<T: Clone + Send + 'static>(
+    shard: &S,
+    db: u8,
+    dst: &Bytes,
+    ty: KeyType,
+    items: Vec<T>,
+    write: StoreSlice<T>,
+    event: &'static str,
+) -> CmdResult<i64> {
     let target = owner(dst, shard.count());
-    let size = members.len() as u64;
+    let size = items.len() as u64;
     let key = dst.clone();
     let version = shard
         .invoke_on(target, move |st: &ShardState| st.ks.next_version(crate::clock::now_us()))
         .await;
-    let mut chunks = members.chunks(SLICE).map(|c| c.to_vec()).collect::<Vec<_>>().into_iter();
-    for chunk in chunks.by_ref() {
-        let k = key.clone();
+    for chunk in items.chunks(SLICE) {
+        let (k, chunk) = (key.clone(), chunk.to_vec());
         shard
-            .invoke_on(target, move |st: &ShardState| coll::store_members(&st.ks, db, &k, version, &chunk))
+            .invoke_on(target, move |st: &ShardState| write(&st.ks, db, &k, version, &chunk))
             .await?;
         if target == shard.id() {
             shards::rt::yield_now().await;
         }
     }
+    let class = if ty == KeyType::ZSet { class::ZSET } else { class::SET };
     shard
         .invoke_on(target, move |st: &ShardState| {
-            let replaced = coll::finish_store(&st.ks, db, &key, KeyType::Set, version, size, now_ms())?;
+            let replaced = coll::finish_store(&st.ks, db, &key, ty, version, size, now_ms())?;
             // As Redis: the store's event, or `del` when an empty result
             // removed what was there.
             if size > 0 {
-                st.ks.notify(class::SET, event, db, &key);
+                st.ks.notify(class, event, db, &key);
+                super::serve::key_ready(st, db, &key);
             } else if replaced {
                 st.ks.notify(class::GENERIC, "del", db, &key);
             }

@@ -15,6 +15,7 @@ use crate::shard::ShardState;
 use crate::slot::owner;
 use crate::storage::intent::IntentRef;
 use crate::types::list::{self, End, List};
+use crate::types::zwrite;
 
 /// A key of this shard got data: serves its waiters now, or after the run
 /// that holds serving back (`Blocked::hold`). One hash lookup when nobody
@@ -40,11 +41,16 @@ pub fn release(st: &ShardState) {
     }
 }
 
-/// Serves the waiters of `key`, first come first served, while it holds data.
+/// Serves the waiters of `key`, first come first served, while it holds
+/// data; waiters for another type of key (a BLPOP on a key that became a
+/// sorted set) stay waiting, as in Redis.
 fn serve(st: &ShardState, db: u8, key: &[u8]) {
-    while let Some(w) = st.blocked.first(db, key) {
-        if !has_data(st, db, key) {
+    for w in st.blocked.waiting(db, key) {
+        let Ok(Some(ty)) = st.ks.type_of(db, key, now_ms()) else {
             return;
+        };
+        if ty != w.wait.key_type() || !w.is_waiting() {
+            continue;
         }
         st.blocked.remove(db, key, &w);
         if w.claim() {
@@ -53,8 +59,10 @@ fn serve(st: &ShardState, db: u8, key: &[u8]) {
     }
 }
 
-pub(super) fn has_data(st: &ShardState, db: u8, key: &[u8]) -> bool {
-    matches!(List::open(&st.ks, db, key, now_ms(), false), Ok(Some(l)) if !l.is_empty())
+/// Whether `key` holds data for waiter `w` (a key exists only while it
+/// holds members).
+pub(super) fn has_data(st: &ShardState, w: &Waiter, key: &[u8]) -> bool {
+    matches!(st.ks.type_of(w.db, key, now_ms()), Ok(Some(t)) if t == w.wait.key_type())
 }
 
 /// Does what claimed waiter `w` waits to do, on `key` of this shard, and
@@ -71,12 +79,21 @@ fn take(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
     let served = |elements, pending| Served {
         key: Bytes::copy_from_slice(key),
         elements,
+        scores: Vec::new(),
         pending,
     };
     match &w.wait {
         Wait::Pop { end, count } => {
             let got = pop_some(st, db, key, *end, count.unwrap_or(1))?.unwrap_or_default();
             Ok(served(got, None))
+        }
+        Wait::ZPop { max, count } => {
+            let got = zwrite::pop(&st.ks, db, key, now_ms(), *max, count.unwrap_or(1))?.unwrap_or_default();
+            let (members, scores) = got.into_iter().unzip();
+            Ok(Served {
+                scores,
+                ..served(members, None)
+            })
         }
         Wait::Move { dst, from, to } => {
             if owner(dst, st.global.shards) == st.id {

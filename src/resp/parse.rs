@@ -54,6 +54,33 @@ fn find_header_end(buf: &[u8], from: usize) -> Option<usize> {
     (buf[pos] == b'\r' && pos + 1 < buf.len()).then_some(pos)
 }
 
+/// Parses a float as Redis's `string2ld`/`strtold`: no leading space, the
+/// whole string consumed, NaN refused; `inf`/`-inf` accepted.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s.len() > 5120 || s[0].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let v = match lower.as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => {
+            // Rust accepts "infinity"/"nan" spellings handled above, and
+            // rejects hex floats that strtold takes: rare enough to leave.
+            if lower.contains("nan") || lower.contains("inf") {
+                return None;
+            }
+            text.parse::<f64>().ok()?
+        }
+    };
+    if v.is_nan() {
+        None
+    } else {
+        Some(v)
+    }
+}
+
 /// Parses a decimal length as Redis's `string2ll` accepts it: `0`, or an
 /// optional `-` then a digit 1-9 and more digits, fitting an i64. No `+`,
 /// no leading zeros, no `-0`.

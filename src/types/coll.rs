@@ -23,9 +23,15 @@ pub struct View {
 /// The live collection at `key` if it has type `ty`; WRONGTYPE for another
 /// type, None when missing.
 pub fn view(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, now: u64) -> CmdResult<Option<View>> {
+    Ok(view_any(ks, db, key, &[ty], now)?.map(|(_, v)| v))
+}
+
+/// The live collection at `key` if it has one of the types `tys`, with its
+/// type; WRONGTYPE for another type, None when missing.
+pub fn view_any(ks: &Keyspace, db: u8, key: &[u8], tys: &[KeyType], now: u64) -> CmdResult<Option<(KeyType, View)>> {
     ks.read(db, key, now, |m| match m {
         None => Ok(None),
-        Some(m) if m.ty == ty => m.coll().map(|c| Some(View { expire_ms: m.expire_ms, c })).ok_or(CORRUPT),
+        Some(m) if tys.contains(&m.ty) => m.coll().map(|c| Some((m.ty, View { expire_ms: m.expire_ms, c }))).ok_or(CORRUPT),
         Some(_) => Err(WRONGTYPE),
     })?
 }

@@ -23,6 +23,7 @@ pub mod multi;
 pub mod notify;
 pub mod string;
 pub mod writer;
+pub mod zrange;
 pub mod zset;
 pub mod zwrite;
 

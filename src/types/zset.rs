@@ -17,6 +17,18 @@ use crate::storage::keys;
 use crate::storage::meta::Coll;
 use crate::types::keyspace::Keyspace;
 
+/// A member and its score.
+pub type Scored = (Vec<u8>, f64);
+
+/// One live sorted set: where its records are.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    pub ks: &'a Keyspace,
+    pub db: u8,
+    pub key: &'a [u8],
+    pub c: &'a Coll,
+}
+
 /// First byte of a member record.
 pub const MEMBER: u8 = b'm';
 /// First byte of a score record.

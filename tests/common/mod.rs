@@ -564,3 +564,35 @@ pub fn run_clients(name: &str, script: &str, shards: usize, resp3: bool) {
         );
     }
 }
+
+/// The first `<prefix><n>` that shard `shard` of `shards` owns.
+pub fn on_shard(prefix: &str, shard: usize, shards: usize) -> String {
+    (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .find(|k| basalt::slot::owner(k.as_bytes(), shards) == shard)
+        .unwrap_or_default()
+}
+
+/// Waits until the server counts `n` blocked clients.
+pub fn wait_blocked(c: &mut Raw, n: usize) {
+    let want = format!("blocked_clients:{n}\r\n");
+    let start = std::time::Instant::now();
+    loop {
+        let info = String::from_utf8_lossy(&c.cmd(&["INFO", "clients"])).to_string();
+        if info.contains(&want) {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "never {n} blocked clients: {info}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs `scenario` on a fresh redis-server and a fresh Basalt of `shards`
+/// shards and compares what it recorded.
+pub fn same_on_both(shards: usize, scenario: fn(u16) -> Vec<String>) {
+    let redis = RedisServer::start();
+    let want = scenario(redis.port);
+    let basalt = Basalt::start(shards);
+    let got = scenario(basalt.port);
+    assert_eq!(want, got, "redis (left) and basalt (right) differ");
+}
