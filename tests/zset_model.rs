@@ -40,7 +40,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
     let key = rng.pick(KEYS).to_string();
     let mut c: Vec<String> = Vec::new();
     let s = |v: &str| v.to_string();
-    match rng.below(20) {
+    match rng.below(23) {
         0..=4 => {
             c.push(s("ZADD"));
             c.push(key.clone());
@@ -113,14 +113,34 @@ fn command(rng: &mut Rng) -> Vec<String> {
         16 => c.extend([s("ZCOUNT"), key.clone(), bound(rng), bound(rng)]),
         17 => c.extend([s("ZLEXCOUNT"), s("lex"), lex(rng), lex(rng)]),
         18 => c.extend([s("ZMSCORE"), key.clone(), s(rng.pick(MEMBERS)), s(rng.pick(MEMBERS))]),
+        // Stores never into `lex`, which keeps one score.
+        20 | 21 => {
+            let dst = s(rng.pick(&["z1", "z2{z1}"]));
+            let op = rng.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]);
+            c.extend([s(op), dst, s("2"), s(rng.pick(KEYS)), s(rng.pick(KEYS))]);
+            if op != "ZDIFFSTORE" && rng.below(2) == 0 {
+                c.extend([s("WEIGHTS"), s(rng.pick(&["1", "2", "-1", "0.5"])), s("1")]);
+            }
+        }
+        22 => {
+            let dst = s(rng.pick(&["z1", "z2{z1}"]));
+            c.extend([s("ZRANGESTORE"), dst, key.clone(), index(rng), index(rng)]);
+            if rng.below(3) == 0 {
+                c.push(s("REV"));
+            }
+        }
         _ => c.extend([s("ZRANGE"), key.clone(), s("0"), s("-1"), s("WITHSCORES")]),
     }
     c
 }
 
 fn run(shards: usize, resp3: bool, seed: u64, steps: usize) {
+    run_with(shards, resp3, seed, steps, &[]);
+}
+
+fn run_with(shards: usize, resp3: bool, seed: u64, steps: usize, extra: &[&str]) {
     let redis = RedisServer::start();
-    let basalt = Basalt::start(shards);
+    let basalt = Basalt::start_with(shards, extra);
     let (mut r, mut b): (Raw, Raw) = (redis.raw(), basalt.raw());
     if resp3 {
         r.cmd(&["HELLO", "3"]);
@@ -158,4 +178,13 @@ fn random_commands_match_redis_on_one_shard() {
 #[test]
 fn random_commands_match_redis_on_four_shards_in_resp3() {
     run(4, true, 0x5EED_0002, 4000);
+}
+
+/// Count blocks of two members: every set past four members keeps blocks,
+/// and the writes split, empty and join them all the time; ranks, rank
+/// ranges and counts go through them.
+#[test]
+fn random_commands_match_redis_with_count_blocks_of_two() {
+    run_with(1, false, 0x5EED_0003, 6000, &["--zset-rank-block", "2"]);
+    run_with(4, true, 0x5EED_0004, 3000, &["--zset-rank-block", "2"]);
 }

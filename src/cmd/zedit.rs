@@ -10,9 +10,10 @@ use super::Ctx;
 use super::{commands, CommandSpec};
 use crate::error::{CmdError, CmdResult, NOT_INT};
 use crate::resp::Reply;
-use crate::types::coll::{self, Writer};
+use crate::types::coll;
 use crate::types::notify::class::ZSET;
 use crate::types::zrange::{lex_range, score_range, select, Range};
+use crate::types::zwrite::ZWriter;
 use crate::types::KeyType;
 use crate::types::{zset, zwrite};
 
@@ -34,12 +35,12 @@ fn take_out(ctx: &Ctx, key: &[u8], items: &[(Vec<u8>, f64)], event: &'static str
     if items.is_empty() {
         return Ok(0);
     }
-    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, key, Z, ctx.now_ms, false)? else {
+    let Some(mut w) = ZWriter::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)? else {
         return Ok(0);
     };
     let mut n = 0;
     for (m, _) in items {
-        n += zwrite::remove(&mut w, m)? as usize;
+        n += w.remove(m)? as usize;
     }
     w.commit_with(ZSET, &[event])?;
     Ok(n)

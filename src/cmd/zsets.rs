@@ -1,7 +1,6 @@
 //! Sorted-set commands that run on one shard (`types::zset` has the
-//! encoding). Ranks and counts walk the score records for now: O(rank) and
-//! O(count), as Kvrocks does; the order-statistics structure of issue 32
-//! replaces the walks.
+//! encoding). Ranks, rank ranges and ZCOUNT of a big set go through its
+//! count blocks (`types::zblock`); a small set's are walks.
 
 use bytes::Bytes;
 
@@ -11,11 +10,12 @@ use super::{commands, CommandSpec};
 use crate::coord::serve::key_ready;
 use crate::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INT, SYNTAX};
 use crate::resp::Reply;
-use crate::types::coll::{self, View, Writer};
+use crate::types::coll::{self, View};
 use crate::types::notify::class::ZSET;
 use crate::types::zrange::{count, lex_range, score_range, select, Range};
+use crate::types::zwrite::ZWriter;
 use crate::types::KeyType;
-use crate::types::{zset, zwrite};
+use crate::types::{zblock, zset};
 
 /// The sorted-set commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -85,7 +85,7 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     for p in pairs.chunks(2) {
         scores.push(parse_f64(&p[0]).ok_or(NOT_FLOAT)?);
     }
-    let mut w = match Writer::open(ctx.ks(), ctx.db, key, Z, ctx.now_ms, !xx)? {
+    let mut w = match ZWriter::open(ctx.ks(), ctx.db, key, ctx.now_ms, !xx)? {
         Some(w) => w,
         None => {
             // XX on a missing key: nothing to update.
@@ -101,7 +101,7 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut incr_result = None;
     for (p, &s) in pairs.chunks(2).zip(&scores) {
         let m = &p[1][..];
-        let old = zwrite::score_in(&mut w, m)?;
+        let old = w.score_in(m)?;
         let new = match (old, incr) {
             (Some(o), true) => o + s,
             _ => s,
@@ -113,14 +113,14 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         match old {
             None if xx => continue,
             None => {
-                zwrite::set_score(&mut w, m, new)?;
+                w.set_score(m, new)?;
                 added += 1;
             }
             Some(_) if nx => continue,
             Some(o) if (gt && new <= o) || (lt && new >= o) => continue,
             Some(o) => {
                 if o != new {
-                    zwrite::set_score(&mut w, m, new)?;
+                    w.set_score(m, new)?;
                     updated += 1;
                 }
             }
@@ -154,13 +154,13 @@ pub fn zincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = args.key()?;
     let by = parse_f64(args.bytes()?).ok_or(NOT_FLOAT)?;
     let m = args.bytes()?;
-    let mut w = Writer::upsert(ctx.ks(), ctx.db, key, Z, ctx.now_ms)?;
-    let new = zwrite::score_in(&mut w, m)?.map_or(by, |o| o + by);
+    let mut w = ZWriter::open(ctx.ks(), ctx.db, key, ctx.now_ms, true)?.ok_or(crate::error::CORRUPT)?;
+    let new = w.score_in(m)?.map_or(by, |o| o + by);
     if new.is_nan() {
         return Err(err(NAN_RESULT));
     }
     let new = if new == 0.0 { 0.0 } else { new };
-    let added = zwrite::set_score(&mut w, m, new)?.is_none();
+    let added = w.set_score(m, new)?.is_none();
     w.commit_with(ZSET, &["zincr"])?;
     if added {
         key_ready(ctx.shard, ctx.db, key);
@@ -172,13 +172,13 @@ pub fn zincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub fn zrem(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
     let (key, members) = (args.key()?, args.rest());
-    let Some(mut w) = Writer::open(ctx.ks(), ctx.db, key, Z, ctx.now_ms, false)? else {
+    let Some(mut w) = ZWriter::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)? else {
         r.int(0);
         return Ok(());
     };
     let mut removed = 0;
     for m in members {
-        removed += zwrite::remove(&mut w, m)? as i64;
+        removed += w.remove(m)? as i64;
     }
     w.commit_with(ZSET, if removed > 0 { &["zrem"] } else { &[] })?;
     r.int(removed);
@@ -232,6 +232,17 @@ fn rank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
     };
     let found = match view(ctx, key)? {
         Some(v) => match zset::score(ctx.ks(), ctx.db, key, &v.c, m)? {
+            Some(s) if v.c.zblocks => {
+                let z = zset::At {
+                    ks: ctx.ks(),
+                    db: ctx.db,
+                    key,
+                    c: &v.c,
+                };
+                let n = zblock::rank_of(z, &zblock::position(s, m))?;
+                let rank = if rev { v.c.size.saturating_sub(n + 1) } else { n };
+                Some((rank, s))
+            }
             Some(s) => {
                 // The members before it in (score, member) order.
                 let at = (zset::sort_key(s), m);

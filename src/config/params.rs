@@ -250,6 +250,8 @@ pub(super) const PARAMS: &[Param] = &[
     inert("unixsocketperm", "0", Int(0, i64::MAX), SOCKETS).fixed(),
     live("zset-max-listpack-entries", "128", Int(0, i64::MAX)).alias("zset-max-ziplist-entries"),
     live("zset-max-listpack-value", "64", Bytes(0, i64::MAX)).alias("zset-max-ziplist-value"),
+    // Basalt's own: members per count block of a big sorted set (docs/encoding.md).
+    live("zset-rank-block", "64", Int(2, 65536)).fixed(),
     // Basalt's own (tuning.md).
     live("shards", "0", Int(0, 1024)).fixed(),
     live("cores", "", Str).fixed(),

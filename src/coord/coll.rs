@@ -215,12 +215,13 @@ async fn set_members(shard: &S, db: u8, key: &Bytes) -> CmdResult<Vec<Vec<u8>>> 
 /// Writes `members` as the set at `dst` (replacing any key there), in
 /// slices that stay invisible until the last step. Returns the set's size.
 pub async fn store_set(shard: &S, db: u8, dst: &Bytes, members: Vec<Vec<u8>>, event: &'static str) -> CmdResult<i64> {
-    store(shard, db, dst, KeyType::Set, members, coll::store_members, event).await
+    let write: StoreSlice<Vec<u8>> = |ks, db, key, version, _, members| coll::store_members(ks, db, key, version, members);
+    store(shard, db, dst, KeyType::Set, members, write, event).await
 }
 
 /// Writes the slices of one stored collection: (keyspace, db, key,
-/// version, items).
-pub type StoreSlice<T> = fn(&Keyspace, u8, &[u8], u64, &[T]) -> CmdResult;
+/// version, the slice's offset in the whole, its items).
+pub type StoreSlice<T> = fn(&Keyspace, u8, &[u8], u64, usize, &[T]) -> CmdResult;
 
 /// Writes `items` as the collection of type `ty` at `dst` (replacing any
 /// key there): slices written by `write` under a fresh version, invisible
@@ -243,10 +244,10 @@ pub async fn store<T: Clone + Send + 'static>(
     let version = shard
         .invoke_on(target, move |st: &ShardState| st.ks.next_version(crate::clock::now_us()))
         .await;
-    for chunk in items.chunks(SLICE) {
+    for (i, chunk) in items.chunks(SLICE).enumerate() {
         let (k, chunk) = (key.clone(), chunk.to_vec());
         shard
-            .invoke_on(target, move |st: &ShardState| write(&st.ks, db, &k, version, &chunk))
+            .invoke_on(target, move |st: &ShardState| write(&st.ks, db, &k, version, i * SLICE, &chunk))
             .await?;
         if target == shard.id() {
             shards::rt::yield_now().await;

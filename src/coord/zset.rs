@@ -238,7 +238,9 @@ pub async fn intercard(shard: &S, db: u8, keys: &[Bytes], limit: u64) -> CmdResu
 
 /// Stores `items` as the sorted set at `dst` (an empty result deletes it);
 /// `event` names the command. Returns the size.
-pub async fn store_scored(shard: &S, db: u8, dst: &Bytes, items: Vec<Scored>, event: &'static str) -> CmdResult<i64> {
+pub async fn store_scored(shard: &S, db: u8, dst: &Bytes, mut items: Vec<Scored>, event: &'static str) -> CmdResult<i64> {
+    // In order: the count blocks are cut as the slices are written.
+    sort(&mut items);
     store(shard, db, dst, KeyType::ZSet, items, zwrite::store_members, event).await
 }
 

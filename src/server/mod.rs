@@ -198,6 +198,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let port = config.get_int("port") as u16;
     let bind = config.get("bind");
     let spin = Duration::from_micros(config.get_int("shard-spin-us") as u64);
+    crate::types::zlayout::set_block(config.get_int("zset-rank-block") as u64);
     let g = Arc::new(Global {
         config,
         engine,

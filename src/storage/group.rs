@@ -83,6 +83,9 @@ pub(super) struct GroupState {
     /// What must happen once the staged writes are in RocksDB
     /// ([`ShardStore::after_write`]).
     after: RefCell<Vec<Box<dyn FnOnce()>>>,
+    /// Writes that failed so far (a running number): state derived from
+    /// staged writes (sorted-set layouts) is dropped when it moves.
+    failures: Cell<u64>,
 }
 
 impl Default for GroupState {
@@ -99,6 +102,7 @@ impl Default for GroupState {
             staged: Cell::new(0),
             lost: RefCell::new(Vec::new()),
             after: RefCell::new(Vec::new()),
+            failures: Cell::new(0),
             hasher: ahash::RandomState::with_seeds(0x6261_7361, 0x6c74_6772, 0x6f75_7073, 0x2121_2121),
         }
     }
@@ -234,6 +238,13 @@ impl ShardStore {
     /// Forgets what waited for a write that failed.
     pub(super) fn drop_after(&self) {
         self.group.after.borrow_mut().clear();
+        self.group.failures.set(self.group.failures.get() + 1);
+    }
+
+    /// How many writes failed on this shard so far (every failure path
+    /// drops what waited for its write, [`ShardStore::drop_after`]).
+    pub fn write_failures(&self) -> u64 {
+        self.group.failures.get()
     }
 
     /// Writes what the group holds, if anything; the group stays open.

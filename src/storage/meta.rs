@@ -182,6 +182,7 @@ impl Sweep {
 /// version(8) size(8) mode(1)=1 persist(8) lower(8) upper(8) hash in field-expiration mode
 ///   ... slower(8) supper(8) touched(8) exact(1) cursor(0-48)   the same, with a sweep under way
 /// version(8) size(8) mode(1)=2 head(8)                      list
+/// version(8) size(8) mode(1)=3                              sorted set with count blocks
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
 /// fields already expired or removed by compaction, see `types::hash`).
@@ -195,10 +196,13 @@ pub struct Coll {
     /// Some: a list; the index of its first element (elements are at
     /// `head .. head + size`, see `types::list`).
     pub list_head: Option<u64>,
+    /// A sorted set that keeps count blocks (mode 3, `types::zblock`).
+    pub zblocks: bool,
 }
 
 const MODE_HFE: u8 = 1;
 const MODE_LIST: u8 = 2;
+const MODE_ZBLOCKS: u8 = 3;
 
 fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
@@ -213,6 +217,7 @@ impl Coll {
             size: 0,
             hfe: hfe.then(Hfe::default),
             list_head: None,
+            zblocks: false,
         }
     }
 
@@ -223,6 +228,7 @@ impl Coll {
             size: 0,
             hfe: None,
             list_head: Some(head),
+            zblocks: false,
         }
     }
 
@@ -232,6 +238,15 @@ impl Coll {
             return None;
         }
         let (version, size) = (be64(body), be64(&body[8..]));
+        if body.len() == 17 && body[16] == MODE_ZBLOCKS {
+            return Some(Coll {
+                version,
+                size,
+                hfe: None,
+                list_head: None,
+                zblocks: true,
+            });
+        }
         let (hfe, list_head) = match body.get(16) {
             None => (None, None),
             Some(&MODE_HFE) if body.len() >= 41 => (
@@ -263,6 +278,7 @@ impl Coll {
             size,
             hfe,
             list_head,
+            zblocks: false,
         })
     }
 
@@ -285,6 +301,8 @@ impl Coll {
         } else if let Some(head) = self.list_head {
             v.push(MODE_LIST);
             v.extend_from_slice(&head.to_be_bytes());
+        } else if self.zblocks {
+            v.push(MODE_ZBLOCKS);
         }
         v
     }
@@ -335,6 +353,7 @@ mod tests {
             size: 3,
             hfe: None,
             list_head: None,
+            zblocks: false,
         };
         assert_eq!(plain.encode_body().len(), 16);
         let hfe = Coll {
@@ -347,6 +366,7 @@ mod tests {
                 sweep: None,
             }),
             list_head: None,
+            zblocks: false,
         };
         let list = Coll::new_list(9, 1 << 63);
         assert_eq!(list.encode_body().len(), 25);

@@ -197,6 +197,7 @@ fn stage_big_meta(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], (version, le
         size: len,
         hfe: None,
         list_head: None,
+        zblocks: false,
     };
     ks.stage_put(b, db, key, &c.encode(KeyType::BigString, expire_ms), prior);
 }

@@ -290,6 +290,7 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
             size,
             hfe: None,
             list_head: None,
+            zblocks: ty == KeyType::ZSet,
         };
         ks.stage_put(&mut b, db, key, &c.encode(ty, 0), None);
     }
@@ -478,6 +479,7 @@ mod tests {
             size: fields.len() as u64,
             hfe: None,
             list_head: None,
+            zblocks: false,
         };
         let mut b = ks.store.batch();
         for (f, v) in fields {

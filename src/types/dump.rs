@@ -129,7 +129,11 @@ pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
         }
         KeyType::ZSet => {
             let c = m.coll()?;
-            if c.hfe.is_some() || c.list_head.is_some() || !crate::types::zset::records_fit(c.size, &members) {
+            if c.hfe.is_some()
+                || c.list_head.is_some()
+                || !crate::types::zset::records_fit(c.size, &members)
+                || !crate::types::zblock::heads_fit(c.zblocks, &members)
+            {
                 return None;
             }
         }
@@ -154,6 +158,7 @@ mod tests {
             size: 2,
             hfe: None,
             list_head: None,
+            zblocks: false,
         };
         let v = Owned {
             raw: set.encode(KeyType::Set, 0),

@@ -293,6 +293,7 @@ mod tests {
                 sweep: None,
             }),
             list_head: None,
+            zblocks: false,
         }
     }
 
@@ -362,6 +363,7 @@ mod tests {
                     size: 4,
                     hfe: None,
                     list_head: None,
+                    zblocks: false,
                 },
                 u64::MAX
             ),

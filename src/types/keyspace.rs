@@ -145,6 +145,8 @@ pub struct Keyspace {
     /// where random picks seek (`types::coll::random_members`). Stale
     /// entries are harmless hints; the map is cleared when it grows large.
     pub sample_bounds: RefCell<HashMap<Incarnation, Bounds>>,
+    /// The count-block layouts of the big sorted sets commands used lately.
+    pub zlayouts: super::zlayout::Layouts,
     /// Where active expiry walks the TTL index (see [`Keyspace::expire_due`]).
     pub(super) ttl_walk: IndexWalk,
     /// Where active field expiry walks the field expiration index.
@@ -191,6 +193,7 @@ impl Keyspace {
             ttl_sums: (0..databases).map(|_| Cell::new(0)).collect(),
             last_version: Cell::new(0),
             sample_bounds: RefCell::new(HashMap::new()),
+            zlayouts: Default::default(),
             ttl_walk: IndexWalk::default(),
             field_walk: IndexWalk::default(),
             expiry_behind: Cell::new(false),

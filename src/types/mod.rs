@@ -23,6 +23,8 @@ pub mod multi;
 pub mod notify;
 pub mod string;
 pub mod writer;
+pub mod zblock;
+pub mod zlayout;
 pub mod zrange;
 pub mod zset;
 pub mod zwrite;

@@ -72,6 +72,11 @@ impl<'k> Writer<'k> {
         Self::open(ks, db, key, ty, now, true)?.ok_or(CORRUPT)
     }
 
+    /// The keyspace, db and key this writer writes.
+    pub fn place(&self) -> (&'k Keyspace, u8, &'k [u8]) {
+        (self.ks, self.db, self.key)
+    }
+
     /// True when the key existed before this command.
     pub fn existed(&self) -> bool {
         self.prior.is_some()

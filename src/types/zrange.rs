@@ -6,6 +6,7 @@
 
 use crate::error::{CmdError, CmdResult};
 use crate::resp::parse::parse_f64;
+use crate::types::zblock;
 use crate::types::zset::{sort_key, walk, At, Scored, SCORE};
 
 /// A score bound: the value and whether it is exclusive (`(`).
@@ -125,9 +126,42 @@ pub fn select(z: At<'_>, range: &Range, rev: bool, offset: i64, limit: i64) -> C
 
 /// How many members `range` holds (ZCOUNT, ZLEXCOUNT), without copying them.
 pub fn count(z: At<'_>, range: &Range) -> CmdResult<i64> {
+    if let (true, Range::Score(min, max)) = (z.c.zblocks, range) {
+        // The members below the range's top bound minus those below its
+        // bottom one: two ranks.
+        let below = |v: f64, past: bool| {
+            let k = u64::from_be_bytes(sort_key(v));
+            zblock::rank_of(z, &(if past { k.saturating_add(1) } else { k }).to_be_bytes())
+        };
+        let lo = below(min.v, min.open)?;
+        let hi = below(max.v, !max.open)?;
+        return Ok(hi.saturating_sub(lo) as i64);
+    }
     let mut n = 0;
     each(z, range, false, (0, -1), |_, _| n += 1)?;
     Ok(n)
+}
+
+/// The score sub key just past the member of forward rank `rank` of `z`
+/// (a set keeping blocks): a backward walk from it starts at that member.
+fn past_rank(z: At<'_>, rank: u64) -> CmdResult<Option<Vec<u8>>> {
+    let Some((from, skip)) = zblock::seek_rank(z, rank)? else {
+        return Ok(None);
+    };
+    let mut left = skip;
+    let mut at = None;
+    walk(z.ks, z.db, z.key, z.c, Some(&from), false, |sc, m| {
+        if left == 0 {
+            let mut k = vec![SCORE];
+            k.extend_from_slice(&zblock::position(sc, m));
+            k.push(0);
+            at = Some(k);
+            return false;
+        }
+        left -= 1;
+        true
+    })?;
+    Ok(at)
 }
 
 /// Visits the members of `range` in order (reversed with `rev`), after
@@ -153,8 +187,21 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
                 return Ok(());
             }
             e = e.min(size - 1);
-            let mut i = 0i64;
-            walk(ks, db, key, c, None, rev, |sc, m| {
+            // With count blocks the walk starts in the block of its first
+            // rank (forward) or just past its member (backward); without,
+            // at the end it counts from.
+            let (from, mut i) = match (c.zblocks, rev) {
+                (false, _) => (None, 0),
+                (true, false) => match zblock::seek_rank(z, s as u64)? {
+                    Some((from, skip)) => (Some(from), s - skip as i64),
+                    None => return Ok(()),
+                },
+                (true, true) => match past_rank(z, (size - 1 - s) as u64)? {
+                    Some(from) => (Some(from), s),
+                    None => return Ok(()),
+                },
+            };
+            walk(ks, db, key, c, from.as_deref(), rev, |sc, m| {
                 if i >= s {
                     f(m, sc);
                 }

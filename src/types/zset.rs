@@ -6,6 +6,7 @@
 //! ```text
 //! 'm' member                 -> score (8, f64 bits BE)     one per member: ZSCORE, ZADD's check
 //! 's' sortkey(8) member      -> ""                         one per member, in (score, member) order
+//! 'r' sortkey(8) member      -> count (8)                  a count block's head (`types::zblock`), big sets only
 //! ```
 //! `sortkey` orders like the score (sign bit flipped for positives, all
 //! bits for negatives; -0 is stored as 0, as Redis compares them equal), so
@@ -33,6 +34,8 @@ pub struct At<'a> {
 pub const MEMBER: u8 = b'm';
 /// First byte of a score record.
 pub const SCORE: u8 = b's';
+/// First byte of a count block's head record (`types::zblock`).
+pub const RANK: u8 = b'r';
 
 /// A score as its order-preserving 8 bytes (-0 as 0; NaN never stored).
 pub fn sort_key(score: f64) -> [u8; 8] {
@@ -103,6 +106,8 @@ pub fn records_fit(size: u64, records: &[(Vec<u8>, Vec<u8>)]) -> bool {
             Some(&SCORE) if v.is_empty() && sub.len() >= 9 => {
                 sorted.insert(&sub[..]);
             }
+            // Count block heads: `zblock::heads_fit` checks them.
+            Some(&RANK) => {}
             _ => return false,
         }
     }

@@ -7,39 +7,67 @@ use crate::storage::keys;
 use crate::types::keyspace::Keyspace;
 use crate::types::notify::class::ZSET;
 use crate::types::writer::Writer;
+use crate::types::zblock::{self, position, Changes};
+use crate::types::zlayout;
 use crate::types::zset::{decode_score, member_sub, score_sub, walk, Scored};
 use crate::types::KeyType;
 
-/// Member `m`'s score, through the writer (sees what it staged).
-pub fn score_in(w: &mut Writer<'_>, m: &[u8]) -> CmdResult<Option<f64>> {
-    match w.physical(&member_sub(m))? {
-        Some((_, v)) => decode_score(&v).map(Some),
-        None => Ok(None),
-    }
+/// A sorted set's writer: the collection writer, and what the command did
+/// to the score records, for the count blocks ([`ZWriter::commit_with`]).
+pub struct ZWriter<'k> {
+    pub w: Writer<'k>,
+    ch: Changes,
 }
 
-/// Sets member `m`'s score (adding it when missing). Returns its score before.
-/// A score of -0 is stored as 0 (ZSCORE then says `0`, as redis-server does).
-pub fn set_score(w: &mut Writer<'_>, m: &[u8], score: f64) -> CmdResult<Option<f64>> {
-    let score = if score == 0.0 { 0.0 } else { score };
-    let old = score_in(w, m)?;
-    if let Some(o) = old {
-        if o.to_bits() == score.to_bits() {
-            return Ok(old);
+impl<'k> ZWriter<'k> {
+    /// Opens the sorted set at `key` (creating it with `create`); None when
+    /// missing, WRONGTYPE for another type.
+    pub fn open(ks: &'k Keyspace, db: u8, key: &'k [u8], now: u64, create: bool) -> CmdResult<Option<ZWriter<'k>>> {
+        Ok(Writer::open(ks, db, key, KeyType::ZSet, now, create)?.map(|w| ZWriter { w, ch: Changes::default() }))
+    }
+
+    /// Member `m`'s score, through the writer (sees what it staged).
+    pub fn score_in(&mut self, m: &[u8]) -> CmdResult<Option<f64>> {
+        match self.w.physical(&member_sub(m))? {
+            Some((_, v)) => decode_score(&v).map(Some),
+            None => Ok(None),
         }
-        w.delete_raw(&score_sub(o, m));
     }
-    w.put(&member_sub(m), 0, &score.to_bits().to_be_bytes())?;
-    w.put_raw(&score_sub(score, m), b"");
-    Ok(old)
-}
 
-/// Removes member `m`. Returns whether it was there.
-pub fn remove(w: &mut Writer<'_>, m: &[u8]) -> CmdResult<bool> {
-    let Some(old) = score_in(w, m)? else { return Ok(false) };
-    w.delete(&member_sub(m))?;
-    w.delete_raw(&score_sub(old, m));
-    Ok(true)
+    /// Sets member `m`'s score (adding it when missing). Returns its score
+    /// before. A score of -0 is stored as 0 (ZSCORE then says `0`, as
+    /// redis-server does).
+    pub fn set_score(&mut self, m: &[u8], score: f64) -> CmdResult<Option<f64>> {
+        let score = if score == 0.0 { 0.0 } else { score };
+        let old = self.score_in(m)?;
+        if let Some(o) = old {
+            if o.to_bits() == score.to_bits() {
+                return Ok(old);
+            }
+            self.w.delete_raw(&score_sub(o, m));
+            self.ch.delete(position(o, m));
+        }
+        self.w.put(&member_sub(m), 0, &score.to_bits().to_be_bytes())?;
+        self.w.put_raw(&score_sub(score, m), b"");
+        self.ch.insert(position(score, m));
+        Ok(old)
+    }
+
+    /// Removes member `m`. Returns whether it was there.
+    pub fn remove(&mut self, m: &[u8]) -> CmdResult<bool> {
+        let Some(old) = self.score_in(m)? else { return Ok(false) };
+        self.w.delete(&member_sub(m))?;
+        self.w.delete_raw(&score_sub(old, m));
+        self.ch.delete(position(old, m));
+        Ok(true)
+    }
+
+    /// Brings the count blocks up to date, then commits as
+    /// [`Writer::commit_with`].
+    pub fn commit_with(mut self, class: u32, events: &[&'static str]) -> CmdResult<bool> {
+        zblock::stage(&mut self.w, &self.ch)?;
+        self.w.commit_with(class, events)
+    }
 }
 
 /// Pops up to `count` members from the low end of the sorted set at `key`
@@ -47,34 +75,43 @@ pub fn remove(w: &mut Writer<'_>, m: &[u8]) -> CmdResult<bool> {
 /// event (and `del` when it empties the set). The members popped, in pop
 /// order; None when the key is missing, WRONGTYPE for another type.
 pub fn pop(ks: &Keyspace, db: u8, key: &[u8], now: u64, max: bool, count: u64) -> CmdResult<Option<Vec<Scored>>> {
-    let Some(mut w) = Writer::open(ks, db, key, KeyType::ZSet, now, false)? else {
+    let Some(mut w) = ZWriter::open(ks, db, key, now, false)? else {
         return Ok(None);
     };
     let mut items = Vec::new();
     if count > 0 {
-        walk(ks, db, key, &w.c, None, max, |s, m| {
+        walk(ks, db, key, &w.w.c, None, max, |s, m| {
             items.push((m.to_vec(), s));
             (items.len() as u64) < count
         })?;
     }
     for (m, _) in &items {
-        remove(&mut w, m)?;
+        w.remove(m)?;
     }
     let events = [if max { "zpopmax" } else { "zpopmin" }];
     w.commit_with(ZSET, if items.is_empty() { &[] } else { &events })?;
     Ok(Some(items))
 }
 
-/// Writes `items` (member, score) as both records of each member under
-/// `version` of `key`: a slice of a stored sorted set (ZUNIONSTORE...), the
-/// meta written last (`coll::finish_store`).
-pub fn store_members(ks: &Keyspace, db: u8, key: &[u8], version: u64, items: &[Scored]) -> CmdResult {
+/// Writes `items` (member, score, in (score, member) order) as both
+/// records of each member under `version` of `key`: the slice at `offset`
+/// of a stored sorted set (ZUNIONSTORE...), the meta written last
+/// (`coll::finish_store`, which gives it count blocks). A head record
+/// starts every block of the block size from the slice's start (the
+/// first slice's first head is the empty position).
+pub fn store_members(ks: &Keyspace, db: u8, key: &[u8], version: u64, offset: usize, items: &[Scored]) -> CmdResult {
     let mut b = ks.store.batch();
-    for (m, s) in items {
+    let size = zlayout::block() as usize;
+    for (i, (m, s)) in items.iter().enumerate() {
         let s = if *s == 0.0 { 0.0 } else { *s };
-        ks.store
-            .put(&mut b, &keys::sub_key(db, key, version, &member_sub(m)), &s.to_bits().to_be_bytes());
-        ks.store.put(&mut b, &keys::sub_key(db, key, version, &score_sub(s, m)), b"");
+        let sub = |s: &[u8]| keys::sub_key(db, key, version, s);
+        ks.store.put(&mut b, &sub(&member_sub(m)), &s.to_bits().to_be_bytes());
+        ks.store.put(&mut b, &sub(&score_sub(s, m)), b"");
+        if i % size == 0 {
+            let head = if offset + i == 0 { Vec::new() } else { position(s, m) };
+            let n = size.min(items.len() - i) as u64;
+            ks.store.put(&mut b, &sub(&zblock::head_sub(&head)), &n.to_be_bytes());
+        }
     }
     ks.store.write(b)?;
     Ok(())

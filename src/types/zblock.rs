@@ -1,0 +1,328 @@
+//! Count blocks: ranks of a big sorted set without a walk from its end
+//! (docs/encoding.md, "Sorted sets: count blocks").
+//!
+//! The score records of a set over `2 x zset-rank-block` members are cut
+//! into blocks of consecutive positions (a position is a score record's
+//! sub key without its `s`: sort key and member). Each block has a head
+//! record under the set's version:
+//!
+//! ```text
+//! 'r' position -> count (8, BE)     the block from this position to the next head
+//! ```
+//! The first head is the empty position, so every score record is in a
+//! block. A block over twice the block size splits into blocks of about
+//! the block size; an emptied block (not the first) goes; a block under a
+//! quarter of it joins the one before when they fit in one. Every change
+//! goes in the batch of the member records it counts, so the counts are
+//! exact across a crash. The meta's mode 3 says a set keeps blocks; a
+//! smaller set keeps none (its walks are short) until it grows past the
+//! threshold, and then keeps them for good.
+//!
+//! The rank of a position is the members in the blocks before its block
+//! (the in-memory layout, `types::zlayout`) plus a walk inside the block:
+//! O(√blocks) additions and at most twice the block size of records.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{CmdError, CmdResult, CORRUPT};
+use crate::storage::keys;
+use crate::types::writer::Writer;
+use crate::types::zlayout::{block, Layout};
+use crate::types::zset::{sort_key, walk, At, RANK, SCORE};
+
+/// A head's sub key: `r` and the position.
+pub fn head_sub(pos: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(1 + pos.len());
+    s.push(RANK);
+    s.extend_from_slice(pos);
+    s
+}
+
+/// A score record's position: sort key and member.
+pub fn position(score: f64, m: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(8 + m.len());
+    p.extend_from_slice(&sort_key(score));
+    p.extend_from_slice(m);
+    p
+}
+
+fn decode_count(v: &[u8]) -> CmdResult<u64> {
+    let b: [u8; 8] = v.try_into().map_err(|_| CORRUPT)?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// Reads the layout of `z` from its head records.
+fn load(z: At<'_>) -> CmdResult<Layout> {
+    let lo = keys::sub_key(z.db, z.key, z.c.version, &[RANK]);
+    let hi = keys::sub_key(z.db, z.key, z.c.version, &[RANK + 1]);
+    let mut heads = Vec::new();
+    let mut bad = false;
+    z.ks.store.scan(&lo, &hi, |k, v| match decode_count(v) {
+        Ok(n) => {
+            heads.push((k[lo.len()..].to_vec(), n));
+            true
+        }
+        Err(_) => {
+            bad = true;
+            false
+        }
+    })?;
+    if bad || heads.first().is_none_or(|h| !h.0.is_empty()) {
+        return Err(CORRUPT);
+    }
+    Ok(Layout::from_heads(heads))
+}
+
+/// Runs `f` on the layout of `z` (a set keeping blocks).
+fn with_layout<R>(z: At<'_>, f: impl FnOnce(&mut Layout) -> R) -> CmdResult<R> {
+    z.ks.zlayouts.with(z.c.version, z.ks.store.write_failures(), || load(z), f)
+}
+
+/// What one command did to a set's score records, as positions put and
+/// deleted (net: a put then a delete of one position is nothing).
+#[derive(Default, Debug)]
+pub struct Changes {
+    ins: BTreeSet<Vec<u8>>,
+    del: BTreeSet<Vec<u8>>,
+}
+
+impl Changes {
+    pub fn insert(&mut self, pos: Vec<u8>) {
+        if !self.del.remove(&pos) {
+            self.ins.insert(pos);
+        }
+    }
+
+    pub fn delete(&mut self, pos: Vec<u8>) {
+        if !self.ins.remove(&pos) {
+            self.del.insert(pos);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ins.is_empty() && self.del.is_empty()
+    }
+}
+
+/// The positions in `[from, to)` after this command: the stored ones not
+/// deleted, and the ones it put (its batch is not written yet).
+fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Changes) -> CmdResult<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let start = [&[SCORE][..], from].concat();
+    walk(z.ks, z.db, z.key, z.c, Some(&start), false, |s, m| {
+        let p = position(s, m);
+        if to.is_some_and(|t| p.as_slice() >= t) {
+            return false;
+        }
+        if !ch.del.contains(&p) {
+            out.push(p);
+        }
+        true
+    })?;
+    out.extend(
+        ch.ins
+            .range(from.to_vec()..)
+            .take_while(|p| to.is_none_or(|t| p.as_slice() < t))
+            .cloned(),
+    );
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Cuts `ps` (in order, at least one) into blocks of about the block
+/// size: (head, count) each, the first head `first`.
+fn cut(ps: &[Vec<u8>], first: &[u8]) -> Vec<(Vec<u8>, u64)> {
+    let len = ps.len() as u64;
+    let pieces = (len / block()).max(1);
+    (0..pieces)
+        .map(|i| {
+            let (a, b) = (i * len / pieces, (i + 1) * len / pieces);
+            let head = if i == 0 { first.to_vec() } else { ps[a as usize].clone() };
+            (head, b - a)
+        })
+        .collect()
+}
+
+/// Brings the blocks of the set `w` writes up to date with `ch`, in `w`'s
+/// batch: called once per command, before the commit. A set without blocks
+/// gets them when it has grown past twice the block size.
+pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
+    if ch.is_empty() || w.c.size == 0 {
+        return Ok(());
+    }
+    let (ks, db, key) = w.place();
+    let c = w.c;
+    let z = At { ks, db, key, c: &c };
+    if !c.zblocks {
+        if c.size <= 2 * block() {
+            return Ok(());
+        }
+        let heads = cut(&positions(z, b"", None, ch)?, b"");
+        for (h, n) in &heads {
+            w.put_raw(&head_sub(h), &n.to_be_bytes());
+        }
+        w.c.zblocks = true;
+        ks.zlayouts.keep(c.version, Layout::from_heads(heads));
+        return Ok(());
+    }
+    let mut writes: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
+    let done = with_layout(z, |lay| restructure(z, lay, ch, &mut writes))?;
+    if let Err(e) = done {
+        ks.zlayouts.forget(c.version);
+        return Err(e);
+    }
+    for (h, n) in writes {
+        match n {
+            Some(n) => w.put_raw(&head_sub(&h), &n.to_be_bytes()),
+            None => w.delete_raw(&head_sub(&h)),
+        }
+    }
+    Ok(())
+}
+
+/// Applies `ch` to `lay` block by block, last block first (a split or a
+/// join only moves the blocks after it), and lists the head records to put
+/// (Some count) or delete (None), in order.
+fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<u8>, Option<u64>)>) -> CmdResult {
+    let mut per: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+    for (set, d) in [(&ch.del, -1), (&ch.ins, 1)] {
+        for p in set {
+            let l = lay.find(p).ok_or(CORRUPT)?;
+            *per.entry(lay.head(l).to_vec()).or_default() += d;
+        }
+    }
+    let first = lay.first().ok_or(CORRUPT)?;
+    let size = block();
+    for (head, d) in per.iter().rev() {
+        let l = lay.find(head).ok_or(CORRUPT)?;
+        let n = u64::try_from(lay.count(l) as i64 + d).map_err(|_| CmdError::new("ERR corrupt sorted-set block count"))?;
+        let prev = lay.prev(l).filter(|p| n < size / 4 && lay.count(*p) + n <= size);
+        if n > 2 * size {
+            let next = lay.next(l).map(|x| lay.head(x).to_vec());
+            let pieces = cut(&positions(z, head, next.as_deref(), ch)?, head);
+            let mut at = l;
+            for (i, (h, k)) in pieces.into_iter().enumerate() {
+                if i == 0 {
+                    lay.set(l, k);
+                } else {
+                    lay.insert_after(at, h.clone(), k);
+                    at = lay.find(&h).ok_or(CORRUPT)?;
+                }
+                writes.push((h, Some(k)));
+            }
+        } else if n == 0 && l != first {
+            lay.remove(l);
+            writes.push((head.clone(), None));
+        } else if let (Some(p), false) = (prev, l == first) {
+            let joined = lay.count(p) + n;
+            let ph = lay.head(p).to_vec();
+            lay.set(p, joined);
+            lay.remove(l);
+            writes.push((head.clone(), None));
+            writes.push((ph, Some(joined)));
+        } else {
+            lay.set(l, n);
+            writes.push((head.clone(), Some(n)));
+        }
+    }
+    Ok(())
+}
+
+/// How many members of `z` (a set keeping blocks) sit before position
+/// `pos`: the blocks before its block, then a walk inside it.
+pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
+    let (base, head) = with_layout(z, |lay| lay.find(pos).map(|l| (lay.before(l), lay.head(l).to_vec())))?.ok_or(CORRUPT)?;
+    let mut n = 0;
+    let start = [&[SCORE][..], &head].concat();
+    walk(z.ks, z.db, z.key, z.c, Some(&start), false, |s, m| {
+        let before = position(s, m).as_slice() < pos;
+        n += before as u64;
+        before
+    })?;
+    Ok(base + n)
+}
+
+/// Where the member of rank `rank` of `z` (a set keeping blocks) is found:
+/// the score sub key of its block's head, and how many members to skip
+/// from there. None past the end.
+pub fn seek_rank(z: At<'_>, rank: u64) -> CmdResult<Option<(Vec<u8>, u64)>> {
+    with_layout(z, |lay| {
+        lay.locate(rank).map(|(l, skip)| ([&[SCORE][..], lay.head(l)].concat(), skip))
+    })
+}
+
+/// Whether the head records among `records` (a sorted set's sub records
+/// in key order, as a DUMP payload holds them) are exact for its score
+/// records: none when `zblocks` is off; else the first head empty, each
+/// count the score records up to the next head.
+pub fn heads_fit(zblocks: bool, records: &[(Vec<u8>, Vec<u8>)]) -> bool {
+    let heads: Vec<(&[u8], &[u8])> = records
+        .iter()
+        .filter(|(s, _)| s.first() == Some(&RANK))
+        .map(|(s, v)| (&s[1..], &v[..]))
+        .collect();
+    if !zblocks {
+        return heads.is_empty();
+    }
+    let mut ps: Vec<&[u8]> = records
+        .iter()
+        .filter(|(s, _)| s.first() == Some(&SCORE))
+        .map(|(s, _)| &s[1..])
+        .collect();
+    ps.sort();
+    if heads.first().is_none_or(|h| !h.0.is_empty()) || heads.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return false;
+    }
+    heads.iter().enumerate().all(|(i, (h, v))| {
+        let to = heads.get(i + 1).map(|n| n.0);
+        let n = ps.iter().filter(|p| **p >= *h && to.is_none_or(|t| **p < t)).count() as u64;
+        decode_count(v).ok() == Some(n)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_into_blocks_of_about_the_block_size() {
+        let ps: Vec<Vec<u8>> = (0..300u16).map(|n| n.to_be_bytes().to_vec()).collect();
+        let b = block();
+        let heads = cut(&ps, b"");
+        assert_eq!(heads.len() as u64, 300 / b);
+        assert_eq!(heads[0].0, b"");
+        assert_eq!(heads.iter().map(|h| h.1).sum::<u64>(), 300);
+        assert!(heads.iter().all(|h| h.1 >= b && h.1 < 2 * b));
+        assert_eq!(cut(&ps[..3], b"x"), vec![(b"x".to_vec(), 3)]);
+    }
+
+    #[test]
+    fn changes_net_out() {
+        let mut ch = Changes::default();
+        ch.insert(b"a".to_vec());
+        ch.delete(b"a".to_vec());
+        assert!(ch.is_empty());
+        ch.delete(b"b".to_vec());
+        ch.insert(b"b".to_vec());
+        assert!(ch.is_empty());
+        ch.insert(b"c".to_vec());
+        assert!(!ch.is_empty());
+    }
+
+    #[test]
+    fn dump_heads_are_checked() {
+        let rec = |p: &[u8]| ([&[SCORE][..], p].concat(), vec![]);
+        let head = |p: &[u8], n: u64| ([&[RANK][..], p].concat(), n.to_be_bytes().to_vec());
+        let mut r = vec![head(b"", 2), head(b"c", 1), rec(b"a"), rec(b"b"), rec(b"c")];
+        r.sort();
+        assert!(heads_fit(true, &r));
+        assert!(!heads_fit(false, &r), "heads without the mode");
+        let mut wrong = vec![head(b"", 1), head(b"c", 2), rec(b"a"), rec(b"b"), rec(b"c")];
+        wrong.sort();
+        assert!(!heads_fit(true, &wrong));
+        let no_first = vec![head(b"a", 3), rec(b"a"), rec(b"b"), rec(b"c")];
+        assert!(!heads_fit(true, &no_first));
+        assert!(heads_fit(false, &[rec(b"a")]));
+    }
+}
