@@ -232,7 +232,7 @@ fn rank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
     };
     let found = match view(ctx, key)? {
         Some(v) => match zset::score(ctx.ks(), ctx.db, key, &v.c, m)? {
-            Some(s) if v.c.zblocks => {
+            Some(s) => {
                 let z = zset::At {
                     ks: ctx.ks(),
                     db: ctx.db,
@@ -240,18 +240,6 @@ fn rank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
                     c: &v.c,
                 };
                 let n = zblock::rank_of(z, &zblock::position(s, m))?;
-                let rank = if rev { v.c.size.saturating_sub(n + 1) } else { n };
-                Some((rank, s))
-            }
-            Some(s) => {
-                // The members before it in (score, member) order.
-                let at = (zset::sort_key(s), m);
-                let mut n = 0u64;
-                zset::walk(ctx.ks(), ctx.db, key, &v.c, None, false, |sc, mm| {
-                    let before = (zset::sort_key(sc), mm) < at;
-                    n += before as u64;
-                    before
-                })?;
                 let rank = if rev { v.c.size.saturating_sub(n + 1) } else { n };
                 Some((rank, s))
             }

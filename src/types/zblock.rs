@@ -19,16 +19,20 @@
 //! threshold, and then keeps them for good.
 //!
 //! The rank of a position is the members in the blocks before its block
-//! (the in-memory layout, `types::zlayout`) plus a walk inside the block:
-//! O(√blocks) additions and at most twice the block size of records.
+//! (the in-memory layout, `types::zlayout`) plus its place among the
+//! block's positions: O(√blocks) additions and a binary search. The
+//! layout keeps the positions of the blocks commands read (read from disk
+//! once, then kept in step by every write), so the reads of a hot set, or
+//! of a small set (one block: its whole order), step over none of the
+//! tombstones its score changes leave on disk.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::error::{CmdError, CmdResult, CORRUPT};
+use crate::error::{CmdResult, CORRUPT};
 use crate::storage::keys;
 use crate::types::writer::Writer;
-use crate::types::zlayout::{block, Layout};
-use crate::types::zset::{sort_key, walk, At, RANK, SCORE};
+use crate::types::zlayout::{block, Layout, Loc, Positions};
+use crate::types::zset::{from_sort_key, sort_key, walk, At, RANK, SCORE};
 
 /// A head's sub key: `r` and the position.
 pub fn head_sub(pos: &[u8]) -> Vec<u8> {
@@ -51,8 +55,12 @@ fn decode_count(v: &[u8]) -> CmdResult<u64> {
     Ok(u64::from_be_bytes(b))
 }
 
-/// Reads the layout of `z` from its head records.
+/// Reads the layout of `z` from its head records; a set without blocks
+/// is one block of its size.
 fn load(z: At<'_>) -> CmdResult<Layout> {
+    if !z.c.zblocks {
+        return Ok(Layout::from_heads(vec![(Vec::new(), z.c.size)]));
+    }
     let lo = keys::sub_key(z.db, z.key, z.c.version, &[RANK]);
     let hi = keys::sub_key(z.db, z.key, z.c.version, &[RANK + 1]);
     let mut heads = Vec::new();
@@ -146,24 +154,50 @@ fn cut(ps: &[Vec<u8>], first: &[u8]) -> Vec<(Vec<u8>, u64)> {
 
 /// Brings the blocks of the set `w` writes up to date with `ch`, in `w`'s
 /// batch: called once per command, before the commit. A set without blocks
-/// gets them when it has grown past twice the block size.
+/// gets them when it has grown past twice the block size. A kept layout
+/// (and the positions it keeps) follows.
 pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
-    if ch.is_empty() || w.c.size == 0 {
-        return Ok(());
-    }
     let (ks, db, key) = w.place();
     let c = w.c;
+    if c.size == 0 {
+        ks.zlayouts.forget(c.version);
+        return Ok(());
+    }
+    if ch.is_empty() {
+        return Ok(());
+    }
     let z = At { ks, db, key, c: &c };
+    let failures = ks.store.write_failures();
     if !c.zblocks {
         if c.size <= 2 * block() {
+            ks.zlayouts.update(c.version, failures, |lay| {
+                if let Some(l) = lay.first() {
+                    lay.set(l, c.size);
+                    let kept = lay.kept(l).cloned().map(|mut k| {
+                        apply(&mut k, ch.ins.iter(), ch.del.iter());
+                        k
+                    });
+                    lay.keep(l, kept);
+                }
+            });
             return Ok(());
         }
-        let heads = cut(&positions(z, b"", None, ch)?, b"");
+        let all = positions(z, b"", None, ch)?;
+        let heads = cut(&all, b"");
         for (h, n) in &heads {
             w.put_raw(&head_sub(h), &n.to_be_bytes());
         }
         w.c.zblocks = true;
-        ks.zlayouts.keep(c.version, Layout::from_heads(heads));
+        let mut lay = Layout::from_heads(heads.clone());
+        let mut at = 0usize;
+        let mut l = lay.first();
+        for (_, n) in &heads {
+            let Some(x) = l else { break };
+            lay.keep(x, Some(all[at..at + *n as usize].to_vec()));
+            at += *n as usize;
+            l = lay.next(x);
+        }
+        ks.zlayouts.keep(c.version, lay);
         return Ok(());
     }
     let mut writes: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
@@ -181,34 +215,67 @@ pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
     Ok(())
 }
 
+/// Applies puts and deletes to kept positions (kept sorted).
+fn apply<'a>(kept: &mut Positions, ins: impl Iterator<Item = &'a Vec<u8>>, del: impl Iterator<Item = &'a Vec<u8>>) {
+    for p in del {
+        if let Ok(i) = kept.binary_search(p) {
+            kept.remove(i);
+        }
+    }
+    for p in ins {
+        if let Err(i) = kept.binary_search(p) {
+            kept.insert(i, p.clone());
+        }
+    }
+}
+
+/// One block's share of a command's changes.
+#[derive(Default)]
+struct Share<'a> {
+    ins: Vec<&'a Vec<u8>>,
+    del: Vec<&'a Vec<u8>>,
+}
+
 /// Applies `ch` to `lay` block by block, last block first (a split or a
 /// join only moves the blocks after it), and lists the head records to put
 /// (Some count) or delete (None), in order.
 fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<u8>, Option<u64>)>) -> CmdResult {
-    let mut per: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
-    for (set, d) in [(&ch.del, -1), (&ch.ins, 1)] {
-        for p in set {
-            let l = lay.find(p).ok_or(CORRUPT)?;
-            *per.entry(lay.head(l).to_vec()).or_default() += d;
-        }
+    let mut per: BTreeMap<Vec<u8>, Share> = BTreeMap::new();
+    for p in &ch.del {
+        let l = lay.find(p).ok_or(CORRUPT)?;
+        per.entry(lay.head(l).to_vec()).or_default().del.push(p);
+    }
+    for p in &ch.ins {
+        let l = lay.find(p).ok_or(CORRUPT)?;
+        per.entry(lay.head(l).to_vec()).or_default().ins.push(p);
     }
     let first = lay.first().ok_or(CORRUPT)?;
     let size = block();
-    for (head, d) in per.iter().rev() {
+    for (head, share) in per.iter().rev() {
         let l = lay.find(head).ok_or(CORRUPT)?;
-        let n = u64::try_from(lay.count(l) as i64 + d).map_err(|_| CmdError::new("ERR corrupt sorted-set block count"))?;
+        let n = (lay.count(l) + share.ins.len() as u64)
+            .checked_sub(share.del.len() as u64)
+            .ok_or(CORRUPT)?;
+        // The block's positions after the command, if kept.
+        let kept = lay.kept(l).cloned().map(|mut k| {
+            apply(&mut k, share.ins.iter().copied(), share.del.iter().copied());
+            k
+        });
         let prev = lay.prev(l).filter(|p| n < size / 4 && lay.count(*p) + n <= size);
         if n > 2 * size {
             let next = lay.next(l).map(|x| lay.head(x).to_vec());
-            let pieces = cut(&positions(z, head, next.as_deref(), ch)?, head);
+            let all = positions(z, head, next.as_deref(), ch)?;
             let mut at = l;
-            for (i, (h, k)) in pieces.into_iter().enumerate() {
+            let mut from = 0usize;
+            for (i, (h, k)) in cut(&all, head).into_iter().enumerate() {
                 if i == 0 {
                     lay.set(l, k);
                 } else {
                     lay.insert_after(at, h.clone(), k);
                     at = lay.find(&h).ok_or(CORRUPT)?;
                 }
+                lay.keep(at, Some(all[from..from + k as usize].to_vec()));
+                from += k as usize;
                 writes.push((h, Some(k)));
             }
         } else if n == 0 && l != first {
@@ -217,39 +284,105 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
         } else if let (Some(p), false) = (prev, l == first) {
             let joined = lay.count(p) + n;
             let ph = lay.head(p).to_vec();
+            let merged = match (lay.kept(p).cloned(), kept) {
+                (Some(mut a), Some(b)) => {
+                    a.extend(b);
+                    Some(a)
+                }
+                _ => None,
+            };
             lay.set(p, joined);
+            lay.keep(p, merged);
             lay.remove(l);
             writes.push((head.clone(), None));
             writes.push((ph, Some(joined)));
         } else {
             lay.set(l, n);
+            lay.keep(l, kept);
             writes.push((head.clone(), Some(n)));
         }
     }
     Ok(())
 }
 
-/// How many members of `z` (a set keeping blocks) sit before position
-/// `pos`: the blocks before its block, then a walk inside it.
-pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
-    let (base, head) = with_layout(z, |lay| lay.find(pos).map(|l| (lay.before(l), lay.head(l).to_vec())))?.ok_or(CORRUPT)?;
-    let mut n = 0;
-    let start = [&[SCORE][..], &head].concat();
-    walk(z.ks, z.db, z.key, z.c, Some(&start), false, |s, m| {
-        let before = position(s, m).as_slice() < pos;
-        n += before as u64;
-        before
-    })?;
-    Ok(base + n)
+/// The positions of block `l` of `lay`, read from disk (and kept) when not
+/// kept yet.
+fn block_positions(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Positions> {
+    if let Some(k) = lay.kept(l) {
+        return Ok(k.clone());
+    }
+    let head = lay.head(l).to_vec();
+    let next = lay.next(l).map(|x| lay.head(x).to_vec());
+    let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
+    lay.keep(l, Some(ps.clone()));
+    Ok(ps)
 }
 
-/// Where the member of rank `rank` of `z` (a set keeping blocks) is found:
-/// the score sub key of its block's head, and how many members to skip
-/// from there. None past the end.
-pub fn seek_rank(z: At<'_>, rank: u64) -> CmdResult<Option<(Vec<u8>, u64)>> {
-    with_layout(z, |lay| {
-        lay.locate(rank).map(|(l, skip)| ([&[SCORE][..], lay.head(l)].concat(), skip))
-    })
+/// Splits a position into (score, member).
+pub fn split(pos: &[u8]) -> CmdResult<(f64, &[u8])> {
+    let k: [u8; 8] = pos.get(..8).and_then(|k| k.try_into().ok()).ok_or(CORRUPT)?;
+    Ok((from_sort_key(k), &pos[8..]))
+}
+
+/// Visits the members of `z` in order from position `from` (inclusive)
+/// on, or backwards from `from` (exclusive) when `rev`; None: from the
+/// end they start at. Stops when `f` returns false. Each block's
+/// positions come from the layout, read from disk the first time.
+pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &[u8]) -> bool) -> CmdResult {
+    let mut at = with_layout(z, |lay| match (from, rev) {
+        (Some(p), _) => lay.find(p),
+        (None, false) => lay.first(),
+        (None, true) => lay.last(),
+    })?;
+    let mut first = true;
+    while let Some(l) = at {
+        let (ps, next) = with_layout(z, |lay| -> CmdResult<_> {
+            let ps = block_positions(z, lay, l)?;
+            Ok((ps, if rev { lay.prev(l) } else { lay.next(l) }))
+        })??;
+        let bound = from.filter(|_| first);
+        first = false;
+        if rev {
+            let end = bound.map_or(ps.len(), |b| ps.partition_point(|p| p.as_slice() < b));
+            for p in ps[..end].iter().rev() {
+                let (s, m) = split(p)?;
+                if !f(s, m) {
+                    return Ok(());
+                }
+            }
+        } else {
+            let start = bound.map_or(0, |b| ps.partition_point(|p| p.as_slice() < b));
+            for p in &ps[start..] {
+                let (s, m) = split(p)?;
+                if !f(s, m) {
+                    return Ok(());
+                }
+            }
+        }
+        at = next;
+    }
+    Ok(())
+}
+
+/// How many members of `z` sit before position `pos`: the blocks before
+/// its block, and its block's positions before it.
+pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
+    with_layout(z, |lay| -> CmdResult<u64> {
+        let l = lay.find(pos).ok_or(CORRUPT)?;
+        let ps = block_positions(z, lay, l)?;
+        Ok(lay.before(l) + ps.partition_point(|p| p.as_slice() < pos) as u64)
+    })?
+}
+
+/// The position of the member of rank `rank` of `z`; None past the end.
+pub fn at_rank(z: At<'_>, rank: u64) -> CmdResult<Option<Vec<u8>>> {
+    with_layout(z, |lay| -> CmdResult<Option<Vec<u8>>> {
+        let Some((l, off)) = lay.locate(rank) else {
+            return Ok(None);
+        };
+        let ps = block_positions(z, lay, l)?;
+        Ok(ps.get(off as usize).cloned())
+    })?
 }
 
 /// Whether the head records among `records` (a sorted set's sub records

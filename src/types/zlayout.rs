@@ -8,7 +8,9 @@
 //! command first needs it. The shard keeps the layouts it loaded
 //! ([`Layouts`]), by version (a version names one incarnation of one set),
 //! and drops them all when a write fails (the batch may or may not have
-//! landed) or when they hold more than [`MAX_HEADS`] heads.
+//! landed) or when they weigh more than [`MAX_WEIGHT`]. A layout also keeps
+//! the positions of the blocks commands read (a hot set's, or a small set's
+//! whole order), so reads of them step over no tombstones.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -30,14 +32,25 @@ pub fn set_block(n: u64) {
 /// Heads per group of a layout; a group over twice this splits in two.
 const GROUP: usize = 128;
 
-/// Heads all the layouts of a shard may hold (about 60 bytes each, so
-/// ~64 MB): past it the shard forgets them and reloads what it needs.
-pub const MAX_HEADS: usize = 1 << 20;
+/// Heads and kept positions all the layouts of a shard may hold (about 60
+/// bytes each, so ~64 MB): past it the shard forgets them and reloads what
+/// it needs.
+pub const MAX_WEIGHT: usize = 1 << 20;
+
+/// Positions of one block, kept once a command read them: the block's
+/// records without a walk over the tombstones among them.
+pub type Positions = Vec<Vec<u8>>;
+
+#[derive(Clone, Debug)]
+struct Block {
+    head: Vec<u8>,
+    count: u64,
+    kept: Option<Positions>,
+}
 
 #[derive(Default, Clone, Debug)]
 struct Group {
-    /// (head position, count), in position order.
-    heads: Vec<(Vec<u8>, u64)>,
+    blocks: Vec<Block>,
     sum: u64,
 }
 
@@ -49,32 +62,41 @@ pub struct Loc {
 }
 
 /// The blocks of one sorted set, in order. The first head is the empty
-/// position (it covers everything below the second).
+/// position (it covers everything below the second). A set without count
+/// blocks on disk has one block here, its whole self.
 #[derive(Default, Clone, Debug)]
 pub struct Layout {
     groups: Vec<Group>,
+    /// Heads and kept positions: what the layout weighs in [`Layouts`].
+    weight: usize,
 }
 
 impl Layout {
     /// A layout from its heads in order (the first must be empty).
     pub fn from_heads(heads: Vec<(Vec<u8>, u64)>) -> Layout {
+        let weight = heads.len();
         let mut groups = Vec::with_capacity(heads.len() / GROUP + 1);
-        let mut it = heads.into_iter().peekable();
+        let mut it = heads.into_iter().map(|(head, count)| Block { head, count, kept: None }).peekable();
         while it.peek().is_some() {
-            let heads: Vec<_> = it.by_ref().take(GROUP).collect();
-            let sum = heads.iter().map(|h| h.1).sum();
-            groups.push(Group { heads, sum });
+            let blocks: Vec<_> = it.by_ref().take(GROUP).collect();
+            let sum = blocks.iter().map(|b| b.count).sum();
+            groups.push(Group { blocks, sum });
         }
-        Layout { groups }
+        Layout { groups, weight }
     }
 
     /// How many blocks.
     pub fn len(&self) -> usize {
-        self.groups.iter().map(|g| g.heads.len()).sum()
+        self.groups.iter().map(|g| g.blocks.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.groups.is_empty()
+    }
+
+    /// Heads plus kept positions.
+    pub fn weight(&self) -> usize {
+        self.weight
     }
 
     /// Members in all blocks.
@@ -82,12 +104,16 @@ impl Layout {
         self.groups.iter().map(|g| g.sum).sum()
     }
 
+    fn block(&self, l: Loc) -> &Block {
+        &self.groups[l.g].blocks[l.i]
+    }
+
     /// The block whose range holds position `pos`: the last head at or
     /// before it. None only for an empty layout.
     pub fn find(&self, pos: &[u8]) -> Option<Loc> {
-        let g = self.groups.partition_point(|g| g.heads[0].0.as_slice() <= pos);
+        let g = self.groups.partition_point(|g| g.blocks[0].head.as_slice() <= pos);
         let g = g.checked_sub(1)?;
-        let i = self.groups[g].heads.partition_point(|h| h.0.as_slice() <= pos) - 1;
+        let i = self.groups[g].blocks.partition_point(|b| b.head.as_slice() <= pos) - 1;
         Some(Loc { g, i })
     }
 
@@ -96,10 +122,19 @@ impl Layout {
         (!self.is_empty()).then_some(Loc { g: 0, i: 0 })
     }
 
+    /// The last block.
+    pub fn last(&self) -> Option<Loc> {
+        let g = self.groups.len().checked_sub(1)?;
+        Some(Loc {
+            g,
+            i: self.groups[g].blocks.len() - 1,
+        })
+    }
+
     /// Members in the blocks before `l`.
     pub fn before(&self, l: Loc) -> u64 {
         let groups: u64 = self.groups[..l.g].iter().map(|g| g.sum).sum();
-        groups + self.groups[l.g].heads[..l.i].iter().map(|h| h.1).sum::<u64>()
+        groups + self.groups[l.g].blocks[..l.i].iter().map(|b| b.count).sum::<u64>()
     }
 
     /// The block holding the member of rank `rank` (0-based), and the
@@ -111,27 +146,40 @@ impl Layout {
                 left -= group.sum;
                 continue;
             }
-            for (i, h) in group.heads.iter().enumerate() {
-                if left < h.1 {
+            for (i, b) in group.blocks.iter().enumerate() {
+                if left < b.count {
                     return Some((Loc { g, i }, left));
                 }
-                left -= h.1;
+                left -= b.count;
             }
         }
         None
     }
 
     pub fn head(&self, l: Loc) -> &[u8] {
-        &self.groups[l.g].heads[l.i].0
+        &self.block(l).head
     }
 
     pub fn count(&self, l: Loc) -> u64 {
-        self.groups[l.g].heads[l.i].1
+        self.block(l).count
+    }
+
+    /// The block's positions, if kept.
+    pub fn kept(&self, l: Loc) -> Option<&Positions> {
+        self.block(l).kept.as_ref()
+    }
+
+    /// Keeps (or with None forgets) the block's positions.
+    pub fn keep(&mut self, l: Loc, ps: Option<Positions>) {
+        let b = &mut self.groups[l.g].blocks[l.i];
+        self.weight -= b.kept.as_ref().map_or(0, Vec::len);
+        self.weight += ps.as_ref().map_or(0, Vec::len);
+        b.kept = ps;
     }
 
     /// The block after `l`.
     pub fn next(&self, l: Loc) -> Option<Loc> {
-        if l.i + 1 < self.groups[l.g].heads.len() {
+        if l.i + 1 < self.groups[l.g].blocks.len() {
             Some(Loc { g: l.g, i: l.i + 1 })
         } else {
             (l.g + 1 < self.groups.len()).then_some(Loc { g: l.g + 1, i: 0 })
@@ -146,7 +194,7 @@ impl Layout {
             let g = l.g.checked_sub(1)?;
             Some(Loc {
                 g,
-                i: self.groups[g].heads.len() - 1,
+                i: self.groups[g].blocks.len() - 1,
             })
         }
     }
@@ -154,36 +202,40 @@ impl Layout {
     /// Sets block `l`'s count.
     pub fn set(&mut self, l: Loc, count: u64) {
         let g = &mut self.groups[l.g];
-        g.sum = g.sum - g.heads[l.i].1 + count;
-        g.heads[l.i].1 = count;
+        g.sum = g.sum - g.blocks[l.i].count + count;
+        g.blocks[l.i].count = count;
     }
 
     /// Adds a block with head `head` right after block `l`.
     pub fn insert_after(&mut self, l: Loc, head: Vec<u8>, count: u64) {
         let g = &mut self.groups[l.g];
-        g.heads.insert(l.i + 1, (head, count));
+        g.blocks.insert(l.i + 1, Block { head, count, kept: None });
         g.sum += count;
-        if g.heads.len() > 2 * GROUP {
-            let tail = g.heads.split_off(GROUP);
-            let sum = tail.iter().map(|h| h.1).sum();
+        self.weight += 1;
+        if g.blocks.len() > 2 * GROUP {
+            let tail = g.blocks.split_off(GROUP);
+            let sum = tail.iter().map(|b| b.count).sum();
             g.sum -= sum;
-            self.groups.insert(l.g + 1, Group { heads: tail, sum });
+            self.groups.insert(l.g + 1, Group { blocks: tail, sum });
         }
     }
 
     /// Drops block `l` (its members belong to the block before it now).
     pub fn remove(&mut self, l: Loc) {
         let g = &mut self.groups[l.g];
-        let (_, count) = g.heads.remove(l.i);
-        g.sum -= count;
-        if g.heads.is_empty() {
+        let b = g.blocks.remove(l.i);
+        g.sum -= b.count;
+        self.weight -= 1 + b.kept.map_or(0, |k| k.len());
+        if g.blocks.is_empty() {
             self.groups.remove(l.g);
         }
     }
 
     /// Every (head, count), in order (tests and checks).
     pub fn heads(&self) -> impl Iterator<Item = (&[u8], u64)> {
-        self.groups.iter().flat_map(|g| g.heads.iter().map(|(h, c)| (h.as_slice(), *c)))
+        self.groups
+            .iter()
+            .flat_map(|g| g.blocks.iter().map(|b| (b.head.as_slice(), b.count)))
     }
 }
 
@@ -191,7 +243,8 @@ impl Layout {
 #[derive(Default)]
 pub struct Layouts {
     map: RefCell<HashMap<u64, Layout>>,
-    heads: Cell<usize>,
+    /// What they weigh together ([`Layout::weight`]).
+    weight: Cell<usize>,
     /// The store's failed-write count when the layouts were last known
     /// good: a failed write may or may not have landed, so they are
     /// forgotten when it moves.
@@ -209,51 +262,61 @@ impl Layouts {
         load: impl FnOnce() -> Result<Layout, E>,
         f: impl FnOnce(&mut Layout) -> R,
     ) -> Result<R, E> {
+        self.check(failures);
+        if !self.map.borrow().contains_key(&version) {
+            self.keep(version, load()?);
+        }
+        let mut map = self.map.borrow_mut();
+        let Some(l) = map.get_mut(&version) else {
+            unreachable!("kept above")
+        };
+        let before = l.weight();
+        let r = f(l);
+        let after = l.weight();
+        drop(map);
+        self.weight.set((self.weight.get() + after).saturating_sub(before));
+        if self.weight.get() > MAX_WEIGHT {
+            self.forget_all();
+        }
+        Ok(r)
+    }
+
+    /// Runs `f` on the layout of `version` if it is kept.
+    pub fn update(&self, version: u64, failures: u64, f: impl FnOnce(&mut Layout)) {
+        self.check(failures);
+        if self.map.borrow().contains_key(&version) {
+            let _ = self.with(version, failures, || Err::<Layout, ()>(()), f);
+        }
+    }
+
+    fn check(&self, failures: u64) {
         if self.failures.get() != failures {
             self.forget_all();
             self.failures.set(failures);
         }
-        if !self.map.borrow().contains_key(&version) {
-            let l = load()?;
-            if self.heads.get() + l.len() > MAX_HEADS {
-                self.forget_all();
-            }
-            self.heads.set(self.heads.get() + l.len());
-            self.map.borrow_mut().insert(version, l);
-        }
-        let mut map = self.map.borrow_mut();
-        let Some(l) = map.get_mut(&version) else {
-            unreachable!("inserted above")
-        };
-        let before = l.len();
-        let r = f(l);
-        let after = l.len();
-        self.heads.set((self.heads.get() + after).saturating_sub(before));
-        Ok(r)
     }
 
-    /// Keeps `layout` as the layout of `version` (a set that just got its
-    /// blocks).
+    /// Keeps `layout` as the layout of `version`.
     pub fn keep(&self, version: u64, layout: Layout) {
-        if self.heads.get() + layout.len() > MAX_HEADS {
+        if self.weight.get() + layout.weight() > MAX_WEIGHT {
             self.forget_all();
         }
-        self.heads.set(self.heads.get() + layout.len());
+        self.weight.set(self.weight.get() + layout.weight());
         if let Some(old) = self.map.borrow_mut().insert(version, layout) {
-            self.heads.set(self.heads.get().saturating_sub(old.len()));
+            self.weight.set(self.weight.get().saturating_sub(old.weight()));
         }
     }
 
-    /// Forgets the layout of `version` (its blocks were rewritten behind it).
+    /// Forgets the layout of `version`.
     pub fn forget(&self, version: u64) {
         if let Some(old) = self.map.borrow_mut().remove(&version) {
-            self.heads.set(self.heads.get().saturating_sub(old.len()));
+            self.weight.set(self.weight.get().saturating_sub(old.weight()));
         }
     }
 
     pub fn forget_all(&self) {
         self.map.borrow_mut().clear();
-        self.heads.set(0);
+        self.weight.set(0);
     }
 }
 
@@ -298,6 +361,7 @@ mod tests {
         }
         assert_eq!((l.len(), l.total()), (256, 260));
         assert_eq!(l.groups.len(), 1);
+        assert_eq!(l.weight(), 256);
         l.insert_after(at, vec![255, 1], 4);
         assert_eq!(l.groups.len(), 2, "a group over twice GROUP splits");
         assert_eq!(l.total(), 264);

@@ -7,7 +7,7 @@
 use crate::error::{CmdError, CmdResult};
 use crate::resp::parse::parse_f64;
 use crate::types::zblock;
-use crate::types::zset::{sort_key, walk, At, Scored, SCORE};
+use crate::types::zset::{sort_key, At, Scored};
 
 /// A score bound: the value and whether it is exclusive (`(`).
 #[derive(Clone, Copy, Debug)]
@@ -124,11 +124,11 @@ pub fn select(z: At<'_>, range: &Range, rev: bool, offset: i64, limit: i64) -> C
     Ok(out)
 }
 
-/// How many members `range` holds (ZCOUNT, ZLEXCOUNT), without copying them.
+/// How many members `range` holds (ZCOUNT, ZLEXCOUNT), without copying
+/// them: a score range is two ranks (the members below its top bound
+/// minus those below its bottom one).
 pub fn count(z: At<'_>, range: &Range) -> CmdResult<i64> {
-    if let (true, Range::Score(min, max)) = (z.c.zblocks, range) {
-        // The members below the range's top bound minus those below its
-        // bottom one: two ranks.
+    if let Range::Score(min, max) = range {
         let below = |v: f64, past: bool| {
             let k = u64::from_be_bytes(sort_key(v));
             zblock::rank_of(z, &(if past { k.saturating_add(1) } else { k }).to_be_bytes())
@@ -142,36 +142,13 @@ pub fn count(z: At<'_>, range: &Range) -> CmdResult<i64> {
     Ok(n)
 }
 
-/// The score sub key just past the member of forward rank `rank` of `z`
-/// (a set keeping blocks): a backward walk from it starts at that member.
-fn past_rank(z: At<'_>, rank: u64) -> CmdResult<Option<Vec<u8>>> {
-    let Some((from, skip)) = zblock::seek_rank(z, rank)? else {
-        return Ok(None);
-    };
-    let mut left = skip;
-    let mut at = None;
-    walk(z.ks, z.db, z.key, z.c, Some(&from), false, |sc, m| {
-        if left == 0 {
-            let mut k = vec![SCORE];
-            k.extend_from_slice(&zblock::position(sc, m));
-            k.push(0);
-            at = Some(k);
-            return false;
-        }
-        left -= 1;
-        true
-    })?;
-    Ok(at)
-}
-
 /// Visits the members of `range` in order (reversed with `rev`), after
 /// skipping `offset`, at most `limit` of them (negative: all).
 fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f: impl FnMut(&[u8], f64)) -> CmdResult {
     if offset < 0 || limit == 0 {
         return Ok(());
     }
-    let (ks, db, key, c) = (z.ks, z.db, z.key, z.c);
-    let size = c.size as i64;
+    let size = z.c.size as i64;
     let (mut skip, mut left) = (offset, if limit < 0 { i64::MAX } else { limit });
     match range {
         Range::Rank(start, end) => {
@@ -187,24 +164,19 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
                 return Ok(());
             }
             e = e.min(size - 1);
-            // With count blocks the walk starts in the block of its first
-            // rank (forward) or just past its member (backward); without,
-            // at the end it counts from.
-            let (from, mut i) = match (c.zblocks, rev) {
-                (false, _) => (None, 0),
-                (true, false) => match zblock::seek_rank(z, s as u64)? {
-                    Some((from, skip)) => (Some(from), s - skip as i64),
-                    None => return Ok(()),
-                },
-                (true, true) => match past_rank(z, (size - 1 - s) as u64)? {
-                    Some(from) => (Some(from), s),
-                    None => return Ok(()),
-                },
+            // From the member of the first rank: forward ranks s.., or
+            // backwards from forward rank size-1-s (just past it: the
+            // bound is exclusive).
+            let first = if rev { size - 1 - s } else { s };
+            let Some(mut from) = zblock::at_rank(z, first as u64)? else {
+                return Ok(());
             };
-            walk(ks, db, key, c, from.as_deref(), rev, |sc, m| {
-                if i >= s {
-                    f(m, sc);
-                }
+            if rev {
+                from.push(0);
+            }
+            let mut i = s;
+            zblock::visit(z, Some(&from), rev, |sc, m| {
+                f(m, sc);
                 i += 1;
                 i <= e
             })?;
@@ -215,15 +187,11 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
             let from = if rev {
                 // Backwards from just past the highest score in range.
                 let top = u64::from_be_bytes(sort_key(max.v));
-                let mut k = vec![SCORE];
-                k.extend_from_slice(&(if max.open { top } else { top.saturating_add(1) }).to_be_bytes());
-                k
+                (if max.open { top } else { top.saturating_add(1) }).to_be_bytes()
             } else {
-                let mut k = vec![SCORE];
-                k.extend_from_slice(&sort_key(min.v));
-                k
+                sort_key(min.v)
             };
-            walk(ks, db, key, c, Some(&from), rev, |sc, m| {
+            zblock::visit(z, Some(&from), rev, |sc, m| {
                 let (inside, past) = if rev {
                     (max.below_max(sc) && min.above_min(sc), !min.above_min(sc))
                 } else {
@@ -245,7 +213,7 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
         }
         Range::Lex(min, max) => {
             let mut started = false;
-            walk(ks, db, key, c, None, rev, |sc, m| {
+            zblock::visit(z, None, rev, |sc, m| {
                 // Redis finds the first member past the near bound, then
                 // goes on while the far bound holds.
                 let (enter, stay) = if rev {

@@ -9,7 +9,7 @@ use crate::types::notify::class::ZSET;
 use crate::types::writer::Writer;
 use crate::types::zblock::{self, position, Changes};
 use crate::types::zlayout;
-use crate::types::zset::{decode_score, member_sub, score_sub, walk, Scored};
+use crate::types::zset::{decode_score, member_sub, score_sub, At, Scored};
 use crate::types::KeyType;
 
 /// A sorted set's writer: the collection writer, and what the command did
@@ -80,7 +80,8 @@ pub fn pop(ks: &Keyspace, db: u8, key: &[u8], now: u64, max: bool, count: u64) -
     };
     let mut items = Vec::new();
     if count > 0 {
-        walk(ks, db, key, &w.w.c, None, max, |s, m| {
+        let c = w.w.c;
+        zblock::visit(At { ks, db, key, c: &c }, None, max, |s, m| {
             items.push((m.to_vec(), s));
             (items.len() as u64) < count
         })?;
