@@ -173,11 +173,7 @@ pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
             ks.zlayouts.update(c.version, failures, |lay| {
                 if let Some(l) = lay.first() {
                     lay.set(l, c.size);
-                    let kept = lay.kept(l).cloned().map(|mut k| {
-                        apply(&mut k, ch.ins.iter(), ch.del.iter());
-                        k
-                    });
-                    lay.keep(l, kept);
+                    lay.edit_kept(l, |k| apply(k, ch.ins.iter(), ch.del.iter()));
                 }
             });
             return Ok(());
@@ -257,10 +253,8 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
             .checked_sub(share.del.len() as u64)
             .ok_or(CORRUPT)?;
         // The block's positions after the command, if kept.
-        let kept = lay.kept(l).cloned().map(|mut k| {
-            apply(&mut k, share.ins.iter().copied(), share.del.iter().copied());
-            k
-        });
+        let was_kept = lay.kept(l).is_some();
+        lay.edit_kept(l, |k| apply(k, share.ins.iter().copied(), share.del.iter().copied()));
         let prev = lay.prev(l).filter(|p| n < size / 4 && lay.count(*p) + n <= size);
         if n > 2 * size {
             let next = lay.next(l).map(|x| lay.head(x).to_vec());
@@ -274,7 +268,10 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
                     lay.insert_after(at, h.clone(), k);
                     at = lay.find(&h).ok_or(CORRUPT)?;
                 }
-                lay.keep(at, Some(all[from..from + k as usize].to_vec()));
+                // A block that was read keeps its pieces' positions (a block
+                // no read needed stays unread: a load of a big set splits
+                // all over it).
+                lay.keep(at, was_kept.then(|| all[from..from + k as usize].to_vec()));
                 from += k as usize;
                 writes.push((h, Some(k)));
             }
@@ -284,38 +281,34 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
         } else if let (Some(p), false) = (prev, l == first) {
             let joined = lay.count(p) + n;
             let ph = lay.head(p).to_vec();
-            let merged = match (lay.kept(p).cloned(), kept) {
-                (Some(mut a), Some(b)) => {
-                    a.extend(b);
-                    Some(a)
-                }
-                _ => None,
-            };
+            let mine = lay.kept(l).cloned();
+            match mine {
+                Some(b) if lay.kept(p).is_some() => lay.edit_kept(p, |a| a.extend(b)),
+                _ => lay.keep(p, None),
+            }
             lay.set(p, joined);
-            lay.keep(p, merged);
             lay.remove(l);
             writes.push((head.clone(), None));
             writes.push((ph, Some(joined)));
         } else {
             lay.set(l, n);
-            lay.keep(l, kept);
             writes.push((head.clone(), Some(n)));
         }
     }
     Ok(())
 }
 
-/// The positions of block `l` of `lay`, read from disk (and kept) when not
-/// kept yet.
-fn block_positions(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Positions> {
-    if let Some(k) = lay.kept(l) {
-        return Ok(k.clone());
+/// Makes sure block `l` of `lay` keeps its positions, reading them from
+/// disk the first time.
+fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult {
+    if lay.kept(l).is_some() {
+        return Ok(());
     }
     let head = lay.head(l).to_vec();
     let next = lay.next(l).map(|x| lay.head(x).to_vec());
     let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
-    lay.keep(l, Some(ps.clone()));
-    Ok(ps)
+    lay.keep(l, Some(ps));
+    Ok(())
 }
 
 /// Splits a position into (score, member).
@@ -329,39 +322,43 @@ pub fn split(pos: &[u8]) -> CmdResult<(f64, &[u8])> {
 /// end they start at. Stops when `f` returns false. Each block's
 /// positions come from the layout, read from disk the first time.
 pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &[u8]) -> bool) -> CmdResult {
-    let mut at = with_layout(z, |lay| match (from, rev) {
-        (Some(p), _) => lay.find(p),
-        (None, false) => lay.first(),
-        (None, true) => lay.last(),
-    })?;
-    let mut first = true;
-    while let Some(l) = at {
-        let (ps, next) = with_layout(z, |lay| -> CmdResult<_> {
-            let ps = block_positions(z, lay, l)?;
-            Ok((ps, if rev { lay.prev(l) } else { lay.next(l) }))
-        })??;
-        let bound = from.filter(|_| first);
-        first = false;
-        if rev {
-            let end = bound.map_or(ps.len(), |b| ps.partition_point(|p| p.as_slice() < b));
-            for p in ps[..end].iter().rev() {
+    with_layout(z, |lay| -> CmdResult {
+        let mut at = match (from, rev) {
+            (Some(p), _) => lay.find(p),
+            (None, false) => lay.first(),
+            (None, true) => lay.last(),
+        };
+        let mut bound = from;
+        while let Some(l) = at {
+            read_block(z, lay, l)?;
+            let ps = lay.kept(l).ok_or(CORRUPT)?;
+            let cut = bound.take().map(|b| ps.partition_point(|p| p.as_slice() < b));
+            let part = if rev {
+                &ps[..cut.unwrap_or(ps.len())]
+            } else {
+                &ps[cut.unwrap_or(0)..]
+            };
+            let mut go = |p: &Vec<u8>| -> CmdResult<bool> {
                 let (s, m) = split(p)?;
-                if !f(s, m) {
-                    return Ok(());
+                Ok(f(s, m))
+            };
+            if rev {
+                for p in part.iter().rev() {
+                    if !go(p)? {
+                        return Ok(());
+                    }
+                }
+            } else {
+                for p in part {
+                    if !go(p)? {
+                        return Ok(());
+                    }
                 }
             }
-        } else {
-            let start = bound.map_or(0, |b| ps.partition_point(|p| p.as_slice() < b));
-            for p in &ps[start..] {
-                let (s, m) = split(p)?;
-                if !f(s, m) {
-                    return Ok(());
-                }
-            }
+            at = if rev { lay.prev(l) } else { lay.next(l) };
         }
-        at = next;
-    }
-    Ok(())
+        Ok(())
+    })?
 }
 
 /// How many members of `z` sit before position `pos`: the blocks before
@@ -369,7 +366,8 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
 pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
     with_layout(z, |lay| -> CmdResult<u64> {
         let l = lay.find(pos).ok_or(CORRUPT)?;
-        let ps = block_positions(z, lay, l)?;
+        read_block(z, lay, l)?;
+        let ps = lay.kept(l).ok_or(CORRUPT)?;
         Ok(lay.before(l) + ps.partition_point(|p| p.as_slice() < pos) as u64)
     })?
 }
@@ -380,8 +378,8 @@ pub fn at_rank(z: At<'_>, rank: u64) -> CmdResult<Option<Vec<u8>>> {
         let Some((l, off)) = lay.locate(rank) else {
             return Ok(None);
         };
-        let ps = block_positions(z, lay, l)?;
-        Ok(ps.get(off as usize).cloned())
+        read_block(z, lay, l)?;
+        Ok(lay.kept(l).and_then(|ps| ps.get(off as usize)).cloned())
     })?
 }
 

@@ -169,6 +169,27 @@ impl Layout {
         self.block(l).kept.as_ref()
     }
 
+    /// Changes the block's kept positions in place (nothing when none are
+    /// kept); `f` may add or remove some.
+    pub fn edit_kept(&mut self, l: Loc, f: impl FnOnce(&mut Positions)) {
+        let b = &mut self.groups[l.g].blocks[l.i];
+        if let Some(k) = b.kept.as_mut() {
+            let before = k.len();
+            f(k);
+            self.weight = self.weight + k.len() - before;
+        }
+    }
+
+    /// Drops every kept position (the layout's heads stay).
+    pub fn drop_kept(&mut self) {
+        for g in &mut self.groups {
+            for b in &mut g.blocks {
+                b.kept = None;
+            }
+        }
+        self.weight = self.len();
+    }
+
     /// Keeps (or with None forgets) the block's positions.
     pub fn keep(&mut self, l: Loc, ps: Option<Positions>) {
         let b = &mut self.groups[l.g].blocks[l.i];
@@ -275,9 +296,7 @@ impl Layouts {
         let after = l.weight();
         drop(map);
         self.weight.set((self.weight.get() + after).saturating_sub(before));
-        if self.weight.get() > MAX_WEIGHT {
-            self.forget_all();
-        }
+        self.trim();
         Ok(r)
     }
 
@@ -298,12 +317,30 @@ impl Layouts {
 
     /// Keeps `layout` as the layout of `version`.
     pub fn keep(&self, version: u64, layout: Layout) {
-        if self.weight.get() + layout.weight() > MAX_WEIGHT {
-            self.forget_all();
-        }
         self.weight.set(self.weight.get() + layout.weight());
         if let Some(old) = self.map.borrow_mut().insert(version, layout) {
             self.weight.set(self.weight.get().saturating_sub(old.weight()));
+        }
+        self.trim();
+    }
+
+    /// Past [`MAX_WEIGHT`]: drops the kept positions first (a block's are
+    /// one walk to read again), then, if the heads alone are too many,
+    /// every layout.
+    fn trim(&self) {
+        if self.weight.get() <= MAX_WEIGHT {
+            return;
+        }
+        let mut map = self.map.borrow_mut();
+        let mut weight = 0;
+        for l in map.values_mut() {
+            l.drop_kept();
+            weight += l.weight();
+        }
+        drop(map);
+        self.weight.set(weight);
+        if weight > MAX_WEIGHT / 2 {
+            self.forget_all();
         }
     }
 
