@@ -298,17 +298,22 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
     Ok(())
 }
 
-/// Makes sure block `l` of `lay` keeps its positions, reading them from
-/// disk the first time.
-fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult {
+/// Reads block `l`'s positions from disk when `lay` does not keep them:
+/// the second read of a block keeps them (a hot block), the first only
+/// returns them (a random read of a big set would otherwise fill memory
+/// with blocks read once). None: they are kept, `lay.kept(l)` has them.
+fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Option<Positions>> {
     if lay.kept(l).is_some() {
-        return Ok(());
+        return Ok(None);
     }
     let head = lay.head(l).to_vec();
     let next = lay.next(l).map(|x| lay.head(x).to_vec());
     let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
-    lay.keep(l, Some(ps));
-    Ok(())
+    if lay.see(l) || lay.len() == 1 {
+        lay.keep(l, Some(ps));
+        return Ok(None);
+    }
+    Ok(Some(ps))
 }
 
 /// Splits a position into (score, member).
@@ -330,8 +335,11 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
         };
         let mut bound = from;
         while let Some(l) = at {
-            read_block(z, lay, l)?;
-            let ps = lay.kept(l).ok_or(CORRUPT)?;
+            let read = read_block(z, lay, l)?;
+            let ps = match &read {
+                Some(ps) => ps,
+                None => lay.kept(l).ok_or(CORRUPT)?,
+            };
             let cut = bound.take().map(|b| ps.partition_point(|p| p.as_slice() < b));
             let part = if rev {
                 &ps[..cut.unwrap_or(ps.len())]
@@ -366,8 +374,11 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
 pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
     with_layout(z, |lay| -> CmdResult<u64> {
         let l = lay.find(pos).ok_or(CORRUPT)?;
-        read_block(z, lay, l)?;
-        let ps = lay.kept(l).ok_or(CORRUPT)?;
+        let read = read_block(z, lay, l)?;
+        let ps = match &read {
+            Some(ps) => ps,
+            None => lay.kept(l).ok_or(CORRUPT)?,
+        };
         Ok(lay.before(l) + ps.partition_point(|p| p.as_slice() < pos) as u64)
     })?
 }
@@ -378,8 +389,12 @@ pub fn at_rank(z: At<'_>, rank: u64) -> CmdResult<Option<Vec<u8>>> {
         let Some((l, off)) = lay.locate(rank) else {
             return Ok(None);
         };
-        read_block(z, lay, l)?;
-        Ok(lay.kept(l).and_then(|ps| ps.get(off as usize)).cloned())
+        let read = read_block(z, lay, l)?;
+        let ps = match &read {
+            Some(ps) => ps,
+            None => lay.kept(l).ok_or(CORRUPT)?,
+        };
+        Ok(ps.get(off as usize).cloned())
     })?
 }
 

@@ -46,6 +46,8 @@ struct Block {
     head: Vec<u8>,
     count: u64,
     kept: Option<Positions>,
+    /// A command read the block's positions once without keeping them.
+    seen: bool,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -76,7 +78,15 @@ impl Layout {
     pub fn from_heads(heads: Vec<(Vec<u8>, u64)>) -> Layout {
         let weight = heads.len();
         let mut groups = Vec::with_capacity(heads.len() / GROUP + 1);
-        let mut it = heads.into_iter().map(|(head, count)| Block { head, count, kept: None }).peekable();
+        let mut it = heads
+            .into_iter()
+            .map(|(head, count)| Block {
+                head,
+                count,
+                kept: None,
+                seen: false,
+            })
+            .peekable();
         while it.peek().is_some() {
             let blocks: Vec<_> = it.by_ref().take(GROUP).collect();
             let sum = blocks.iter().map(|b| b.count).sum();
@@ -180,6 +190,11 @@ impl Layout {
         }
     }
 
+    /// Marks block `l` read; whether it was read before.
+    pub fn see(&mut self, l: Loc) -> bool {
+        std::mem::replace(&mut self.groups[l.g].blocks[l.i].seen, true)
+    }
+
     /// Drops every kept position (the layout's heads stay).
     pub fn drop_kept(&mut self) {
         for g in &mut self.groups {
@@ -230,7 +245,15 @@ impl Layout {
     /// Adds a block with head `head` right after block `l`.
     pub fn insert_after(&mut self, l: Loc, head: Vec<u8>, count: u64) {
         let g = &mut self.groups[l.g];
-        g.blocks.insert(l.i + 1, Block { head, count, kept: None });
+        g.blocks.insert(
+            l.i + 1,
+            Block {
+                head,
+                count,
+                kept: None,
+                seen: false,
+            },
+        );
         g.sum += count;
         self.weight += 1;
         if g.blocks.len() > 2 * GROUP {
