@@ -59,6 +59,52 @@ fn a_zadd_serves_the_client_blocked_on_any_of_its_keys() {
     });
 }
 
+/// A key that arrives by RENAME, COPY, MOVE or RESTORE serves its waiters,
+/// as Redis's `dbAdd` signals it ready (lists and sorted sets alike).
+#[test]
+fn a_key_moved_into_place_serves_its_waiters() {
+    same_on_both(|port| {
+        let (k0, k1, k2) = (on_shard("w", 0), on_shard("w", 1), on_shard("w", 2));
+        let (mut a, mut c) = (Raw::connect(port), Raw::connect(port));
+        let mut out = Vec::new();
+        let mut wait_then = |a: &mut Raw, c: &mut Raw, block: &[&str], fill: &[&[&str]]| {
+            send(a, block);
+            wait_blocked(c, 1);
+            for cmd in fill {
+                out.push(show(&c.cmd(cmd)));
+            }
+            out.push(rec(a));
+        };
+        wait_then(
+            &mut a,
+            &mut c,
+            &["BZPOPMIN", &k0, "0"],
+            &[&["ZADD", &k1, "1", "x", "2", "y"], &["RENAME", &k1, &k0]],
+        );
+        wait_then(&mut a, &mut c, &["BZPOPMAX", &k2, "0"], &[&["COPY", &k0, &k2]]);
+        wait_then(
+            &mut a,
+            &mut c,
+            &["BLPOP", &k1, "0"],
+            &[&["RPUSH", &k2, "e"], &["DEL", &k1], &["RENAME", &k2, &k1]],
+        );
+        let dump = c.cmd(&["DUMP", &k0]);
+        let payload = dump[dump.iter().position(|&x| x == b'\n').unwrap_or(0) + 1..dump.len().saturating_sub(2)].to_vec();
+        send(&mut a, &["BZMPOP", "0", "1", &k2, "MIN"]);
+        wait_blocked(&mut c, 1);
+        out.push(show(&c.cmd(&[&b"RESTORE"[..], k2.as_bytes(), b"0", &payload])));
+        out.push(rec(&mut a));
+        // MOVE from another database.
+        c.cmd(&["SELECT", "1"]);
+        c.cmd(&["ZADD", &k1, "5", "m"]);
+        send(&mut a, &["BZPOPMIN", &k1, "0"]);
+        wait_blocked(&mut c, 1);
+        out.push(show(&c.cmd(&["MOVE", &k1, "0"])));
+        out.push(rec(&mut a));
+        out
+    });
+}
+
 #[test]
 fn waiters_are_served_in_arrival_order_and_by_type() {
     same_on_both(|port| {

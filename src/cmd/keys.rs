@@ -336,6 +336,7 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             ks.set_access(ctx.db, key, crate::clock::wall_ms(), idle, freq);
         }
         ctx.notify(GENERIC, "restore", key);
+        crate::coord::serve::key_ready(ctx.shard, ctx.db, key);
     }
     r.ok();
     Ok(())

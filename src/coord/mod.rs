@@ -194,6 +194,22 @@ pub async fn move_key(
     replace: bool,
     delete_src: bool,
 ) -> CmdResult<Option<bool>> {
+    let done = move_key_once(shard, src_db, src, dst_db, dst, replace, delete_src).await?;
+    if done == Some(true) {
+        serve::wake(shard, dst_db, dst).await;
+    }
+    Ok(done)
+}
+
+async fn move_key_once(
+    shard: &S,
+    src_db: u8,
+    src: &Bytes,
+    dst_db: u8,
+    dst: &Bytes,
+    replace: bool,
+    delete_src: bool,
+) -> CmdResult<Option<bool>> {
     let n = shard.count();
     let (so, dso) = (owner(src, n), owner(dst, n));
     let kind = if delete_src { bigmove::Kind::Rename } else { bigmove::Kind::Copy };
@@ -310,6 +326,14 @@ pub async fn move_key(
 /// MOVE of `key` from `db` to `dst`: false when it is missing or `dst`
 /// has it already. A big collection moves in slices (`bigmove`).
 pub async fn move_db(shard: &S, db: u8, key: &Bytes, dst: u8) -> CmdResult<bool> {
+    let moved = move_db_once(shard, db, key, dst).await?;
+    if moved {
+        serve::wake(shard, dst, key).await;
+    }
+    Ok(moved)
+}
+
+async fn move_db_once(shard: &S, db: u8, key: &Bytes, dst: u8) -> CmdResult<bool> {
     let o = owner(key, shard.count());
     let one = |check: bool| {
         let key = key.clone();

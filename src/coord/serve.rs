@@ -27,6 +27,16 @@ pub fn key_ready(st: &ShardState, db: u8, key: &[u8]) {
     serve(st, db, key);
 }
 
+/// A key that got its value some other way than a push (RENAME, COPY,
+/// MOVE): its waiters are served on its owner, as Redis's `dbAdd` signals
+/// every new list, sorted set or stream ready.
+pub async fn wake(shard: &super::S, db: u8, key: &Bytes) {
+    let k = key.clone();
+    shard
+        .invoke_on(owner(key, shard.count()), move |st: &ShardState| key_ready(st, db, &k))
+        .await;
+}
+
 /// Holds serving back on this shard while a transaction runs: pushes
 /// inside it serve their waiters at [`release`], after it, as Redis
 /// serves blocked clients after EXEC.
