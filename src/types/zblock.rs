@@ -178,23 +178,7 @@ pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
             });
             return Ok(());
         }
-        let all = positions(z, b"", None, ch)?;
-        let heads = cut(&all, b"");
-        for (h, n) in &heads {
-            w.put_raw(&head_sub(h), &n.to_be_bytes());
-        }
-        w.c.zblocks = true;
-        let mut lay = Layout::from_heads(heads.clone());
-        let mut at = 0usize;
-        let mut l = lay.first();
-        for (_, n) in &heads {
-            let Some(x) = l else { break };
-            lay.keep(x, Some(all[at..at + *n as usize].to_vec()));
-            at += *n as usize;
-            l = lay.next(x);
-        }
-        ks.zlayouts.keep(c.version, lay);
-        return Ok(());
+        return give_blocks(w, z, ch);
     }
     let mut writes: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
     let done = with_layout(z, |lay| restructure(z, lay, ch, &mut writes))?;
@@ -208,6 +192,28 @@ pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
             None => w.delete_raw(&head_sub(&h)),
         }
     }
+    Ok(())
+}
+
+/// Cuts the set `w` writes into blocks (it just grew past twice the block
+/// size): their heads go in `w`'s batch, the meta gets mode 3, and the
+/// layout, with every block's positions, is kept.
+fn give_blocks(w: &mut Writer<'_>, z: At<'_>, ch: &Changes) -> CmdResult {
+    let all = positions(z, b"", None, ch)?;
+    let heads = cut(&all, b"");
+    for (h, n) in &heads {
+        w.put_raw(&head_sub(h), &n.to_be_bytes());
+    }
+    w.c.zblocks = true;
+    let mut lay = Layout::from_heads(heads.clone());
+    let (mut at, mut l) = (0usize, lay.first());
+    for (_, n) in &heads {
+        let Some(x) = l else { break };
+        lay.keep(x, Some(all[at..at + *n as usize].to_vec()));
+        at += *n as usize;
+        l = lay.next(x);
+    }
+    z.ks.zlayouts.keep(z.c.version, lay);
     Ok(())
 }
 

@@ -66,7 +66,13 @@ impl<'k> ZWriter<'k> {
     /// [`Writer::commit_with`].
     pub fn commit_with(mut self, class: u32, events: &[&'static str]) -> CmdResult<bool> {
         zblock::stage(&mut self.w, &self.ch)?;
-        self.w.commit_with(class, events)
+        let (ks, version) = (self.w.place().0, self.w.c.version);
+        let done = self.w.commit_with(class, events);
+        if done.is_err() {
+            // The layout followed a batch that did not land.
+            ks.zlayouts.forget(version);
+        }
+        done
     }
 }
 
