@@ -426,10 +426,10 @@ fn sorted_sets_are_whole_and_exact_after_kill_9() {
     };
     let check = move |b: &Basalt, cycle: usize| {
         let mut c = b.client();
-        for t in 0..WRITERS {
+        for (t, acked) in ACKED.iter().enumerate() {
             let lb = format!("lb:{t}");
             let count: Option<f64> = redis::cmd("ZSCORE").arg(&lb).arg("count").query(&mut c).expect("ZSCORE");
-            let acked = ACKED[t].load(Ordering::SeqCst);
+            let acked = acked.load(Ordering::SeqCst);
             assert!(
                 count.unwrap_or(0.0) as u64 >= acked,
                 "cycle {cycle}: writer {t} lost increments: {count:?} < {acked}"
