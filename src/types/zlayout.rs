@@ -308,18 +308,27 @@ impl Layouts {
     ) -> Result<R, E> {
         self.check(failures);
         if !self.map.borrow().contains_key(&version) {
-            self.keep(version, load()?);
+            let mut fresh = load()?;
+            if fresh.weight() > MAX_WEIGHT / 2 {
+                // Too big to keep: it serves this command only.
+                return Ok(f(&mut fresh));
+            }
+            self.keep(version, fresh);
         }
-        let mut map = self.map.borrow_mut();
-        let Some(l) = map.get_mut(&version) else {
-            unreachable!("kept above")
+        let (r, before, after) = {
+            let mut map = self.map.borrow_mut();
+            match map.get_mut(&version) {
+                Some(l) => {
+                    let before = l.weight();
+                    let r = f(l);
+                    (r, before, l.weight())
+                }
+                // `keep` spares the layout it keeps: not reached.
+                None => (f(&mut Layout::default()), 0, 0),
+            }
         };
-        let before = l.weight();
-        let r = f(l);
-        let after = l.weight();
-        drop(map);
         self.weight.set((self.weight.get() + after).saturating_sub(before));
-        self.trim();
+        self.trim(version);
         Ok(r)
     }
 
@@ -344,13 +353,13 @@ impl Layouts {
         if let Some(old) = self.map.borrow_mut().insert(version, layout) {
             self.weight.set(self.weight.get().saturating_sub(old.weight()));
         }
-        self.trim();
+        self.trim(version);
     }
 
     /// Past [`MAX_WEIGHT`]: drops the kept positions first (a block's are
     /// one walk to read again), then, if the heads alone are too many,
-    /// every layout.
-    fn trim(&self) {
+    /// every layout but `spare`'s (the one in use).
+    fn trim(&self, spare: u64) {
         if self.weight.get() <= MAX_WEIGHT {
             return;
         }
@@ -360,11 +369,12 @@ impl Layouts {
             l.drop_kept();
             weight += l.weight();
         }
+        if weight > MAX_WEIGHT / 2 {
+            map.retain(|v, _| *v == spare);
+            weight = map.values().map(Layout::weight).sum();
+        }
         drop(map);
         self.weight.set(weight);
-        if weight > MAX_WEIGHT / 2 {
-            self.forget_all();
-        }
     }
 
     /// Forgets the layout of `version`.
@@ -436,6 +446,36 @@ mod tests {
         let mut sorted = heads.clone();
         sorted.sort();
         assert_eq!(heads, sorted);
+    }
+
+    #[test]
+    fn the_budget_drops_positions_then_layouts_but_never_the_one_in_use() {
+        let cache = Layouts::default();
+        let heads = |n: usize| {
+            (0..n)
+                .map(|i| (if i == 0 { Vec::new() } else { (i as u32).to_be_bytes().to_vec() }, 1))
+                .collect()
+        };
+        // Too big to keep: serves the command, is not kept.
+        let huge = || Ok::<_, ()>(Layout::from_heads(heads(MAX_WEIGHT / 2 + 1)));
+        assert_eq!(cache.with(1, 0, huge, |l| l.total()), Ok((MAX_WEIGHT / 2 + 1) as u64));
+        assert!(cache.map.borrow().is_empty());
+        // Past the budget with heads alone: only the layout in use stays.
+        let big = || Ok::<_, ()>(Layout::from_heads(heads(MAX_WEIGHT * 2 / 5)));
+        for v in 2..=4 {
+            cache.with(v, 0, big, |_| ()).unwrap();
+        }
+        assert_eq!(cache.map.borrow().keys().copied().collect::<Vec<_>>(), vec![4]);
+        assert_eq!(cache.weight.get(), MAX_WEIGHT * 2 / 5);
+        // Past it with kept positions: they go, the heads stay.
+        let small = || Ok::<_, ()>(Layout::from_heads(heads(MAX_WEIGHT / 5)));
+        cache.forget_all();
+        cache.with(5, 0, small, |_| ()).unwrap();
+        cache.with(6, 0, small, |_| ()).unwrap();
+        let many = vec![vec![1u8]; MAX_WEIGHT * 7 / 10];
+        cache.with(6, 0, small, |l| l.keep(l.first().unwrap(), Some(many))).unwrap();
+        assert_eq!(cache.map.borrow().len(), 2, "both layouts stay");
+        assert_eq!(cache.weight.get(), 2 * (MAX_WEIGHT / 5));
     }
 
     #[test]
