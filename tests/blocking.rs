@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{show, wait_blocked, Basalt, Raw};
+use common::{rec, send, show, wait_blocked, Basalt, Raw};
 
 const SHARDS: usize = 4;
 
@@ -16,14 +16,6 @@ fn on_shard(prefix: &str, shard: usize) -> String {
 
 fn same_on_both(scenario: fn(u16) -> Vec<String>) {
     common::same_on_both(SHARDS, scenario)
-}
-
-fn send(c: &mut Raw, args: &[&str]) {
-    c.send_bytes(&Raw::encode(args));
-}
-
-fn rec(c: &mut Raw) -> String {
-    show(&c.reply())
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::args::{parse_i64, Args};
-use super::zsets::reply_pairs;
+use super::zsets::{at, reply_pairs};
 use super::Ctx;
 use super::{commands, CommandSpec};
 use crate::error::{CmdError, CmdResult, NOT_INT};
@@ -13,9 +13,9 @@ use crate::resp::Reply;
 use crate::types::coll;
 use crate::types::notify::class::ZSET;
 use crate::types::zrange::{lex_range, score_range, select, Range};
+use crate::types::zwrite;
 use crate::types::zwrite::ZWriter;
 use crate::types::KeyType;
-use crate::types::{zset, zwrite};
 
 /// The commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -86,18 +86,7 @@ fn remove_range(
     let key = args.key()?;
     let range = range(args.bytes()?, args.bytes()?)?;
     let items = match coll::view(ctx.ks(), ctx.db, key, Z, ctx.now_ms)? {
-        Some(v) => select(
-            zset::At {
-                ks: ctx.ks(),
-                db: ctx.db,
-                key,
-                c: &v.c,
-            },
-            &range,
-            false,
-            0,
-            -1,
-        )?,
+        Some(v) => select(at(ctx, key, &v), &range, false, 0, -1)?,
         None => Vec::new(),
     };
     r.int(take_out(ctx, key, &items, event)? as i64);

@@ -40,6 +40,16 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
 
 const Z: KeyType = KeyType::ZSet;
 
+/// Where the sorted set `v` at `key` is, for the range and rank reads.
+pub(super) fn at<'a>(ctx: &'a Ctx, key: &'a [u8], v: &'a View) -> zset::At<'a> {
+    zset::At {
+        ks: ctx.ks(),
+        db: ctx.db,
+        key,
+        c: &v.c,
+    }
+}
+
 fn view(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<View>> {
     coll::view(ctx.ks(), ctx.db, key, Z, ctx.now_ms)
 }
@@ -233,12 +243,7 @@ fn rank(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
     let found = match view(ctx, key)? {
         Some(v) => match zset::score(ctx.ks(), ctx.db, key, &v.c, m)? {
             Some(s) => {
-                let z = zset::At {
-                    ks: ctx.ks(),
-                    db: ctx.db,
-                    key,
-                    c: &v.c,
-                };
+                let z = at(ctx, key, &v);
                 let n = zblock::rank_of(z, &zblock::position(s, m))?;
                 let rank = if rev { v.c.size.saturating_sub(n + 1) } else { n };
                 Some((rank, s))
@@ -377,18 +382,7 @@ fn range_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, kind: Kind, rev: Opti
         r.array(0);
         return Ok(());
     };
-    let items = select(
-        zset::At {
-            ks: ctx.ks(),
-            db: ctx.db,
-            key,
-            c: &v.c,
-        },
-        &q.range,
-        q.rev,
-        q.offset,
-        q.count,
-    )?;
+    let items = select(at(ctx, key, &v), &q.range, q.rev, q.offset, q.count)?;
     reply_members(r, &items, q.withscores);
     Ok(())
 }
@@ -423,15 +417,7 @@ fn count_range(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, parse: fn(&[u8], &[u8])
     let key = args.key()?;
     let range = parse(args.bytes()?, args.bytes()?)?;
     let n = match view(ctx, key)? {
-        Some(v) => count(
-            zset::At {
-                ks: ctx.ks(),
-                db: ctx.db,
-                key,
-                c: &v.c,
-            },
-            &range,
-        )?,
+        Some(v) => count(at(ctx, key, &v), &range)?,
         None => 0,
     };
     r.int(n);

@@ -315,7 +315,7 @@ fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Option<Positions
     let head = lay.head(l).to_vec();
     let next = lay.next(l).map(|x| lay.head(x).to_vec());
     let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
-    if lay.see(l) || lay.len() == 1 {
+    if lay.see(l) || lay.is_single() {
         lay.keep(l, Some(ps));
         return Ok(None);
     }

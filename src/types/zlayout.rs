@@ -104,6 +104,11 @@ impl Layout {
         self.groups.is_empty()
     }
 
+    /// Whether there is one block (a set without count blocks on disk).
+    pub fn is_single(&self) -> bool {
+        self.groups.len() == 1 && self.groups[0].blocks.len() == 1
+    }
+
     /// Heads plus kept positions.
     pub fn weight(&self) -> usize {
         self.weight

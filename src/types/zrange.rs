@@ -150,6 +150,17 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
     }
     let size = z.c.size as i64;
     let (mut skip, mut left) = (offset, if limit < 0 { i64::MAX } else { limit });
+    // A member of the range: skipped while the offset lasts, else given to
+    // `f`; whether more are wanted.
+    let mut take = |m: &[u8], sc: f64| {
+        if skip > 0 {
+            skip -= 1;
+        } else {
+            f(m, sc);
+            left -= 1;
+        }
+        left > 0
+    };
     match range {
         Range::Rank(start, end) => {
             let (mut s, mut e) = (*start, *end);
@@ -176,9 +187,8 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
             }
             let mut i = s;
             zblock::visit(z, Some(&from), rev, |sc, m| {
-                f(m, sc);
                 i += 1;
-                i <= e
+                take(m, sc) && i <= e
             })?;
         }
         Range::Score(min, max) => {
@@ -197,18 +207,7 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
                 } else {
                     (min.above_min(sc) && max.below_max(sc), !max.below_max(sc))
                 };
-                if past {
-                    return false;
-                }
-                if inside {
-                    if skip > 0 {
-                        skip -= 1;
-                    } else {
-                        f(m, sc);
-                        left -= 1;
-                    }
-                }
-                left > 0
+                !past && (!inside || take(m, sc))
             })?;
         }
         Range::Lex(min, max) => {
@@ -227,16 +226,7 @@ fn each(z: At<'_>, range: &Range, rev: bool, (offset, limit): (i64, i64), mut f:
                     }
                     started = true;
                 }
-                if !stay {
-                    return false;
-                }
-                if skip > 0 {
-                    skip -= 1;
-                } else {
-                    f(m, sc);
-                    left -= 1;
-                }
-                left > 0
+                stay && take(m, sc)
             })?;
         }
     }

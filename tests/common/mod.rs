@@ -596,3 +596,13 @@ pub fn same_on_both(shards: usize, scenario: fn(u16) -> Vec<String>) {
     let got = scenario(basalt.port);
     assert_eq!(want, got, "redis (left) and basalt (right) differ");
 }
+
+/// Sends a command without waiting for its reply (a client about to block).
+pub fn send(c: &mut Raw, args: &[&str]) {
+    c.send_bytes(&Raw::encode(args));
+}
+
+/// The next reply, readable.
+pub fn rec(c: &mut Raw) -> String {
+    show(&c.reply())
+}
