@@ -51,6 +51,9 @@ impl IndexWalk {
                 let mut next = k.to_vec();
                 next.push(0);
                 self.cursor.replace(Some(next));
+                // Not past an entry placed behind the cursor this round: the
+                // round's end takes the floor back no further than this.
+                let at = self.pending.get().map_or(at, |p| p.min(at));
                 self.floor.set(self.floor.get().max(at));
             }
             _ => {
@@ -346,5 +349,24 @@ mod tests {
         assert_eq!(ks.expire_due(4_000, 100).unwrap(), 6);
         assert_eq!(ks.ttl_walk.floor.get(), 4_000);
         assert_eq!(ks.count(0), 0);
+    }
+
+    /// An entry placed behind the cursor (a sweep's next slice, due in the
+    /// millisecond the round is in) is visited by the next round, however
+    /// far later full slices of this round got: they once raised the
+    /// floor past it, and the hash's sweep stopped for good.
+    #[test]
+    fn an_entry_placed_behind_the_cursor_is_visited_next_round() {
+        let walk = super::IndexWalk::default();
+        walk.visited(Some((127, b"all")), true, 127);
+        assert_eq!(walk.place(127), 127);
+        walk.visited(Some((128, b"big")), true, 128);
+        assert_eq!(walk.floor.get(), 127);
+        assert_eq!(walk.start(*b"xF"), b"big\0".to_vec(), "the round goes on from its cursor");
+        walk.visited(None, false, 130);
+        assert_eq!(walk.floor.get(), 127);
+        let mut from = b"xF".to_vec();
+        from.extend_from_slice(&127u64.to_be_bytes());
+        assert_eq!(walk.start(*b"xF"), from, "the next round starts where the entry is");
     }
 }

@@ -243,7 +243,10 @@ pub fn repair(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
         return Ok(None);
     }
     let found = census(ks, db, key, &c, now)?;
-    expired_fields.set(expired_fields.get() + found.expired.len() as u64);
+    // The fields counted but not live expired: the dead ones met, and the
+    // ghosts compaction dropped (`storage::gc`).
+    let gone = c.size.saturating_sub(found.live).max(found.expired.len() as u64);
+    expired_fields.set(expired_fields.get() + gone);
     if found.live == 0 {
         ks.stage_delete(&mut b, db, key, &m);
         ks.store.write(b)?;

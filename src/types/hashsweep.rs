@@ -58,8 +58,10 @@ pub fn settle(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
     let mut b = ks.store.batch();
     ks.stage_delete(&mut b, db, key, &m);
     ks.store.write(b)?;
+    // Every field counted is gone: the dead ones met and the ghosts
+    // (expired fields compaction dropped).
     let expired_fields = &ks.stats.expired_fields;
-    expired_fields.set(expired_fields.get() + dead);
+    expired_fields.set(expired_fields.get() + dead.max(c.size));
     notify_emptied(ks, db, key);
     Ok(None)
 }
@@ -172,6 +174,9 @@ fn sweep_slice(ks: &Keyspace, db: u8, key: &[u8], m: &Meta<'_>, mut c: Coll, ent
             h.sweep = Some(s);
         }
         None if s.lower == 0 && s.upper == 0 => {
+            // The TTL fields counted but not met are ghosts: expired fields
+            // compaction dropped (`storage::gc`). They expired all the same.
+            expired_fields.set(expired_fields.get() + (c.size - h.persist));
             c.size = h.persist;
             h.sweep = None;
         }
@@ -382,6 +387,9 @@ mod tests {
         let h = v.c.hfe.unwrap();
         assert_eq!((v.c.size, h.persist, h.lower, h.upper, h.sweep), (2_000, 2_000, 0, 0, None));
         assert_eq!(fields_on_disk(&ks, b"h", v.c.version), 2_000);
+        // Each TTL field counts as expired once: 2,000 met, 1,000 ghosts
+        // and "new".
+        assert_eq!(ks.stats.expired_fields.get(), 3_001);
     }
 
     #[test]
@@ -399,5 +407,41 @@ mod tests {
         assert_eq!(ks.count(0), 0);
         assert_eq!(fields_on_disk(&ks, b"h", v.c.version), 0);
         assert_eq!(ks.stats.expired_fields.get(), 5_000);
+    }
+
+    /// A hash's fields that compaction dropped once expired (ghosts)
+    /// count as expired when active expiry finds them gone, whether a
+    /// repair (a small hash) or a probing read deletes the key.
+    #[test]
+    fn ghosts_count_as_expired_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = for_test(dir.path());
+        let drop_fields = |key: &[u8], range: std::ops::Range<usize>| {
+            let v = meta(&ks, key, 1_000).unwrap();
+            let mut b = ks.store.batch();
+            for i in range {
+                ks.store
+                    .delete(&mut b, &keys::sub_key(0, key, v.c.version, format!("f{i:05}").as_bytes()));
+            }
+            ks.store.write(b).unwrap();
+        };
+        // A small hash: 10 fields, 6 due at 2,000 of which 4 are ghosts.
+        fill(&ks, b"small", 10, 1_000, |i| if i < 6 { 2_000 } else { 0 });
+        drop_fields(b"small", 0..4);
+        expire_all(&ks, 2_000);
+        assert_eq!(ks.stats.expired_fields.get(), 6);
+        assert_eq!(meta(&ks, b"small", 2_000).unwrap().c.size, 4);
+        // A big hash with every field due, half of them ghosts, its upper
+        // bound still later (a TTL shortened): a read probes, finds none
+        // live and deletes the key, counting all.
+        fill(&ks, b"big", 5_000, 1_000, |i| if i == 0 { 9_000 } else { 3_000 });
+        let mut w = Writer::open(&ks, 0, b"big", KeyType::Hash, 1_000, false).unwrap().unwrap();
+        w.put(b"f00000", 3_000, b"v").unwrap();
+        w.commit().unwrap();
+        let c = meta(&ks, b"big", 1_000).unwrap().c;
+        assert_eq!(fast_len(&c, 3_000), FastLen::Scan);
+        drop_fields(b"big", 0..2_500);
+        assert!(meta(&ks, b"big", 3_000).is_none());
+        assert_eq!(ks.stats.expired_fields.get(), 6 + 5_000);
     }
 }
