@@ -315,7 +315,7 @@ fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Option<Positions
     let head = lay.head(l).to_vec();
     let next = lay.next(l).map(|x| lay.head(x).to_vec());
     let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
-    if lay.see(l) || lay.is_single() {
+    if (lay.see(l) && lay.has_room(l)) || lay.is_single() {
         lay.keep(l, Some(ps));
         return Ok(None);
     }
@@ -380,6 +380,19 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
 pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
     with_layout(z, |lay| -> CmdResult<u64> {
         let l = lay.find(pos).ok_or(CORRUPT)?;
+        // A block that is not to be kept (read for the first time, or no
+        // room left: a random member of a big set): count its records
+        // before `pos` instead of reading them all (half the block on
+        // average, nothing decoded).
+        if lay.kept(l).is_none() && !lay.is_single() && !(lay.see(l) && lay.has_room(l)) {
+            let count = |p: &[u8]| keys::sub_key(z.db, z.key, z.c.version, &[&[SCORE][..], p].concat());
+            let mut n = 0u64;
+            z.ks.store.scan(&count(lay.head(l)), &count(pos), |_, _| {
+                n += 1;
+                true
+            })?;
+            return Ok(lay.before(l) + n);
+        }
         let read = read_block(z, lay, l)?;
         let ps = match &read {
             Some(ps) => ps,

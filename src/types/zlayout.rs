@@ -196,6 +196,14 @@ impl Layout {
     }
 
     /// Marks block `l` read; whether it was read before.
+    /// Whether keeping the block's positions leaves the layout within
+    /// half the budget: past it, a big set's blocks read at random are not
+    /// kept (keeping them only to have them all dropped at the next trim,
+    /// and read whole again, was most of a random ZRANK's time).
+    pub fn has_room(&self, l: Loc) -> bool {
+        self.weight + self.block(l).count as usize <= MAX_WEIGHT / 2
+    }
+
     pub fn see(&mut self, l: Loc) -> bool {
         std::mem::replace(&mut self.groups[l.g].blocks[l.i].seen, true)
     }
@@ -401,6 +409,14 @@ mod tests {
 
     fn pos(n: u8) -> Vec<u8> {
         vec![n]
+    }
+
+    #[test]
+    fn blocks_are_kept_only_within_half_the_budget() {
+        let big = MAX_WEIGHT as u64 / 2;
+        let l = Layout::from_heads(vec![(Vec::new(), 10), (pos(1), big)]);
+        assert!(l.has_room(l.find(b"").unwrap()));
+        assert!(!l.has_room(l.find(&pos(1)).unwrap()), "2 heads and {big} positions are past half");
     }
 
     #[test]
