@@ -310,12 +310,19 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
 /// with blocks read once). None: they are kept, `lay.kept(l)` has them.
 fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Option<Positions>> {
     if lay.kept(l).is_some() {
+        lay.touch(l);
         return Ok(None);
     }
+    let keep = lay.should_keep(l);
+    load_block(z, lay, l, keep)
+}
+
+/// Reads block `l`'s positions from disk: kept (None) or handed back.
+fn load_block(z: At<'_>, lay: &mut Layout, l: Loc, keep: bool) -> CmdResult<Option<Positions>> {
     let head = lay.head(l).to_vec();
     let next = lay.next(l).map(|x| lay.head(x).to_vec());
     let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
-    if (lay.see(l) && lay.has_room(l)) || lay.is_single() {
+    if keep {
         lay.keep(l, Some(ps));
         return Ok(None);
     }
@@ -380,11 +387,16 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
 pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
     with_layout(z, |lay| -> CmdResult<u64> {
         let l = lay.find(pos).ok_or(CORRUPT)?;
-        // A block that is not to be kept (read for the first time, or no
-        // room left: a random member of a big set): count its records
-        // before `pos` instead of reading them all (half the block on
-        // average, nothing decoded).
-        if lay.kept(l).is_none() && !lay.is_single() && !(lay.see(l) && lay.has_room(l)) {
+        let read = if lay.kept(l).is_some() {
+            lay.touch(l);
+            None
+        } else if lay.should_keep(l) {
+            load_block(z, lay, l, true)?
+        } else {
+            // A block not to be kept (read for the first time, or cold
+            // with no room left: a random member of a big set): count its
+            // records before `pos` instead of reading them all (half the
+            // block on average, nothing decoded).
             let count = |p: &[u8]| keys::sub_key(z.db, z.key, z.c.version, &[&[SCORE][..], p].concat());
             let mut n = 0u64;
             z.ks.store.scan(&count(lay.head(l)), &count(pos), |_, _| {
@@ -392,8 +404,7 @@ pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
                 true
             })?;
             return Ok(lay.before(l) + n);
-        }
-        let read = read_block(z, lay, l)?;
+        };
         let ps = match &read {
             Some(ps) => ps,
             None => lay.kept(l).ok_or(CORRUPT)?,

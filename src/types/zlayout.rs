@@ -37,6 +37,9 @@ const GROUP: usize = 128;
 /// it needs.
 pub const MAX_WEIGHT: usize = 1 << 20;
 
+/// Reads that make a block hot: kept even when the layout must make room.
+pub const HOT_READS: u8 = 8;
+
 /// Positions of one block, kept once a command read them: the block's
 /// records without a walk over the tombstones among them.
 pub type Positions = Vec<Vec<u8>>;
@@ -46,8 +49,11 @@ struct Block {
     head: Vec<u8>,
     count: u64,
     kept: Option<Positions>,
-    /// A command read the block's positions once without keeping them.
-    seen: bool,
+    /// Reads of the block's positions that did not keep them (halved each
+    /// time the clock hand passes).
+    reads: u8,
+    /// Its kept positions were read since the clock hand last passed.
+    used: bool,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -57,7 +63,7 @@ struct Group {
 }
 
 /// Where a block is in a layout: group and index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Loc {
     g: usize,
     i: usize,
@@ -71,6 +77,8 @@ pub struct Layout {
     groups: Vec<Group>,
     /// Heads and kept positions: what the layout weighs in [`Layouts`].
     weight: usize,
+    /// Where the clock that frees room for hot blocks stands.
+    hand: Loc,
 }
 
 impl Layout {
@@ -84,7 +92,8 @@ impl Layout {
                 head,
                 count,
                 kept: None,
-                seen: false,
+                reads: 0,
+                used: false,
             })
             .peekable();
         while it.peek().is_some() {
@@ -92,7 +101,11 @@ impl Layout {
             let sum = blocks.iter().map(|b| b.count).sum();
             groups.push(Group { blocks, sum });
         }
-        Layout { groups, weight }
+        Layout {
+            groups,
+            weight,
+            hand: Loc::default(),
+        }
     }
 
     /// How many blocks.
@@ -197,15 +210,74 @@ impl Layout {
 
     /// Marks block `l` read; whether it was read before.
     /// Whether keeping the block's positions leaves the layout within
-    /// half the budget: past it, a big set's blocks read at random are not
-    /// kept (keeping them only to have them all dropped at the next trim,
-    /// and read whole again, was most of a random ZRANK's time).
+    /// half the budget.
     pub fn has_room(&self, l: Loc) -> bool {
         self.weight + self.block(l).count as usize <= MAX_WEIGHT / 2
     }
 
-    pub fn see(&mut self, l: Loc) -> bool {
-        std::mem::replace(&mut self.groups[l.g].blocks[l.i].seen, true)
+    /// A command is about to read block `l`, which is not kept: whether
+    /// to keep its positions. A block is kept from its second read while
+    /// the layout has room; past that only a hot one (read [`HOT_READS`]
+    /// times, the count halved each time the clock passes), for which a
+    /// clock frees room among the kept blocks not read since it last
+    /// passed. A big set's blocks read at random are then counted, never
+    /// kept (keeping them only to have all dropped at the next trim, and
+    /// read whole again, was most of a random ZRANK's time on a 10M-member
+    /// set), while its first and last blocks stay kept.
+    pub fn should_keep(&mut self, l: Loc) -> bool {
+        let b = &mut self.groups[l.g].blocks[l.i];
+        b.reads = b.reads.saturating_add(1);
+        let reads = b.reads;
+        if self.is_single() {
+            return true;
+        }
+        if reads < 2 {
+            return false;
+        }
+        if self.has_room(l) {
+            return true;
+        }
+        if reads < HOT_READS {
+            return false;
+        }
+        self.make_room(l);
+        self.has_room(l)
+    }
+
+    /// The kept positions of `l` were read.
+    pub fn touch(&mut self, l: Loc) {
+        self.groups[l.g].blocks[l.i].used = true;
+    }
+
+    /// Moves the clock hand (at most twice round) until block `spare`
+    /// fits: a kept block read since the hand last passed gets another
+    /// round, one not read loses its positions; an unkept block's read
+    /// count is halved.
+    fn make_room(&mut self, spare: Loc) {
+        // Twice round, plus a step past each group's end.
+        let steps = 2 * (self.len() + self.groups.len());
+        for _ in 0..steps {
+            if self.has_room(spare) {
+                return;
+            }
+            let h = self.hand;
+            let Some(b) = self.groups.get_mut(h.g).and_then(|g| g.blocks.get_mut(h.i)) else {
+                // Past a group's end (or the layout's, round to the start).
+                let g = if h.g + 1 < self.groups.len() { h.g + 1 } else { 0 };
+                self.hand = Loc { g, i: 0 };
+                continue;
+            };
+            match b.kept.as_ref() {
+                Some(_) if h == spare => {}
+                Some(_) if b.used => b.used = false,
+                Some(k) => {
+                    self.weight -= k.len();
+                    b.kept = None;
+                }
+                None => b.reads /= 2,
+            }
+            self.hand = Loc { g: h.g, i: h.i + 1 };
+        }
     }
 
     /// Drops every kept position (the layout's heads stay).
@@ -264,7 +336,8 @@ impl Layout {
                 head,
                 count,
                 kept: None,
-                seen: false,
+                reads: 0,
+                used: false,
             },
         );
         g.sum += count;
@@ -417,6 +490,34 @@ mod tests {
         let l = Layout::from_heads(vec![(Vec::new(), 10), (pos(1), big)]);
         assert!(l.has_room(l.find(b"").unwrap()));
         assert!(!l.has_room(l.find(&pos(1)).unwrap()), "2 heads and {big} positions are past half");
+    }
+
+    /// Four blocks of a fifth of the budget each: two fit in half. A cold block
+    /// is then never kept; a hot one is, in place of a kept block not read
+    /// since the clock passed (a block read since gets another round).
+    #[test]
+    fn a_hot_block_takes_the_room_of_one_not_read() {
+        let q = MAX_WEIGHT as u64 / 5;
+        let mut l = Layout::from_heads((0..4u8).map(|n| (if n == 0 { Vec::new() } else { pos(n) }, q)).collect());
+        let at = |l: &Layout, n: u8| l.find(&pos(n)).unwrap();
+        let fill = |n: u8| vec![vec![n]; q as usize];
+        for n in 0..2 {
+            let b = at(&l, n);
+            assert!(!l.should_keep(b), "the first read counts only");
+            assert!(l.should_keep(b), "the second keeps, with room");
+            l.keep(b, Some(fill(n)));
+        }
+        let (cold, hot) = (at(&l, 2), at(&l, 3));
+        for _ in 0..HOT_READS - 1 {
+            assert!(!l.should_keep(cold));
+            assert!(!l.should_keep(hot));
+        }
+        l.touch(at(&l, 0));
+        assert!(l.should_keep(hot), "hot: room made");
+        l.keep(hot, Some(fill(3)));
+        assert!(l.kept(at(&l, 0)).is_some(), "read since the hand passed: spared");
+        assert!(l.kept(at(&l, 1)).is_none(), "not read: dropped");
+        assert!(l.weight() <= MAX_WEIGHT / 2);
     }
 
     #[test]
