@@ -200,11 +200,8 @@ impl Engine {
     /// was written with another shard count.
     pub fn open(opts: &StoreOptions) -> Result<Engine, StorageError> {
         std::fs::create_dir_all(&opts.dir).map_err(|e| StorageError(format!("{}: {e}", opts.dir.display())))?;
-        // RocksDB's HyperClockCache (lock-free lookups, a table that grows):
-        // on random reads of a warm 10M-member sorted set the LRU cache's
-        // hash lookup, LRU list and mutex were 14.5% of the shard's time,
-        // HyperClock's lookup 3.8% (tuning.md, "RocksDB options").
-        let cache = Cache::new_hyper_clock_cache(opts.block_cache_bytes, 0);
+        // LRU, not HyperClock: tuning.md, "RocksDB options", says why.
+        let cache = Cache::new_lru_cache(opts.block_cache_bytes);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
