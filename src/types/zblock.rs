@@ -387,11 +387,10 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
 pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
     with_layout(z, |lay| -> CmdResult<u64> {
         let l = lay.find(pos).ok_or(CORRUPT)?;
-        let read = if lay.kept(l).is_some() {
+        if lay.kept(l).is_some() {
             lay.touch(l);
-            None
         } else if lay.should_keep(l) {
-            load_block(z, lay, l, true)?
+            load_block(z, lay, l, true)?;
         } else {
             // A block not to be kept (read for the first time, or cold
             // with no room left: a random member of a big set): count its
@@ -404,11 +403,8 @@ pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
                 true
             })?;
             return Ok(lay.before(l) + n);
-        };
-        let ps = match &read {
-            Some(ps) => ps,
-            None => lay.kept(l).ok_or(CORRUPT)?,
-        };
+        }
+        let ps = lay.kept(l).ok_or(CORRUPT)?;
         Ok(lay.before(l) + ps.partition_point(|p| p.as_slice() < pos) as u64)
     })?
 }

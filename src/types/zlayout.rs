@@ -251,8 +251,8 @@ impl Layout {
 
     /// Moves the clock hand (at most twice round) until block `spare`
     /// fits: a kept block read since the hand last passed gets another
-    /// round, one not read loses its positions; an unkept block's read
-    /// count is halved.
+    /// round, one not read loses its positions (and its read count); an
+    /// unkept block's read count is halved.
     fn make_room(&mut self, spare: Loc) {
         // Twice round, plus a step past each group's end.
         let steps = 2 * (self.len() + self.groups.len());
@@ -267,12 +267,14 @@ impl Layout {
                 self.hand = Loc { g, i: 0 };
                 continue;
             };
+            // `spare` is never kept here (only an unkept block asks for room).
             match b.kept.as_ref() {
-                Some(_) if h == spare => {}
                 Some(_) if b.used => b.used = false,
                 Some(k) => {
                     self.weight -= k.len();
                     b.kept = None;
+                    // Dropped: it must prove hot again.
+                    b.reads = 0;
                 }
                 None => b.reads /= 2,
             }
@@ -517,6 +519,7 @@ mod tests {
         l.keep(hot, Some(fill(3)));
         assert!(l.kept(at(&l, 0)).is_some(), "read since the hand passed: spared");
         assert!(l.kept(at(&l, 1)).is_none(), "not read: dropped");
+        assert!(!l.should_keep(at(&l, 1)), "dropped: its read count starts again");
         assert!(l.weight() <= MAX_WEIGHT / 2);
     }
 
