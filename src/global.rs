@@ -46,6 +46,8 @@ pub struct Global {
     pub active_expire: AtomicBool,
     /// Who holds the transaction gate and who waits for it (`coord::gate`).
     pub tx_queue: Mutex<TxQueue>,
+    /// The scripts EVAL and SCRIPT LOAD have seen (`script::store`).
+    pub scripts: crate::script::store::Scripts,
 }
 
 /// The process-wide transaction gate: whether an EXEC holds it, and the

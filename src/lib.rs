@@ -13,6 +13,8 @@
 //!   (argument parsing with `cmd::args::Args`, replies), per family.
 //! - [`coord`]: how operations over several shards are split, sent and
 //!   merged; names no command.
+//! - [`script`]: the Lua interpreter of scripts (one per shard), its
+//!   environment and reply conversions; names no command.
 //! - [`types`]: data structure logic on the storage layer; no RESP.
 //! - [`storage`]: the only module that names `rocksdb`: open, column
 //!   families, key and value encoding.
@@ -48,6 +50,7 @@ pub mod monitor;
 pub mod pause;
 pub mod pubsub;
 pub mod resp;
+pub mod script;
 pub mod server;
 pub mod shard;
 pub mod slot;

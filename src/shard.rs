@@ -91,6 +91,9 @@ pub struct ShardState {
     /// [`PEER_TOUCHES`] a tick (past it, a key's time is a tick or more
     /// old, at a 1-second resolution).
     pub peer_touches: RefCell<Vec<(usize, u8, bytes::Bytes)>>,
+    /// This shard's Lua interpreter, made on the first script, with the
+    /// script store's epoch it compiled for (`dispatch::script`).
+    pub lua: RefCell<Option<(crate::script::Vm, u64)>>,
 }
 
 /// Cross-shard GETs whose access time one tick sends at most.
@@ -184,6 +187,7 @@ impl ShardState {
             blocked: Default::default(),
             gate: Default::default(),
             peer_touches: Default::default(),
+            lua: Default::default(),
         }
     }
 

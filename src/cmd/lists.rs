@@ -35,10 +35,10 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "lmove"      5  [write denyoom]                1 2 1  Conn(lmove)       list "6.2.0" "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.";
     "rpoplpush"  3  [write denyoom]                1 2 1  Conn(rpoplpush)   list "1.2.0" "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.";
     "lmpop"      -4 [write movablekeys]            0 0 0  Conn(lmpop)       list "7.0.0" "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.";
-    "blpop"      -3 [write blocking]               1 -2 1 Conn(blpop)       list "2.0.0" "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
-    "brpop"      -3 [write blocking]               1 -2 1 Conn(brpop)       list "2.0.0" "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
-    "blmove"     6  [write denyoom blocking]       1 2 1  Conn(blmove)      list "6.2.0" "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.";
-    "brpoplpush" 4  [write denyoom blocking]       1 2 1  Conn(brpoplpush)  list "2.2.0" "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.";
+    "blpop"      -3 [write noscript blocking]      1 -2 1 Conn(blpop)       list "2.0.0" "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+    "brpop"      -3 [write noscript blocking]      1 -2 1 Conn(brpop)       list "2.0.0" "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+    "blmove"     6  [write denyoom noscript blocking] 1 2 1  Conn(blmove)      list "6.2.0" "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.";
+    "brpoplpush" 4  [write denyoom noscript blocking] 1 2 1  Conn(brpoplpush)  list "2.2.0" "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.";
     "blmpop"     -5 [write blocking movablekeys]   0 0 0  Conn(blmpop)      list "7.0.0" "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
 };
 

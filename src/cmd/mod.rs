@@ -22,6 +22,7 @@ pub mod lists;
 pub mod monitor;
 pub mod multi;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -130,6 +131,16 @@ pub type ConnFn = for<'a> fn(Conn<'a>, &'a [Bytes], &'a mut Reply) -> ConnFuture
 pub enum Exec {
     Shard(ShardFn),
     Conn(ConnFn),
+    /// EVAL and its forms: the dispatcher runs the script
+    /// (`dispatch::script`).
+    Script(ScriptKind),
+}
+
+/// Which EVAL: by body or by SHA1, and whether read-only (`*_RO`).
+#[derive(Clone, Copy, Debug)]
+pub struct ScriptKind {
+    pub by_sha: bool,
+    pub read_only: bool,
 }
 
 /// A subcommand of a container command (CLIENT, CONFIG, OBJECT, COMMAND).

@@ -11,7 +11,9 @@
 
 use std::sync::LazyLock;
 
-use super::{connection, hashes, keys, lists, monitor, multi, pubsub, server, sets, strings, zedit, zmulti, zscan, zsets, CommandSpec};
+use super::{
+    connection, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, strings, zedit, zmulti, zscan, zsets, CommandSpec,
+};
 
 /// Declares a family's commands, one line each (see the module doc). The
 /// braces keep rustfmt from spreading a line over twelve.
@@ -43,6 +45,9 @@ macro_rules! exec {
     };
     (Conn $f:path) => {
         $crate::cmd::Exec::Conn($crate::cmd::conn_fn!($f))
+    };
+    (Script $f:path) => {
+        $crate::cmd::Exec::Script($f)
     };
 }
 
@@ -84,6 +89,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         multi::COMMANDS,
         pubsub::COMMANDS,
         monitor::COMMANDS,
+        scripting::COMMANDS,
     ]
     .concat()
 });

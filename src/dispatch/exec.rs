@@ -145,8 +145,9 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
 /// a queue of PINGs and ECHOs needs no gate.
 fn touches_data(queue: &[Vec<Bytes>]) -> bool {
     queue.iter().any(|argv| {
-        cmd::lookup(&argv[0])
-            .is_some_and(|(_, spec)| spec.first_key > 0 || matches!(spec.exec, cmd::Exec::Conn(_)) && !matches!(spec.name, "ping" | "echo"))
+        cmd::lookup(&argv[0]).is_some_and(|(_, spec)| {
+            spec.first_key > 0 || matches!(spec.exec, cmd::Exec::Conn(_) | cmd::Exec::Script(_)) && !matches!(spec.name, "ping" | "echo")
+        })
     })
 }
 
@@ -156,6 +157,7 @@ fn step_fn(spec: &cmd::CommandSpec) -> Option<cmd::ShardFn> {
     match spec.exec {
         Exec::Shard(f) => Some(f),
         Exec::Conn(_) => cmd::multi::one_shard_form(spec.name),
+        Exec::Script(_) => None,
     }
 }
 

@@ -52,8 +52,10 @@
 //!   command that ran is shown to the monitors from [`finish_cmd`].
 
 mod exec;
+mod gated;
 pub mod group;
 pub mod probe;
+mod script;
 mod spread;
 
 use std::rc::Rc;
@@ -250,7 +252,7 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
         };
         // MODES: CLIENT PAUSE parks the command (not its checks' errors).
         if crate::pause::any() {
-            let write = may_replicate(spec, client);
+            let write = may_replicate(st, spec, client, &cmds[i]);
             if crate::pause::blocks(write) {
                 close_group(&mut group, out, &mut [], &mut later);
                 wait_unpaused(st, client, write).await;
@@ -355,6 +357,19 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                 }
                 i = end;
             }
+            Exec::Script(kind) => {
+                let argv = std::mem::take(&mut cmds[i]);
+                let start = Instant::now();
+                let res = std::panic::AssertUnwindSafe(script::eval(shard, client, kind, &argv, out))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| Err(internal_error(&argv)));
+                if let Err(e) = &res {
+                    out.error(&e.0);
+                }
+                finish_cmd(st, idx, &argv, start, res.err().as_ref(), &client.info);
+                i += 1;
+            }
             Exec::Conn(f) => {
                 let argv = std::mem::take(&mut cmds[i]);
                 let start = Instant::now();
@@ -375,8 +390,12 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
 }
 
 /// Whether CLIENT PAUSE WRITE holds the command back: a write, PUBLISH
-/// and SPUBLISH (Redis's `may_replicate`), and an EXEC whose queue has one.
-fn may_replicate(spec: &CommandSpec, client: &Client) -> bool {
+/// and SPUBLISH (Redis's `may_replicate`), an EXEC whose queue has one, and
+/// a script that may write.
+fn may_replicate(st: &ShardState, spec: &CommandSpec, client: &Client, argv: &[Bytes]) -> bool {
+    if let Exec::Script(kind) = spec.exec {
+        return script::may_write(st, kind, argv);
+    }
     let writes = |s: &CommandSpec| s.is_write() || matches!(s.name, "publish" | "spublish");
     if spec.name == "exec" {
         return client

@@ -29,7 +29,7 @@ pub(super) fn segment(
         match precheck(client, argv, gate) {
             Ok((idx, spec)) => match spec.exec {
                 Exec::Shard(f) => seg.push((idx, f, target_of(spec, argv, here, n))),
-                Exec::Conn(_) => break,
+                Exec::Conn(_) | Exec::Script(_) => break,
             },
             Err(_) => break,
         }

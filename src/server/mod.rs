@@ -226,6 +226,7 @@ pub fn run(config: Config) -> Result<(), String> {
         output_limit_cuts: AtomicU64::new(0),
         active_expire: AtomicBool::new(true),
         tx_queue: Default::default(),
+        scripts: Default::default(),
     });
     install_signal_thread(g.clone(), signals);
     start_fsync_thread(g.clone());

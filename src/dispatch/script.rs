@@ -1,0 +1,288 @@
+//! EVAL, EVALSHA, EVAL_RO and EVALSHA_RO (issue 33; docs/cross-shard.md,
+//! "Scripts").
+//!
+//! A script runs on the shard that owns its keys (KEYS, or the connection's
+//! shard for a script without keys) in one synchronous step, as a one-shard
+//! EXEC does: nothing else runs on that shard meanwhile, every write it
+//! makes reaches RocksDB in one batch (`storage::tx`), its commands see the
+//! time the script started, and clients blocked on its keys are served
+//! after it. Its `redis.call`s run right there, through [`StepHost`].
+//!
+//! A script whose keys belong to several shards, or that reaches a key or
+//! a command its shard cannot serve in that step (another shard's key, a
+//! command that must await, as PING or KEYS), runs behind the transaction
+//! gate instead (`gated`): the step drops everything it did (nothing of it
+//! was visible) and the script runs again from the start.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use shards::{Shard, Then};
+
+use super::group::Grouped;
+use super::{run_shard_cmd, Later};
+use crate::client::{Client, ClientInfo};
+use crate::clock::{self, now_ms};
+use crate::cmd::scripting::{load, with_vm};
+use crate::cmd::{self, args::parse_i64, Exec, ScriptKind};
+use crate::coord::misses::{after_reads_of, held_of};
+use crate::error::{CmdError, CmdResult};
+use crate::resp::Reply;
+use crate::script::store::{self, Script};
+use crate::script::{Host, Stop};
+use crate::shard::ShardState;
+use crate::slot::owner;
+
+/// EVAL and its forms: finds the script, checks its flags against the
+/// command, and runs it on its keys' shard.
+pub(super) async fn eval(
+    shard: &Rc<Shard<ShardState>>,
+    client: &mut Client,
+    kind: ScriptKind,
+    argv: &[Bytes],
+    out: &mut Reply,
+) -> CmdResult {
+    let st = shard.state();
+    let numkeys = parse_i64(&argv[2]).ok_or_else(|| CmdError::new("ERR value is not an integer or out of range"))?;
+    if numkeys < 0 {
+        return Err(CmdError::new("ERR Number of keys can't be negative"));
+    }
+    if numkeys as usize > argv.len() - 3 {
+        return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
+    }
+    let (sha, script) = if kind.by_sha {
+        let found = store::sha_arg(&argv[1]).and_then(|sha| st.global.scripts.get(&sha).map(|s| (sha, s)));
+        found.ok_or_else(|| CmdError::new("NOSCRIPT No matching script. Please use EVAL."))?
+    } else {
+        let sha = store::sha1_hex(&argv[1]);
+        match st.global.scripts.get(&sha) {
+            Some(s) => (sha, s),
+            None => (sha, load(st, &argv[1])?.1),
+        }
+    };
+    if kind.read_only && script.flags.shebang && !script.flags.no_writes {
+        return Err(CmdError::new("ERR Can not execute a script with write flag using *_ro command."));
+    }
+    let split = 3 + numkeys as usize;
+    let keys = argv[3..split].to_vec();
+    let n = shard.count();
+    let target = keys.first().map_or(shard.id(), |k| owner(k, n));
+    let job = Arc::new(Job {
+        sha,
+        script,
+        keys,
+        args: argv[split..].to_vec(),
+        db: client.db,
+        resp3: client.resp3,
+        read_only: kind.read_only,
+        info: client.info.clone(),
+        time: now_ms(),
+    });
+    // Inside a multi-shard EXEC (the only kind a script can be in), the
+    // gate is already this client's: the script runs as its commands do.
+    if !client.in_exec && job.keys.iter().all(|k| owner(k, n) == target) {
+        let j = job.clone();
+        match shard.invoke_on_then(target, move |st: &Rc<ShardState>| step(st, j)).await {
+            Ok(buf) => {
+                out.buf.extend_from_slice(&buf);
+                return Ok(());
+            }
+            Err(Stop::Killed) => return Err(CmdError::new(KILLED)),
+            Err(Stop::Rerun) => {}
+        }
+    }
+    super::gated::run(shard, client, &job, out).await
+}
+
+/// The error of a script SCRIPT KILL stopped.
+pub(super) const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// A script to run.
+pub(super) struct Job {
+    pub sha: [u8; 40],
+    pub script: Arc<Script>,
+    pub keys: Vec<Bytes>,
+    pub args: Vec<Bytes>,
+    pub db: u8,
+    pub resp3: bool,
+    pub read_only: bool,
+    pub info: Arc<ClientInfo>,
+    pub time: u64,
+}
+
+/// The script's step on `st`: waits (as a task of that shard) while a read
+/// in flight holds one of its keys, then runs it in one synchronous step.
+fn step(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
+    fn keys(job: &Job) -> impl Iterator<Item = &[u8]> {
+        job.keys.iter().map(|k| k.as_ref())
+    }
+    if !st.ks.store.any_held() || !held_of(st, job.db, keys(&job)) {
+        return Then::Now(run(st, &job));
+    }
+    let st = st.clone();
+    Then::Later(Box::pin(async move {
+        after_reads_of(&st, job.db, keys(&job)).await;
+        run(&st, &job)
+    }))
+}
+
+/// The synchronous step of [`step`]: the script and every command it
+/// calls, in one transaction of this shard.
+fn run(st: &ShardState, job: &Job) -> Result<Vec<u8>, Stop> {
+    let _frozen = clock::freeze_here(job.time);
+    let mut r = Reply::new(job.resp3);
+    st.ks.store.begin_tx(false);
+    let g = Grouped::begin(st);
+    crate::coord::serve::hold(st);
+    let staged = st.ks.store.staged();
+    let mut host = StepHost {
+        st,
+        db: job.db,
+        info: &job.info,
+        no_writes: job.read_only || job.script.flags.no_writes,
+        later: Vec::new(),
+    };
+    let ran = with_vm(st, |vm| {
+        if !vm.has(&job.sha) {
+            vm.compile(&job.sha, job.script.code())?;
+        }
+        Ok(vm.run(&job.sha, &job.keys, &job.args, &mut host, &mut r))
+    });
+    let res = match ran {
+        Err(e) => {
+            r.error(&e);
+            Ok(())
+        }
+        Ok(res) => res,
+    };
+    let written = match res {
+        Ok(()) => st.ks.commit_tx(),
+        // Nothing of a stopped script may stay: its staged writes are
+        // dropped (the caches forget, the key counts are counted again).
+        Err(_) if st.ks.store.staged() != staged => {
+            st.ks.end_tx(&Err(crate::storage::StorageError("script stopped".into())));
+            Ok(())
+        }
+        Err(_) => st.ks.commit_tx(),
+    };
+    g.end(&mut r, &mut [], &mut []);
+    crate::coord::serve::release(st);
+    res?;
+    if let Err(e) = written {
+        r.buf.clear();
+        let e = CmdError::from(e);
+        st.record_error(&e.0);
+        r.error(&e.0);
+    }
+    Ok(r.buf)
+}
+
+/// Runs a script's commands on its shard, in its step.
+struct StepHost<'a> {
+    st: &'a ShardState,
+    db: u8,
+    info: &'a ClientInfo,
+    /// EVAL_RO, or a `no-writes` script.
+    no_writes: bool,
+    /// Replies handlers left to the connection; a script cannot wait for
+    /// them.
+    later: Vec<Later>,
+}
+
+/// Redis's checks of a command a script calls (`scriptCall`): the
+/// command and its spec, or None with the error written in `out`.
+pub(super) fn checked(argv: &[Bytes], no_writes: bool, out: &mut Reply) -> Option<(usize, &'static cmd::CommandSpec)> {
+    let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
+        out.error("ERR Unknown Redis command called from script");
+        return None;
+    };
+    if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) || cmd::check_subcommand(spec, argv).is_err() {
+        out.error("ERR Wrong number of args calling Redis command from script");
+        return None;
+    }
+    let flags = spec.subcommand_index(argv).map_or(spec.flags, |i| spec.subcommands[i].flags);
+    if flags.contains(&"noscript") || spec.flags.contains(&"noscript") {
+        out.error("ERR This Redis command is not allowed from script");
+        return None;
+    }
+    if matches!(spec.name, "xread" | "xreadgroup") && argv.iter().any(|a| a.eq_ignore_ascii_case(b"block")) {
+        out.error(&format!("ERR {} command is not allowed with BLOCK option from scripts", spec.name));
+        return None;
+    }
+    let writes = spec.is_write() || flags.contains(&"write") || matches!(spec.name, "publish" | "spublish");
+    if no_writes && writes {
+        out.error("ERR Write commands are not allowed from read-only scripts.");
+        return None;
+    }
+    Some((idx, spec))
+}
+
+/// SELECT inside a script: changes the script's db (`db`), not the
+/// client's.
+pub(super) fn select(databases: usize, argv: &[Bytes], db: &mut u8, out: &mut Reply) {
+    match parse_i64(&argv[1]) {
+        Some(n) if n >= 0 && (n as usize) < databases => {
+            *db = n as u8;
+            out.ok();
+        }
+        Some(_) => out.error("ERR DB index is out of range"),
+        None => out.error("ERR value is not an integer or out of range"),
+    }
+}
+
+impl Host for StepHost<'_> {
+    fn call(&mut self, argv: Vec<Bytes>, out: &mut Reply) -> Result<(), Stop> {
+        let Some((idx, spec)) = checked(&argv, self.no_writes, out) else {
+            return Ok(());
+        };
+        if spec.name == "select" {
+            select(self.st.global.databases, &argv, &mut self.db, out);
+            return Ok(());
+        }
+        let f = match spec.exec {
+            Exec::Shard(f) => f,
+            Exec::Conn(_) => cmd::multi::one_shard_form(spec.name).ok_or(Stop::Rerun)?,
+            Exec::Script(_) => return Err(Stop::Rerun),
+        };
+        let n = self.st.global.shards;
+        let here = self.st.id;
+        let positions = spec.key_positions(argv.len());
+        if positions.iter().any(|&p| owner(&argv[p], n) != here) || (positions.is_empty() && spec.first_key > 0) {
+            return Err(Stop::Rerun);
+        }
+        run_shard_cmd(self.st, idx, f, &argv, self.db, self.info, out, &mut self.later, false);
+        if !self.later.is_empty() {
+            self.later.clear();
+            return Err(Stop::Rerun);
+        }
+        Ok(())
+    }
+
+    fn acl_check(&mut self, argv: &[Bytes]) -> Option<bool> {
+        acl_check(argv)
+    }
+}
+
+/// `redis.acl_check_cmd`: only the default user exists, and it may run
+/// every command.
+pub(super) fn acl_check(argv: &[Bytes]) -> Option<bool> {
+    cmd::lookup(&argv[0]).map(|_| true)
+}
+
+/// Whether a client's EVAL of kind `kind` would write (CLIENT PAUSE WRITE
+/// holds it back): a script that may write, by its flags.
+pub(super) fn may_write(st: &ShardState, kind: ScriptKind, argv: &[Bytes]) -> bool {
+    if kind.read_only {
+        return false;
+    }
+    let sha = if kind.by_sha {
+        store::sha_arg(&argv[1])
+    } else {
+        Some(store::sha1_hex(&argv[1]))
+    };
+    match sha.and_then(|s| st.global.scripts.get(&s)) {
+        Some(s) => s.flags.may_write(),
+        None => store::shebang(&argv[1]).map_or(true, |(f, _)| f.may_write()),
+    }
+}

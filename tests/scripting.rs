@@ -1,0 +1,396 @@
+//! Scripting (issue 33) against redis-server: EVAL and its forms, SCRIPT,
+//! the Lua environment (the `redis` table, conversions both ways, errors
+//! with their script and line, read-only globals, `math.random`), shebang
+//! flags and the read-only forms, on 1 and 4 shards and in RESP3. Every
+//! reply must be byte-for-byte redis-server's.
+//!
+//! The format is `common::run_script`'s; inside an argument, `\n` stands
+//! for a newline (a shebang line ends with one). On 4 shards every key a
+//! script touches carries the hash tag `{k}`, so that all of them are on
+//! the shard of its KEYS.
+
+mod common;
+
+use common::{show, split, Basalt, Raw, RedisServer};
+
+/// The language itself: conversions, errors, globals.
+const LUA: &str = r##"
+EVAL "return 1" 0
+EVAL "return 'hello'" 0
+EVAL "return 100.5" 0
+EVAL "return -3.7" 0
+EVAL "return 1e20" 0
+EVAL "return 0/0" 0
+EVAL "return true" 0
+EVAL "return false" 0
+EVAL "return nil" 0
+EVAL "return {}" 0
+EVAL "return {1,2,3,'ciao',{1,2}}" 0
+EVAL "return {1,2,nil,4}" 0
+EVAL "return {1,true,false,3.7}" 0
+EVAL "return {foo='bar'}" 0
+EVAL "return {err='My Error'}" 0
+EVAL "return {err='-bar'}" 0
+EVAL "return {ok='fine'}" 0
+EVAL "return {ok='a\nb'}" 0
+EVAL "return {err='a\nb'}" 0
+EVAL "return {1,{err='x'},{ok='y'}}" 0
+EVAL "return {double=3.5}" 0
+EVAL "return {map={a=1}}" 0
+EVAL "return {set={a=true}}" 0
+EVAL "return {big_number='123'}" 0
+EVAL "return {verbatim_string={format='txt',string='hi'}}" 0
+EVAL "return redis.error_reply('FOO bar')" 0
+EVAL "return redis.error_reply('bar')" 0
+EVAL "return redis.error_reply('-bar')" 0
+EVAL "return redis.error_reply()" 0
+EVAL "return redis.error_reply(1)" 0
+EVAL "return redis.status_reply('bar')" 0
+EVAL "return redis.status_reply()" 0
+EVAL "return redis.sha1hex('')" 0
+EVAL "return redis.sha1hex('Pizza & Mandolino')" 0
+EVAL "return redis.sha1hex(12)" 0
+EVAL "return redis.sha1hex()" 0
+EVAL "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}" 2 {k}a {k}b c d
+EVAL "return #ARGV" 0 a b c
+EVAL "error('boom')" 0
+EVAL "error(nil)" 0
+EVAL "error(12)" 0
+EVAL "error({err='MYERR boo'})" 0
+EVAL "\n\nerror('third line')" 0
+EVAL "local ok, e = pcall(function() error('xx') end); return {tostring(ok), e}" 0
+EVAL "return pcall(function() error({err='x'}) end)" 0
+EVAL "return {pcall(function() return 1, 2 end)}" 0
+EVAL "a=5" 0
+EVAL "return a" 0
+EVAL "redis = nil" 0
+EVAL "string.foo = 1" 0
+EVAL "setmetatable(_G, {})" 0
+EVAL "rawset(_G, 'x', 1)" 0
+EVAL "_G.x = 1" 0
+EVAL "return print" 0
+EVAL "return dofile" 0
+EVAL "return loadstring('return 5')()" 0
+EVAL "local f = loadstring('y = 1'); f()" 0
+EVAL "local t = {}; t.x = 1; return t.x" 0
+EVAL "local function f(n) if n < 2 then return n end return f(n-1) + f(n-2) end return f(20)" 0
+EVAL "return string.format('%d-%s', 5, 'x')" 0
+EVAL "return table.concat({'a','b'}, ',')" 0
+EVAL "return math.floor(3.7)" 0
+EVAL "return tostring(1/3)" 0
+EVAL "return type(unpack)" 0
+EVAL "return coroutine.wrap(function() coroutine.yield(7) end)()" 0
+EVAL "return redis.REDIS_VERSION_NUM > 0" 0
+EVAL "return 'hello' --trailing comment" 0
+EVAL "syntax error here" 0
+EVAL "return 1 +" 0
+EVAL "return 1" -1
+EVAL "return 1" 2 a
+EVAL "return 1" abc
+EVAL "return 1"
+EVALSHA ffffffffffffffffffffffffffffffffffffffff 0
+EVALSHA NotValidShaSUM 0
+EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0
+EVALSHA E0E1F9FABFC9D4800C877A703B823AC0578FF8DB 0
+EVAL "return redis.log(redis.LOG_WARNING, 'from a script')" 0
+EVAL "return redis.log(redis.LOG_DEBUG, 'quiet', 1, {}, 'x')" 0
+EVAL "return redis.log(7, 'hi')" 0
+EVAL "return redis.log('x', 'hi')" 0
+EVAL "return redis.log(1)" 0
+EVAL "return redis.set_repl(redis.REPL_ALL)" 0
+EVAL "return redis.set_repl(99)" 0
+EVAL "return redis.set_repl()" 0
+EVAL "return redis.replicate_commands()" 0
+EVAL "return redis.breakpoint()" 0
+EVAL "return redis.debug('x')" 0
+EVAL "return redis.setresp(4)" 0
+EVAL "return redis.setresp()" 0
+EVAL "return redis.acl_check_cmd('get','x')" 0
+EVAL "return redis.acl_check_cmd('nosuch')" 0
+EVAL "return redis.acl_check_cmd()" 0
+EVAL "return tostring(math.random())" 0
+EVAL "return tostring(math.random())" 0
+EVAL "return {math.random(10), math.random(5,100)}" 0
+EVAL "math.randomseed(42); return tostring(math.random())" 0
+EVAL "return math.random(0)" 0
+EVAL "return math.random(5, 1)" 0
+EVAL "return math.random(1, 2, 3)" 0
+EVAL "return math.random('x')" 0
+EVAL "return pcall(math.random, 0)" 0
+"##;
+
+/// Commands from scripts.
+const CALLS: &str = r##"
+SET {k}x 5
+EVAL "return redis.call('get',KEYS[1])" 1 {k}x
+EVAL "return redis.call('GET',KEYS[1])" 1 {k}x
+EVAL "return redis.call('incr',KEYS[1])" 1 {k}x
+EVAL "local v = redis.pcall('incr',KEYS[1]); return {type(v), v}" 1 {k}x
+EVAL "return redis.call('get',KEYS[1])" 1 {k}nokey
+EVAL "return type(redis.call('get',KEYS[1]))" 1 {k}nokey
+EVAL "return redis.call('set',KEYS[1],'v')" 1 {k}y
+EVAL "local r = redis.call('set',KEYS[1],'v'); return r['ok']" 1 {k}y
+EVAL "return redis.call('set',KEYS[1],1.5)" 1 {k}y
+EVAL "return redis.call('get',KEYS[1])" 1 {k}y
+EVAL "return redis.call('set',KEYS[1],10)" 1 {k}y
+EVAL "return redis.call('set',KEYS[1],0.1)" 1 {k}y
+EVAL "return redis.call('get',KEYS[1])" 1 {k}y
+EVAL "return redis.call('set',KEYS[1],123456789012345678)" 1 {k}y
+EVAL "return redis.call('get',KEYS[1])" 1 {k}y
+EVAL "return redis.call('incr',KEYS[1])" 1 {k}y
+EVAL "return redis.pcall('incr',KEYS[1])" 1 {k}y
+EVAL "return {redis.pcall('incr',KEYS[1])}" 1 {k}y
+EVAL "local t = redis.pcall('incr',KEYS[1]); return t['err']" 1 {k}y
+EVAL "local ok, e = pcall(redis.call, 'incr', KEYS[1]); return {tostring(ok), e}" 1 {k}y
+EVAL "return redis.call('lpush',KEYS[1],'val')" 1 {k}y
+EVAL "return redis.call('nosuch')" 0
+EVAL "return redis.pcall('nosuch')" 0
+EVAL "return redis.call('get')" 0
+EVAL "return redis.call()" 0
+EVAL "return redis.call('get', {})" 1 {k}x
+EVAL "return redis.call('get', nil)" 1 {k}x
+EVAL "return redis.call('blpop', KEYS[1], 0)" 1 {k}l
+EVAL "return redis.pcall('brpop', KEYS[1], 0)" 1 {k}l
+EVAL "return redis.call('blmove', KEYS[1], KEYS[2], 'LEFT', 'LEFT', 0)" 2 {k}l {k}m
+EVAL "return redis.call('multi')" 0
+EVAL "return redis.call('exec')" 0
+EVAL "return redis.call('watch', KEYS[1])" 1 {k}x
+EVAL "return redis.call('eval', 'return 1', 0)" 0
+EVAL "return redis.call('subscribe', 'c')" 0
+EVAL "return redis.call('client', 'list')" 0
+EVAL "return redis.call('script', 'load', 'return 1')" 0
+EVAL "return redis.call('debug', 'sleep', 0)" 0
+EVAL "return redis.call('save')" 0
+EVAL "return redis.call('shutdown')" 0
+EVAL "return redis.call('ping')" 0
+EVAL "return redis.call('echo', 'x')" 0
+RPUSH {k}l a b c
+EVAL "local foo = redis.pcall('lrange',KEYS[1],0,-1); return {type(foo),foo[1],foo[2],foo[3],# foo}" 1 {k}l
+HSET {k}h f1 v1 f2 v2
+EVAL "return redis.call('hgetall',KEYS[1])" 1 {k}h
+EVAL "return redis.call('hget',KEYS[1],'f1')" 1 {k}h
+EVAL "return redis.call('hset',KEYS[1],'f3','v3')" 1 {k}h
+SADD {k}s m1
+EVAL "return redis.call('smembers',KEYS[1])" 1 {k}s
+ZADD {k}z 1.5 a 2 b
+EVAL "return redis.call('zrange',KEYS[1],0,-1,'withscores')" 1 {k}z
+EVAL "return redis.call('zscore',KEYS[1],'a')" 1 {k}z
+EVAL "return redis.call('zincrby',KEYS[1],1,'a')" 1 {k}z
+EVAL "return redis.call('del',KEYS[1],KEYS[2])" 2 {k}s {k}nokey
+EVAL "return redis.call('exists',KEYS[1],KEYS[2])" 2 {k}h {k}s
+EVAL "return redis.call('mset',KEYS[1],'1',KEYS[2],'2')" 2 {k}m1 {k}m2
+EVAL "return redis.call('mget',KEYS[1],KEYS[2],KEYS[3])" 3 {k}m1 {k}m2 {k}m3
+EVAL "return redis.call('type',KEYS[1])" 1 {k}h
+EVAL "return redis.call('ttl',KEYS[1])" 1 {k}h
+EVAL "redis.call('set',KEYS[1],'a'); redis.call('expire',KEYS[1],100); return redis.call('ttl',KEYS[1])" 1 {k}e
+EVAL "redis.call('set',KEYS[1],'1'); redis.call('incr',KEYS[1]); error('after writes')" 1 {k}w
+GET {k}w
+EVAL "redis.call('set',KEYS[1],'1'); return redis.call('nosuch')" 1 {k}w2
+GET {k}w2
+EVAL "local t = {}; for i = 1, 100 do t[i] = redis.call('incr', KEYS[1]) end; return t[100]" 1 {k}n
+EVAL "redis.call('select', 1); redis.call('set', KEYS[1], 'in1'); return redis.call('get', KEYS[1])" 1 {k}sel
+GET {k}sel
+SELECT 1
+GET {k}sel
+SELECT 0
+EVAL "return redis.call('select', 100)" 0
+EVAL "return redis.call('select', 'x')" 0
+SCRIPT LOAD "return redis.call('get', KEYS[1])"
+EVALSHA 4e6d8fc8bb01276962cce5371fa795a7763657ae 1 {k}x
+EVALSHA_RO 4e6d8fc8bb01276962cce5371fa795a7763657ae 1 {k}x
+EVAL_RO "return redis.call('get', KEYS[1])" 1 {k}x
+EVAL_RO "return redis.call('set', KEYS[1], '1')" 1 {k}x
+EVAL_RO "return redis.pcall('set', KEYS[1], '1')" 1 {k}x
+EVAL_RO "return redis.call('publish', 'c', 'm')" 0
+EVAL_RO "return redis.call('del', KEYS[1])" 1 {k}x
+GET {k}x
+"##;
+
+/// Shebangs and flags, SCRIPT.
+const FLAGS: &str = r##"
+SET {k}x 1
+EVAL "#!lua\nreturn 1" 0
+EVAL "#!lua\nreturn {1,2,3}\n" 0
+EVAL "#!lua flags=no-writes\nreturn redis.call('set',KEYS[1],'1')" 1 {k}x
+EVAL "#!lua flags=no-writes\nreturn redis.pcall('set',KEYS[1],'1')" 1 {k}x
+EVAL "#!lua flags=no-writes,allow-oom\nreturn redis.call('get',KEYS[1])" 1 {k}x
+EVAL "#!lua flags=no-writes\nreturn redis.call('publish','c','m')" 0
+EVAL "#!lua flags=bad\nreturn 1" 0
+EVAL "#!lua x=y\nreturn 1" 0
+EVAL "#!js\nreturn 1" 0
+EVAL "#!lua" 0
+EVAL "#!lua name=foo\nreturn 1" 0
+EVAL "#!lua flags=no-writes flags=allow-oom\nreturn 1" 0
+EVAL "#!lua flags=\nreturn 1" 0
+EVAL "#!lua flags=no-cluster\nreturn 1" 0
+EVAL "#!lua flags=allow-stale,allow-cross-slot-keys\nreturn 1" 0
+EVAL "#!lua  flags=no-writes  \nreturn 1" 0
+EVAL "#!lua flags=no-writes,,allow-oom\nreturn 1" 0
+EVAL "#!lua flags=no-writes\n" 0
+EVAL "#!lua\nerror('x')" 0
+EVAL "#!lua\nreturn redis.call('set',KEYS[1],'2')" 1 {k}x
+EVAL "return 1\n#!lua" 0
+EVAL "  #!lua\nreturn 1" 0
+EVAL_RO "#!lua\nreturn redis.call('get',KEYS[1])" 1 {k}x
+EVAL_RO "#!lua flags=no-writes\nreturn redis.call('get',KEYS[1])" 1 {k}x
+EVALSHA_RO a 0
+SCRIPT LOAD "return 'loaded'"
+EVALSHA b534286061d4b9e4026607613b95c06c06015ae8 0
+SCRIPT LOAD "return 1 +"
+SCRIPT LOAD "#!lua flags=bad\nreturn 1"
+SCRIPT LOAD "#!lua flags=no-writes\nreturn 1"
+SCRIPT EXISTS b534286061d4b9e4026607613b95c06c06015ae8 x ffffffffffffffffffffffffffffffffffffffff
+EVAL "return 1+1" 0
+SCRIPT EXISTS a27e7e8a43702b7046d4f6a7ccf5b60cef6b9bd9 a27e7e8a43702b7046d4f6a7ccf5b60cef6b9bda
+SCRIPT EXISTS
+SCRIPT FLUSH foo
+SCRIPT FLUSH SYNC extra
+SCRIPT FLUSH
+SCRIPT EXISTS b534286061d4b9e4026607613b95c06c06015ae8
+EVALSHA b534286061d4b9e4026607613b95c06c06015ae8 0
+SCRIPT LOAD "return 'loaded'"
+SCRIPT FLUSH ASYNC
+EVALSHA b534286061d4b9e4026607613b95c06c06015ae8 0
+SCRIPT LOAD "return 'loaded'"
+SCRIPT FLUSH sync
+SCRIPT KILL
+SCRIPT KILL x
+SCRIPT LOAD
+SCRIPT FOO
+SCRIPT HELP
+SCRIPT DEBUG NO
+SCRIPT DEBUG maybe
+"##;
+
+/// Keys anywhere: declared on several shards, undeclared, and commands
+/// that reach every shard (on 4 shards these run behind the gate).
+const CROSS: &str = r##"
+MSET a 1 b 2 c 3 d 4
+EVAL "return redis.call('mget', KEYS[1], KEYS[2], KEYS[3], KEYS[4])" 4 a b c d
+EVAL "return {redis.call('get','a'), redis.call('get','b'), redis.call('get','c')}" 0
+EVAL "for i, k in ipairs(KEYS) do redis.call('incrby', k, 10) end; return redis.call('mget', unpack(KEYS))" 4 a b c d
+EVAL "redis.call('set', 'new1', 'x'); redis.call('rpush', 'list1', 'a', 'b'); return redis.call('exists', 'new1', 'list1', 'nope')" 0
+EVAL "local v = redis.call('get', KEYS[1]); redis.call('set', 'copy-of-a', v); return redis.call('get', 'copy-of-a')" 1 a
+EVAL "return redis.call('dbsize')" 0
+~EVAL "return redis.call('keys', '*')" 0
+EVAL "return redis.call('ping')" 0
+EVAL "return redis.call('ping', 'hi')" 0
+EVAL "return redis.call('echo', 'x')" 0
+EVAL "return #redis.call('time')" 0
+EVAL "return redis.call('lmpop', 2, 'nol', 'list1', 'left')" 0
+EVAL "return redis.call('blmpop', 0, 1, 'nol', 'left')" 0
+EVAL "return redis.call('rename', 'a', 'renamed')" 0
+EVAL "return {redis.call('get', 'a'), redis.call('get', 'renamed')}" 0
+EVAL "redis.call('sadd', 's1', 'x', 'y'); redis.call('sadd', 's2', 'y', 'z'); return redis.call('sinter', 's1', 's2')" 0
+EVAL "redis.call('set', 'w1', '1'); redis.call('set', 'w2', '2'); error('after two writes')" 0
+MGET w1 w2
+EVAL "redis.call('select', 2); redis.call('set', 'in2', 'x'); return redis.call('dbsize')" 0
+SELECT 2
+GET in2
+SELECT 0
+EVAL "return redis.call('flushall')" 0
+DBSIZE
+MULTI
+SET m1 1
+EVAL "return redis.call('incr', 'm1')" 0
+EVAL "return redis.call('get', KEYS[1])" 1 m1
+EXEC
+MULTI
+EVAL "return redis.call('incr', KEYS[1])" 1 {k}x
+EVAL "return redis.call('incr', KEYS[1])" 1 b
+EXEC
+GET b
+"##;
+
+/// RESP3: conversions both ways, with and without `redis.setresp(3)`.
+const RESP3: &str = r##"
+HSET {k}h a 1
+EVAL "return {1,true,false,3.7,-3.7}" 0
+EVAL "return nil" 0
+EVAL "return false" 0
+EVAL "return {double=3.5}" 0
+EVAL "return {map={a=1}}" 0
+EVAL "return {set={a=true}}" 0
+EVAL "return {big_number='123'}" 0
+EVAL "return {verbatim_string={format='txt',string='hi'}}" 0
+EVAL "return redis.call('hgetall',KEYS[1])" 1 {k}h
+EVAL "redis.setresp(3); return redis.call('hgetall',KEYS[1])" 1 {k}h
+EVAL "redis.setresp(3); local m = redis.call('hgetall',KEYS[1]); return m['map']['a']" 1 {k}h
+EVAL "redis.setresp(3); return redis.call('get',KEYS[1])" 1 {k}nokey
+EVAL "redis.setresp(3); return type(redis.call('get',KEYS[1]))" 1 {k}nokey
+EVAL "redis.setresp(3); return {redis.call('get',KEYS[1]), 5}" 1 {k}nokey
+EVAL "redis.setresp(3); return true" 0
+EVAL "redis.setresp(3); return false" 0
+EVAL "redis.setresp(3); return redis.call('exists',KEYS[1])" 1 {k}h
+ZADD {k}z 1.5 a
+EVAL "redis.setresp(3); return redis.call('zscore',KEYS[1],'a')" 1 {k}z
+EVAL "redis.setresp(3); return redis.call('zscore',KEYS[1],'a')['double']" 1 {k}z
+EVAL "redis.setresp(3); return redis.call('zrange',KEYS[1],0,-1,'withscores')" 1 {k}z
+"##;
+
+/// Runs `script` (the format of the module doc) on both servers, both
+/// connections in RESP3 first when `resp3`.
+fn run(name: &str, script: &str, shards: usize, resp3: bool) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    if resp3 {
+        r.cmd(&["HELLO", "3"]);
+        b.cmd(&["HELLO", "3"]);
+    }
+    compare(name, script, &mut r, &mut b, shards);
+}
+
+fn compare(name: &str, script: &str, r: &mut Raw, b: &mut Raw, shards: usize) {
+    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (unordered, line) = match line.strip_prefix('~') {
+            Some(rest) => (true, rest.trim()),
+            None => (false, line),
+        };
+        let args: Vec<Vec<u8>> = split(line)
+            .into_iter()
+            .map(|a| String::from_utf8_lossy(&a).replace("\\n", "\n").into_bytes())
+            .collect();
+        let (mut want, mut got) = (r.cmd(&args), b.cmd(&args));
+        if unordered {
+            want = sorted_lines(&want);
+            got = sorted_lines(&got);
+        }
+        assert!(
+            want == got,
+            "[{name}, {shards} shards] `{line}`\n redis:  {}\n basalt: {}",
+            show(&want),
+            show(&got)
+        );
+    }
+}
+
+/// A reply's lines, sorted (an array whose order Redis does not define).
+fn sorted_lines(reply: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(reply);
+    let mut lines: Vec<&str> = text.split("\r\n").collect();
+    lines.sort();
+    lines.join("\n").into_bytes()
+}
+
+#[test]
+fn scripts_reply_like_redis_one_shard() {
+    for (name, script) in [("lua", LUA), ("calls", CALLS), ("flags", FLAGS), ("cross", CROSS)] {
+        run(name, script, 1, false);
+    }
+}
+
+#[test]
+fn scripts_reply_like_redis_four_shards() {
+    for (name, script) in [("lua", LUA), ("calls", CALLS), ("flags", FLAGS), ("cross", CROSS)] {
+        run(name, script, 4, false);
+    }
+}
+
+#[test]
+fn scripts_reply_like_redis_in_resp3() {
+    run("resp3", RESP3, 1, true);
+    run("resp3", RESP3, 4, true);
+    run("calls-resp3", CALLS, 4, true);
+    run("cross-resp3", CROSS, 4, true);
+}
