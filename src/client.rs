@@ -25,6 +25,9 @@ pub struct Client {
     /// EXEC is running the queue: blocking commands answer at once, as if
     /// their timeout had passed (Redis's `CLIENT_DENY_BLOCKING`).
     pub in_exec: bool,
+    /// A gated script of this client is running one of its commands: the
+    /// -BUSY its own slowness causes is not for them.
+    pub in_script: bool,
     /// The keys WATCHed since the last EXEC, DISCARD or UNWATCH.
     pub watch: Option<Watch>,
     /// Pub/sub subscriptions, from the first (P|S)SUBSCRIBE on.

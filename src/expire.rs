@@ -43,7 +43,11 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
         send_peer_touches(&shard).await;
         // A multi-shard EXEC holds the gate: no key expires under it (as
         // Redis's EXEC runs with the clock held); the next tick catches up.
-        if st.gate.is_closed() || !st.global.active_expire.load(Ordering::Relaxed) || crate::pause::holds_expiry(now_ms()) {
+        if st.gate.is_closed()
+            || st.script_paused.get()
+            || !st.global.active_expire.load(Ordering::Relaxed)
+            || crate::pause::holds_expiry(now_ms())
+        {
             // Writes pay no expiry debt either (DEBUG SET-ACTIVE-EXPIRE 0
             // leaves expired keys for reads to find, as Redis does).
             st.ks.expiry_behind.set(false);
@@ -104,7 +108,7 @@ pub async fn active_expire_loop(shard: Rc<Shard<ShardState>>) {
             if away.elapsed() < IDLE_YIELD {
                 charged = charged.saturating_sub(spent);
             }
-            if st.gate.is_closed() || crate::pause::holds_expiry(now_ms()) {
+            if st.gate.is_closed() || st.script_paused.get() || crate::pause::holds_expiry(now_ms()) {
                 break;
             }
         }

@@ -48,6 +48,11 @@ pub struct Global {
     pub tx_queue: Mutex<TxQueue>,
     /// The scripts EVAL and SCRIPT LOAD have seen (`script::store`).
     pub scripts: crate::script::store::Scripts,
+    /// The scripts running on each shard (`script::busy`).
+    pub script_board: crate::script::busy::Board,
+    /// FUNCTION libraries (`script::functions`; on disk:
+    /// `storage::functions`).
+    pub functions: crate::script::functions::Functions,
 }
 
 /// The process-wide transaction gate: whether an EXEC holds it, and the

@@ -94,6 +94,9 @@ pub struct ShardState {
     /// This shard's Lua interpreter, made on the first script, with the
     /// script store's epoch it compiled for (`dispatch::script`).
     pub lua: RefCell<Option<(crate::script::Vm, u64)>>,
+    /// A busy script of this shard lets it serve others between slices
+    /// (`dispatch::scriptco`); meanwhile no other command touches its data.
+    pub script_paused: Cell<bool>,
 }
 
 /// Cross-shard GETs whose access time one tick sends at most.
@@ -134,7 +137,8 @@ impl Gate {
         }
     }
 
-    fn wake(&self) {
+    /// Wakes every task waiting at the gate (they look again).
+    pub fn wake(&self) {
         let ws = std::mem::take(&mut *self.waiters.borrow_mut());
         for w in ws {
             w.wake();
@@ -188,6 +192,7 @@ impl ShardState {
             gate: Default::default(),
             peer_touches: Default::default(),
             lua: Default::default(),
+            script_paused: Cell::new(false),
         }
     }
 

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{show, split, Basalt, Raw, RedisServer};
+use common::run_lua_script as run;
 
 /// The language itself: conversions, errors, globals.
 const LUA: &str = r##"
@@ -327,51 +327,6 @@ EVAL "redis.setresp(3); return redis.call('zscore',KEYS[1],'a')" 1 {k}z
 EVAL "redis.setresp(3); return redis.call('zscore',KEYS[1],'a')['double']" 1 {k}z
 EVAL "redis.setresp(3); return redis.call('zrange',KEYS[1],0,-1,'withscores')" 1 {k}z
 "##;
-
-/// Runs `script` (the format of the module doc) on both servers, both
-/// connections in RESP3 first when `resp3`.
-fn run(name: &str, script: &str, shards: usize, resp3: bool) {
-    let redis = RedisServer::start();
-    let basalt = Basalt::start(shards);
-    let (mut r, mut b) = (redis.raw(), basalt.raw());
-    if resp3 {
-        r.cmd(&["HELLO", "3"]);
-        b.cmd(&["HELLO", "3"]);
-    }
-    compare(name, script, &mut r, &mut b, shards);
-}
-
-fn compare(name: &str, script: &str, r: &mut Raw, b: &mut Raw, shards: usize) {
-    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let (unordered, line) = match line.strip_prefix('~') {
-            Some(rest) => (true, rest.trim()),
-            None => (false, line),
-        };
-        let args: Vec<Vec<u8>> = split(line)
-            .into_iter()
-            .map(|a| String::from_utf8_lossy(&a).replace("\\n", "\n").into_bytes())
-            .collect();
-        let (mut want, mut got) = (r.cmd(&args), b.cmd(&args));
-        if unordered {
-            want = sorted_lines(&want);
-            got = sorted_lines(&got);
-        }
-        assert!(
-            want == got,
-            "[{name}, {shards} shards] `{line}`\n redis:  {}\n basalt: {}",
-            show(&want),
-            show(&got)
-        );
-    }
-}
-
-/// A reply's lines, sorted (an array whose order Redis does not define).
-fn sorted_lines(reply: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(reply);
-    let mut lines: Vec<&str> = text.split("\r\n").collect();
-    lines.sort();
-    lines.join("\n").into_bytes()
-}
 
 #[test]
 fn scripts_reply_like_redis_one_shard() {

@@ -15,6 +15,7 @@ pub mod aclcats;
 pub mod args;
 pub mod command;
 pub mod connection;
+pub mod functions;
 pub mod hashes;
 pub mod keys;
 pub mod keyspecs;
@@ -141,6 +142,8 @@ pub enum Exec {
 pub struct ScriptKind {
     pub by_sha: bool,
     pub read_only: bool,
+    /// FCALL and FCALL_RO: argv[1] names a function.
+    pub function: bool,
 }
 
 /// A subcommand of a container command (CLIENT, CONFIG, OBJECT, COMMAND).

@@ -17,18 +17,22 @@ use crate::shard::ShardState;
 const EVAL: ScriptKind = ScriptKind {
     by_sha: false,
     read_only: false,
+    function: false,
 };
 const EVALSHA: ScriptKind = ScriptKind {
     by_sha: true,
     read_only: false,
+    function: false,
 };
 const EVAL_RO: ScriptKind = ScriptKind {
     by_sha: false,
     read_only: true,
+    function: false,
 };
 const EVALSHA_RO: ScriptKind = ScriptKind {
     by_sha: true,
     read_only: true,
+    function: false,
 };
 
 /// The scripting commands (`cmd::table` has the line format).
@@ -98,7 +102,10 @@ pub async fn script(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             st.global.scripts.flush();
             r.ok();
         }
-        b"kill" => return Err(CmdError::new("NOTBUSY No scripts in execution right now.")),
+        b"kill" => {
+            st.global.script_board.kill(false).map_err(CmdError::new)?;
+            r.ok();
+        }
         b"debug" => {
             let mode = argv[2].to_ascii_lowercase();
             match mode.as_slice() {

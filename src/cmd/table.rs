@@ -12,7 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    connection, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, strings, zedit, zmulti, zscan, zsets, CommandSpec,
+    connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, strings, zedit, zmulti, zscan, zsets,
+    CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -90,6 +91,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         pubsub::COMMANDS,
         monitor::COMMANDS,
         scripting::COMMANDS,
+        functions::COMMANDS,
     ]
     .concat()
 });

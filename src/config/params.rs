@@ -24,7 +24,6 @@ const OUTPUT: &str = "replies are written per batch and not yet capped per clien
 const PROCESS: &str = "process management (daemon, supervisor, pid file, syslog, title, THP, OOM score, CPU lists, signal policy) is the service manager's: Basalt runs in the foreground, logs with loglevel/logfile, and always syncs the WAL on shutdown";
 const REPL: &str = "no replication yet";
 const RESTORE: &str = "RESTORE always checks its whole payload";
-const SCRIPTS: &str = "no scripting or functions yet";
 const SOCKETS: &str = "the listener is glommio's TCP socket with its own backlog and no keepalive; no unix socket yet";
 const THREADS: &str = "thread-per-core: every shard does its own I/O (the number of shards is `shards`)";
 const TLS: &str = "no TLS listener: terminate TLS in front of Basalt";
@@ -124,7 +123,7 @@ pub(super) const PARAMS: &[Param] = &[
     inert("bgsave_cpulist", "", Str, PROCESS).fixed(),
     inert("bind-source-addr", "", Str, REPL),
     inert("bio_cpulist", "", Str, PROCESS).fixed(),
-    inert("busy-reply-threshold", "5000", Int(0, i64::MAX), SCRIPTS).alias("lua-time-limit"),
+    live("busy-reply-threshold", "5000", Int(0, i64::MAX)).alias("lua-time-limit"),
     live("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", OutputLimits),
     inert("cluster-allow-pubsubshard-when-down", "yes", Bool, CLUSTER),
     inert("cluster-allow-reads-when-down", "no", Bool, CLUSTER),

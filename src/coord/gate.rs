@@ -41,7 +41,9 @@ pub async fn admit(st: &ShardState, client: u64) {
     }
     st.gate.leave();
     std::future::poll_fn(|cx| {
-        if st.gate.closed_to(client) {
+        // A busy script holding the gate lets commands through: they get
+        // -BUSY (or, SCRIPT KILL, stop it).
+        if st.gate.closed_to(client) && st.global.script_board.busy_error().is_none() {
             st.gate.wait(cx.waker());
             Poll::Pending
         } else {

@@ -18,37 +18,25 @@
 
 use std::rc::Rc;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
-use corosensei::stack::DefaultStack;
-use corosensei::{Coroutine, CoroutineResult, Yielder};
 use shards::Shard;
 
 use super::execute;
-use super::script::{acl_check, checked, select, Job, KILLED};
+use super::script::Job;
+use super::scriptco::{Resumed, Running};
 use crate::client::Client;
 use crate::clock;
-use crate::cmd::scripting::with_vm;
 use crate::coord::gate;
 use crate::error::{CmdError, CmdResult};
 use crate::resp::Reply;
-use crate::script::{Host, Stop};
+use crate::script::Stop;
 use crate::shard::ShardState;
-
-/// The stack a gated script's Lua runs on. Lua's C recursion stops at 200
-/// levels; the commands run on the shard's own stack.
-const STACK: usize = 1 << 20;
-
-/// What a suspended script asks for: a command, with the db and protocol
-/// it runs in.
-type Call = (Vec<Bytes>, u8, bool);
-
-/// A gated script's coroutine: resumed with a reply, suspended with a
-/// command, returns how the script ended.
-type ScriptCo = Coroutine<Vec<u8>, Call, Result<(), Stop>, DefaultStack>;
 
 /// Runs `job` behind the gate (or inside the EXEC that holds it) and
 /// writes its reply into `out`.
-pub(super) async fn run(shard: &Rc<Shard<ShardState>>, client: &mut Client, job: &Job, out: &mut Reply) -> CmdResult {
+pub(super) async fn run(shard: &Rc<Shard<ShardState>>, client: &mut Client, job: &Arc<Job>, out: &mut Reply) -> CmdResult {
     let st = shard.state();
     let nested = client.in_exec;
     let held = if nested {
@@ -85,58 +73,32 @@ pub(super) async fn run(shard: &Rc<Shard<ShardState>>, client: &mut Client, job:
 }
 
 /// Runs the script on its coroutine until it returns, running each
-/// command it suspends with.
-async fn drive(shard: &Rc<Shard<ShardState>>, client: &mut Client, job: &Job, r: &mut Reply) -> CmdResult {
+/// command it asks for; a busy script lets this shard breathe, and wakes
+/// the clients parked at the gate so that they get `-BUSY`.
+async fn drive(shard: &Rc<Shard<ShardState>>, client: &mut Client, job: &Arc<Job>, r: &mut Reply) -> CmdResult {
     let st = shard.state();
-    // Compiled here if this shard has not run it yet.
-    with_vm(st, |vm| {
-        if vm.has(&job.sha) {
-            Ok(())
-        } else {
-            vm.compile(&job.sha, job.script.code())
-        }
-    })
-    .map_err(CmdError::new)?;
-    // The interpreter leaves the shard's slot while the script runs (see
-    // `Running`).
-    let Some((vm, epoch)) = st.lua.borrow_mut().take() else {
-        return Err(CmdError::new("ERR no Lua interpreter"));
-    };
-    let vm = Box::into_raw(Box::new(vm));
-    let stack = DefaultStack::new(STACK).map_err(|e| CmdError::new(format!("ERR cannot make a script stack: {e}")))?;
-    let mut host = GatedHost {
-        yielder: None,
-        db: job.db,
-        databases: st.global.databases,
-        no_writes: job.read_only || job.script.flags.no_writes,
-    };
-    let body = |y: &Yielder<Vec<u8>, Call>, _: Vec<u8>| {
-        host.yielder = Some(y as *const _);
-        // SAFETY: `vm` is this coroutine's alone until it returns.
-        unsafe { (*vm).run(&job.sha, &job.keys, &job.args, &mut host, r) }
-    };
-    // SAFETY: everything the body borrows outlives the coroutine: it is
-    // driven to its end below, or leaked (never resumed) if this future is
-    // dropped first (`Running`).
-    let co = unsafe { Coroutine::with_stack_unchecked(stack, body) };
-    let mut running = Running(Some(co));
+    let mut running = Running::start(st, job, false)?;
     let mut input = Vec::new();
-    let res = loop {
-        let Some(co) = running.0.as_mut() else { break Ok(()) };
-        match co.resume(std::mem::take(&mut input)) {
-            CoroutineResult::Yield((argv, db, resp3)) => input = call(shard, client, argv, db, resp3).await,
-            CoroutineResult::Return(res) => break res,
+    let mut woken = false;
+    loop {
+        match running.resume(std::mem::take(&mut input)) {
+            Resumed::Call(argv, db, resp3) => input = call(shard, client, argv, db, resp3).await,
+            Resumed::Breathe => {
+                if !woken {
+                    woken = true;
+                    shard.broadcast(|st: &ShardState| st.gate.wake()).await;
+                }
+                shards::rt::yield_now().await;
+            }
+            Resumed::Done(res, buf) => {
+                r.buf.extend_from_slice(&buf);
+                return match res {
+                    Ok(()) | Err(Stop::Killed) => Ok(()),
+                    // Nothing is left to rerun on: every command may run here.
+                    Err(Stop::Rerun) => Err(CmdError::new("ERR internal error while running the script")),
+                };
+            }
         }
-    };
-    running.0 = None;
-    // SAFETY: the coroutine returned: nothing else holds `vm`.
-    let vm = unsafe { Box::from_raw(vm) };
-    *st.lua.borrow_mut() = Some((*vm, epoch));
-    match res {
-        Ok(()) => Ok(()),
-        Err(Stop::Killed) => Err(CmdError::new(KILLED)),
-        // Nothing is left to rerun on: every command may run here.
-        Err(Stop::Rerun) => Err(CmdError::new("ERR internal error while running the script")),
     }
 }
 
@@ -146,6 +108,7 @@ async fn call(shard: &Rc<Shard<ShardState>>, client: &mut Client, argv: Vec<Byte
     let (was_db, was_resp3, was_in_exec) = (client.db, client.resp3, client.in_exec);
     client.db = db;
     client.resp3 = resp3;
+    client.in_script = true;
     // Blocking commands answer at once, as inside EXEC.
     client.in_exec = true;
     let mut out = Reply::new(resp3);
@@ -154,54 +117,6 @@ async fn call(shard: &Rc<Shard<ShardState>>, client: &mut Client, argv: Vec<Byte
     client.db = was_db;
     client.resp3 = was_resp3;
     client.in_exec = was_in_exec;
+    client.in_script = false;
     out.buf
-}
-
-/// The coroutine of a running script. Dropped before its end (the task
-/// dropped while the script waits for a command), it is leaked, with the
-/// interpreter it runs on: unwinding it would cross Lua's C frames.
-struct Running(Option<ScriptCo>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(co) = self.0.take() {
-            if !co.done() {
-                tracing::warn!("a script was stopped while it waited for a command: its interpreter is dropped");
-                std::mem::forget(co);
-            }
-        }
-    }
-}
-
-/// Runs a gated script's commands: each suspends the script's coroutine.
-struct GatedHost {
-    /// The coroutine's yielder, set when it starts.
-    yielder: Option<*const Yielder<Vec<u8>, Call>>,
-    db: u8,
-    databases: usize,
-    no_writes: bool,
-}
-
-impl Host for GatedHost {
-    fn call(&mut self, argv: Vec<Bytes>, out: &mut Reply) -> Result<(), Stop> {
-        let Some((_, spec)) = checked(&argv, self.no_writes, out) else {
-            return Ok(());
-        };
-        if spec.name == "select" {
-            select(self.databases, &argv, &mut self.db, out);
-            return Ok(());
-        }
-        let Some(y) = self.yielder else {
-            out.error("ERR internal error while running the script");
-            return Ok(());
-        };
-        // SAFETY: set by the coroutine's body, which is running this call.
-        let reply = unsafe { (*y).suspend((argv, self.db, out.resp3)) };
-        out.buf.extend_from_slice(&reply);
-        Ok(())
-    }
-
-    fn acl_check(&mut self, argv: &[Bytes]) -> Option<bool> {
-        acl_check(argv)
-    }
 }

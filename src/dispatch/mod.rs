@@ -56,6 +56,7 @@ mod gated;
 pub mod group;
 pub mod probe;
 mod script;
+mod scriptco;
 mod spread;
 
 use std::rc::Rc;
@@ -100,16 +101,21 @@ const MISCONF: &str = "MISCONF Errors writing to the AOF file: No space left on 
 
 /// What a batch's commands are checked against.
 #[derive(Clone, Copy)]
-struct Gate {
+struct Gate<'a> {
     requirepass: bool,
     /// The disk guard refuses writes (`storage::disk`).
     writes_refused: bool,
+    /// Scripts running anywhere: a busy one refuses most commands.
+    scripts: &'a crate::script::busy::Board,
+    /// Another client's script holds the transaction gate and let this
+    /// command through only to be refused (`coord::gate::admit`).
+    held: bool,
 }
 
 /// Checks done before a command runs: unknown, auth, arity, subcommand,
 /// and writes while the disk is full (Redis's `MISCONF` after a failed AOF
 /// write, which refuses PING too, so health checks notice).
-fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
+fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
     let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
         return Err((None, cmd::unknown_command_error(argv)));
     };
@@ -126,6 +132,10 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
     if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
         return Err((Some(idx), MISCONF.into()));
     }
+    if (gate.held || gate.scripts.busy_error().is_some()) && !client.in_script && !allowed_busy(spec, argv) {
+        let busy = gate.scripts.busy_error().unwrap_or(crate::script::busy::BUSY_EVAL);
+        return Err((Some(idx), busy.into()));
+    }
     // MODES: subscribers and monitors (both have a mailbox); one check for
     // every other client.
     if client.pubsub.is_some() {
@@ -140,6 +150,15 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate) -> Result<(usize, &'sta
         }
     }
     Ok((idx, spec))
+}
+
+/// What runs while a script is busy: commands flagged `allow_busy`
+/// (SCRIPT KILL, FUNCTION KILL...) and SHUTDOWN NOSAVE, as Redis.
+fn allowed_busy(spec: &CommandSpec, argv: &[Bytes]) -> bool {
+    let flags = spec.subcommand_index(argv).map_or(spec.flags, |i| spec.subcommands[i].flags);
+    flags.contains(&"allow_busy")
+        || spec.flags.contains(&"allow_busy")
+        || spec.name == "shutdown" && argv.len() == 2 && argv[1].first().is_some_and(|c| c.eq_ignore_ascii_case(&b'n'))
 }
 
 /// What a RESP2 client in subscribed mode may run.
@@ -198,6 +217,8 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
     let gate = Gate {
         requirepass: g.config.requirepass_set.load(Ordering::Relaxed),
         writes_refused: g.engine.disk.refused(),
+        scripts: &g.script_board,
+        held: false,
     };
     let here = shard.id();
     let n = shard.count();
@@ -211,9 +232,11 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
     let mut i = 0;
     while i < cmds.len() && !client.closing {
         // MODES: another client's multi-shard EXEC holds the gate.
+        let mut gate = gate;
         if st.gate.closed_to(client.info.id) {
             close_group(&mut group, out, &mut [], &mut later);
             crate::coord::gate::admit(st, client.info.id).await;
+            gate.held = st.gate.closed_to(client.info.id);
         }
         let checked = precheck(client, &cmds[i], gate);
         // Where a shard command runs (computed once: it hashes the key).
@@ -456,6 +479,11 @@ pub fn run_shard_cmd(
     later: &mut Vec<Later>,
     probe: bool,
 ) -> bool {
+    if st.script_paused.get() {
+        // A busy script of this shard is between two slices.
+        r.error(st.global.script_board.busy_error().unwrap_or(crate::script::busy::BUSY_EVAL));
+        return true;
+    }
     let start = Instant::now();
     let ctx = Ctx::new(st, db, now_ms());
     let at = r.buf.len();

@@ -20,17 +20,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 use shards::{Shard, Then};
 
-use super::group::Grouped;
-use super::{run_shard_cmd, Later};
+use super::scriptco::{Resumed, Running};
 use crate::client::{Client, ClientInfo};
 use crate::clock::{self, now_ms};
-use crate::cmd::scripting::{load, with_vm};
-use crate::cmd::{self, args::parse_i64, Exec, ScriptKind};
+use crate::cmd::scripting::load;
+use crate::cmd::{self, args::parse_i64, ScriptKind};
 use crate::coord::misses::{after_reads_of, held_of};
 use crate::error::{CmdError, CmdResult};
 use crate::resp::Reply;
 use crate::script::store::{self, Script};
-use crate::script::{Host, Stop};
+use crate::script::Stop;
 use crate::shard::ShardState;
 use crate::slot::owner;
 
@@ -44,6 +43,15 @@ pub(super) async fn eval(
     out: &mut Reply,
 ) -> CmdResult {
     let st = shard.state();
+    // FCALL looks its function up first, as Redis.
+    let function = match kind.function {
+        true => {
+            let name = String::from_utf8_lossy(&argv[1]);
+            let found = st.global.functions.find(&name);
+            Some(found.ok_or_else(|| CmdError::new("ERR Function not found"))?.1)
+        }
+        false => None,
+    };
     let numkeys = parse_i64(&argv[2]).ok_or_else(|| CmdError::new("ERR value is not an integer or out of range"))?;
     if numkeys < 0 {
         return Err(CmdError::new("ERR Number of keys can't be negative"));
@@ -51,17 +59,24 @@ pub(super) async fn eval(
     if numkeys as usize > argv.len() - 3 {
         return Err(CmdError::new("ERR Number of keys can't be greater than number of args"));
     }
-    let (sha, script) = if kind.by_sha {
-        let found = store::sha_arg(&argv[1]).and_then(|sha| st.global.scripts.get(&sha).map(|s| (sha, s)));
-        found.ok_or_else(|| CmdError::new("NOSCRIPT No matching script. Please use EVAL."))?
-    } else {
-        let sha = store::sha1_hex(&argv[1]);
-        match st.global.scripts.get(&sha) {
-            Some(s) => (sha, s),
-            None => (sha, load(st, &argv[1])?.1),
+    let (what, flags) = match function {
+        Some(f) => (What::Function(f.name), f.flags),
+        None => {
+            let (sha, script) = if kind.by_sha {
+                let found = store::sha_arg(&argv[1]).and_then(|sha| st.global.scripts.get(&sha).map(|s| (sha, s)));
+                found.ok_or_else(|| CmdError::new("NOSCRIPT No matching script. Please use EVAL."))?
+            } else {
+                let sha = store::sha1_hex(&argv[1]);
+                match st.global.scripts.get(&sha) {
+                    Some(s) => (sha, s),
+                    None => (sha, load(st, &argv[1])?.1),
+                }
+            };
+            let flags = script.flags;
+            (What::Script(sha, script), flags)
         }
     };
-    if kind.read_only && script.flags.shebang && !script.flags.no_writes {
+    if kind.read_only && flags.shebang && !flags.no_writes {
         return Err(CmdError::new("ERR Can not execute a script with write flag using *_ro command."));
     }
     let split = 3 + numkeys as usize;
@@ -69,8 +84,8 @@ pub(super) async fn eval(
     let n = shard.count();
     let target = keys.first().map_or(shard.id(), |k| owner(k, n));
     let job = Arc::new(Job {
-        sha,
-        script,
+        what,
+        flags,
         keys,
         args: argv[split..].to_vec(),
         db: client.db,
@@ -98,10 +113,19 @@ pub(super) async fn eval(
 /// The error of a script SCRIPT KILL stopped.
 pub(super) const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
+/// What a job runs.
+pub(super) enum What {
+    /// An EVAL script, by SHA1.
+    Script([u8; 40], Arc<Script>),
+    /// A function, by the name it was registered under.
+    Function(String),
+}
+
 /// A script to run.
 pub(super) struct Job {
-    pub sha: [u8; 40],
-    pub script: Arc<Script>,
+    pub what: What,
+    /// The script's or the function's flags.
+    pub flags: store::Flags,
     pub keys: Vec<Bytes>,
     pub args: Vec<Bytes>,
     pub db: u8,
@@ -112,82 +136,85 @@ pub(super) struct Job {
 }
 
 /// The script's step on `st`: waits (as a task of that shard) while a read
-/// in flight holds one of its keys, then runs it in one synchronous step.
+/// in flight holds one of its keys, then runs it in one synchronous step;
+/// a busy script goes on as a task of that shard, letting it breathe
+/// (`scriptco`).
 fn step(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
     fn keys(job: &Job) -> impl Iterator<Item = &[u8]> {
         job.keys.iter().map(|k| k.as_ref())
     }
     if !st.ks.store.any_held() || !held_of(st, job.db, keys(&job)) {
-        return Then::Now(run(st, &job));
+        return run(st, job);
     }
     let st = st.clone();
     Then::Later(Box::pin(async move {
         after_reads_of(&st, job.db, keys(&job)).await;
-        run(&st, &job)
+        match run(&st, job) {
+            Then::Now(r) => r,
+            Then::Later(f) => f.await,
+        }
     }))
 }
 
-/// The synchronous step of [`step`]: the script and every command it
-/// calls, in one transaction of this shard.
-fn run(st: &ShardState, job: &Job) -> Result<Vec<u8>, Stop> {
-    let _frozen = clock::freeze_here(job.time);
-    let mut r = Reply::new(job.resp3);
+/// Runs the script in one transaction of `st`: at once, or, once it is
+/// busy, as a task of the shard that serves others between its slices.
+fn run(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
+    let frozen = clock::freeze_here(job.time);
     st.ks.store.begin_tx(false);
-    let g = Grouped::begin(st);
     crate::coord::serve::hold(st);
     let staged = st.ks.store.staged();
-    let mut host = StepHost {
-        st,
-        db: job.db,
-        info: &job.info,
-        no_writes: job.read_only || job.script.flags.no_writes,
-        later: Vec::new(),
-    };
-    let ran = with_vm(st, |vm| {
-        if !vm.has(&job.sha) {
-            vm.compile(&job.sha, job.script.code())?;
-        }
-        Ok(vm.run(&job.sha, &job.keys, &job.args, &mut host, &mut r))
-    });
-    let res = match ran {
+    let mut running = match Running::start(st, &job, true) {
+        Ok(r) => r,
         Err(e) => {
-            r.error(&e);
-            Ok(())
+            let mut r = Reply::new(job.resp3);
+            r.error(&e.0);
+            return Then::Now(end(st, Ok(()), r.buf, staged, frozen));
         }
-        Ok(res) => res,
     };
+    match running.resume(Vec::new()) {
+        Resumed::Done(res, buf) => Then::Now(end(st, res, buf, staged, frozen)),
+        _ => {
+            let st = st.clone();
+            Then::Later(Box::pin(async move {
+                loop {
+                    // Nothing else touches this shard's data meanwhile: its
+                    // commands answer -BUSY (`run_shard_cmd`).
+                    st.script_paused.set(true);
+                    shards::rt::yield_now().await;
+                    st.script_paused.set(false);
+                    if let Resumed::Done(res, buf) = running.resume(Vec::new()) {
+                        return end(&st, res, buf, staged, frozen);
+                    }
+                }
+            }))
+        }
+    }
+}
+
+/// Ends a script's step: its writes in one batch, or none of them if it
+/// stopped to run again behind the gate.
+fn end(st: &ShardState, res: Result<(), Stop>, buf: Vec<u8>, staged: u64, frozen: clock::Frozen) -> Result<Vec<u8>, Stop> {
     let written = match res {
-        Ok(()) => st.ks.commit_tx(),
+        Ok(()) | Err(Stop::Killed) => st.ks.commit_tx(),
         // Nothing of a stopped script may stay: its staged writes are
         // dropped (the caches forget, the key counts are counted again).
-        Err(_) if st.ks.store.staged() != staged => {
+        Err(Stop::Rerun) if st.ks.store.staged() != staged => {
             st.ks.end_tx(&Err(crate::storage::StorageError("script stopped".into())));
             Ok(())
         }
-        Err(_) => st.ks.commit_tx(),
+        Err(Stop::Rerun) => st.ks.commit_tx(),
     };
-    g.end(&mut r, &mut [], &mut []);
     crate::coord::serve::release(st);
+    drop(frozen);
     res?;
     if let Err(e) = written {
-        r.buf.clear();
         let e = CmdError::from(e);
         st.record_error(&e.0);
+        let mut r = Reply::new(false);
         r.error(&e.0);
+        return Ok(r.buf);
     }
-    Ok(r.buf)
-}
-
-/// Runs a script's commands on its shard, in its step.
-struct StepHost<'a> {
-    st: &'a ShardState,
-    db: u8,
-    info: &'a ClientInfo,
-    /// EVAL_RO, or a `no-writes` script.
-    no_writes: bool,
-    /// Replies handlers left to the connection; a script cannot wait for
-    /// them.
-    later: Vec<Later>,
+    Ok(buf)
 }
 
 /// Redis's checks of a command a script calls (`scriptCall`): the
@@ -231,39 +258,6 @@ pub(super) fn select(databases: usize, argv: &[Bytes], db: &mut u8, out: &mut Re
     }
 }
 
-impl Host for StepHost<'_> {
-    fn call(&mut self, argv: Vec<Bytes>, out: &mut Reply) -> Result<(), Stop> {
-        let Some((idx, spec)) = checked(&argv, self.no_writes, out) else {
-            return Ok(());
-        };
-        if spec.name == "select" {
-            select(self.st.global.databases, &argv, &mut self.db, out);
-            return Ok(());
-        }
-        let f = match spec.exec {
-            Exec::Shard(f) => f,
-            Exec::Conn(_) => cmd::multi::one_shard_form(spec.name).ok_or(Stop::Rerun)?,
-            Exec::Script(_) => return Err(Stop::Rerun),
-        };
-        let n = self.st.global.shards;
-        let here = self.st.id;
-        let positions = spec.key_positions(argv.len());
-        if positions.iter().any(|&p| owner(&argv[p], n) != here) || (positions.is_empty() && spec.first_key > 0) {
-            return Err(Stop::Rerun);
-        }
-        run_shard_cmd(self.st, idx, f, &argv, self.db, self.info, out, &mut self.later, false);
-        if !self.later.is_empty() {
-            self.later.clear();
-            return Err(Stop::Rerun);
-        }
-        Ok(())
-    }
-
-    fn acl_check(&mut self, argv: &[Bytes]) -> Option<bool> {
-        acl_check(argv)
-    }
-}
-
 /// `redis.acl_check_cmd`: only the default user exists, and it may run
 /// every command.
 pub(super) fn acl_check(argv: &[Bytes]) -> Option<bool> {
@@ -275,6 +269,10 @@ pub(super) fn acl_check(argv: &[Bytes]) -> Option<bool> {
 pub(super) fn may_write(st: &ShardState, kind: ScriptKind, argv: &[Bytes]) -> bool {
     if kind.read_only {
         return false;
+    }
+    if kind.function {
+        let found = st.global.functions.find(&String::from_utf8_lossy(&argv[1]));
+        return found.is_none_or(|(_, f)| f.flags.may_write());
     }
     let sha = if kind.by_sha {
         store::sha_arg(&argv[1])

@@ -20,7 +20,7 @@ pub(super) fn segment(
     client: &Client,
     cmds: &[Vec<Bytes>],
     from: usize,
-    gate: Gate,
+    gate: Gate<'_>,
     here: usize,
     n: usize,
 ) -> Vec<(usize, cmd::ShardFn, usize)> {

@@ -10,7 +10,7 @@
 use std::rc::Rc;
 
 use bytes::Bytes;
-use mlua::{HookTriggers, Lua, MultiValue, Table, Value};
+use mlua::{HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
 use super::convert::{error_table, error_text, format_g, format_g17, reply_to_lua};
 use super::{store, Pending, Run, Stop};
@@ -192,6 +192,13 @@ pub(super) fn install(lua: &Lua, run: &Rc<Run>, redis: &Table, math: &Table) -> 
     let prim = lua.create_table()?;
     let r = run.clone();
     prim.set(
+        "register_function",
+        lua.create_function(move |_, args: MultiValue| register_function(&r, &args))?,
+    )?;
+    let r = run.clone();
+    prim.set("stopped", lua.create_function(move |_, ()| Ok(r.stop.get().is_some()))?)?;
+    let r = run.clone();
+    prim.set(
         "pending",
         lua.create_function(move |lua, ()| match r.pending.take() {
             Some(p) => Ok((Value::String(lua.create_string(&p.text)?), p.table)),
@@ -217,7 +224,7 @@ fn call(lua: &Lua, run: &Rc<Run>, args: &MultiValue, raise: bool) -> mlua::Resul
     let mut out = Reply::new(run.resp3.get());
     // SAFETY: set by `Vm::call` for exactly the duration of the run.
     if let Err(stop) = unsafe { (*host).call(argv, &mut out) } {
-        stop_now(lua, run, stop)?;
+        stop_now(run, stop);
         return Err(mlua::Error::RuntimeError("script stopped".into()));
     }
     if raise && out.buf.first() == Some(&b'-') {
@@ -227,13 +234,40 @@ fn call(lua: &Lua, run: &Rc<Run>, args: &MultiValue, raise: bool) -> mlua::Resul
     Ok(reply_to_lua(lua, &out.buf)?.0)
 }
 
-/// Marks the run stopped and makes every next instruction raise again, so
-/// that no `pcall` in the script can swallow the stop (Redis does the
-/// same after SCRIPT KILL).
-pub(super) fn stop_now(lua: &Lua, run: &Run, stop: Stop) -> mlua::Result<()> {
+/// Marks the run stopped: the prelude's `pcall`, `xpcall` and
+/// `coroutine.resume` raise again what they caught (`prim.stopped`), so no
+/// script can swallow the stop.
+fn stop_now(run: &Run, stop: Stop) {
     run.stop.set(Some(stop));
-    lua.set_hook(HookTriggers::new().every_nth_instruction(1), |_, _| {
-        Err(mlua::Error::RuntimeError("script stopped".into()))
+}
+
+/// The text of the error a killed script raises (Redis's).
+const KILLED: &[u8] = b"Script killed by user with SCRIPT KILL...";
+
+/// Installs the hook that calls [`Host::tick`](super::Host::tick) every
+/// [`TICK`](super::TICK) instructions; a script asked to stop raises
+/// Redis's kill error there, and again at every later tick.
+pub(super) fn keep_time(lua: &Lua, run: &Rc<Run>) -> mlua::Result<()> {
+    let r = run.clone();
+    lua.set_hook(HookTriggers::new().every_nth_instruction(super::TICK), move |_, _| {
+        let Some(host) = r.host.get() else {
+            // A library loading: Redis's 500 ms.
+            if r.load_deadline.get().is_some_and(|d| std::time::Instant::now() > d) {
+                return raise_table(&r, b"FUNCTION LOAD timeout");
+            }
+            return Ok(VmState::Continue);
+        };
+        if r.stop.get().is_none() {
+            // SAFETY: set by `Vm::call` for exactly the duration of the run.
+            match unsafe { (*host).tick() } {
+                Ok(()) => return Ok(VmState::Continue),
+                Err(stop) => stop_now(&r, stop),
+            }
+        }
+        match r.stop.get() {
+            Some(Stop::Killed) => raise_table(&r, KILLED),
+            _ => Err(mlua::Error::RuntimeError("script stopped".into())),
+        }
     })
 }
 
@@ -314,4 +348,97 @@ pub(super) fn command_args(args: &MultiValue) -> Result<Vec<Bytes>, &'static str
             _ => Err("Lua redis lib command arguments must be strings or integers"),
         })
         .collect()
+}
+
+/// `redis.register_function(name, callback)` or
+/// `redis.register_function{function_name=, callback=, flags=, description=}`
+/// while a library loads: the function joins [`Run::registering`].
+fn register_function(run: &Run, args: &MultiValue) -> mlua::Result<()> {
+    let (name, callback, flags, description) = match args.len() {
+        1 => {
+            let Value::Table(t) = &args[0] else {
+                return raise_table(run, b"calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+            };
+            let (mut name, mut callback, mut flags, mut description) = (None, None, None, None);
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                match k.as_string().map(|s| s.as_bytes().to_vec()).as_deref() {
+                    Some(b"function_name") => name = Some(v),
+                    Some(b"callback") => callback = Some(v),
+                    Some(b"flags") => flags = Some(v),
+                    Some(b"description") => description = Some(v),
+                    _ => return raise_table(run, b"unknown argument given to redis.register_function"),
+                }
+            }
+            let Some(name) = name else {
+                return raise_table(run, b"redis.register_function must get a function name argument");
+            };
+            let Some(callback) = callback else {
+                return raise_table(run, b"redis.register_function must get a callback argument");
+            };
+            (name, callback, flags, description)
+        }
+        2 => (args[0].clone(), args[1].clone(), None, None),
+        _ => return raise_table(run, b"wrong number of arguments to redis.register_function"),
+    };
+    let Some(name) = text(&name).map(|n| String::from_utf8_lossy(&n).into_owned()) else {
+        return raise_table(run, b"function_name argument given to redis.register_function must be a string");
+    };
+    let Value::Function(callback) = callback else {
+        let msg: &[u8] = if args.len() == 2 {
+            b"second argument to redis.register_function must be a function"
+        } else {
+            b"callback argument given to redis.register_function must be a function"
+        };
+        return raise_table(run, msg);
+    };
+    let mut set = store::Flags {
+        shebang: true,
+        ..Default::default()
+    };
+    match flags {
+        None | Some(Value::Nil) => {}
+        Some(Value::Table(t)) => {
+            for v in t.sequence_values::<Value>() {
+                let ok = v?.as_string().is_some_and(|s| set.set(&s.as_bytes()));
+                if !ok {
+                    return raise_table(run, b"unknown flag given");
+                }
+            }
+        }
+        Some(_) => {
+            return raise_table(
+                run,
+                b"flags argument to redis.register_function must be a table representing function flags",
+            )
+        }
+    }
+    let description = match description {
+        None | Some(Value::Nil) => None,
+        Some(v) => match text(&v) {
+            Some(d) => Some(String::from_utf8_lossy(&d).into_owned()),
+            None => return raise_table(run, b"description argument given to redis.register_function must be a string"),
+        },
+    };
+    if !super::functions::valid_name(&name) {
+        return raise_table(
+            run,
+            b"Library names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+        );
+    }
+    let mut reg = run.registering.borrow_mut();
+    let Some(list) = reg.as_mut() else {
+        return raise_table(run, b"redis.register_function can only be called while a library loads");
+    };
+    if list.iter().any(|(f, _)| f.name.eq_ignore_ascii_case(&name)) {
+        drop(reg);
+        return raise_table(run, b"Function already exists in the library");
+    }
+    let info = super::functions::FunctionInfo {
+        name,
+        description,
+        flags: set,
+    };
+    list.push((info, callback));
+    Ok(())
 }

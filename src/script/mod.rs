@@ -11,7 +11,11 @@
 //! (new function): user_script:<line>: <what>`.
 
 mod api;
+pub mod busy;
 pub mod convert;
+pub mod fdump;
+pub mod functions;
+mod library;
 pub mod store;
 
 use std::cell::{Cell, RefCell};
@@ -44,7 +48,15 @@ pub trait Host {
     /// `redis.acl_check_cmd`: whether the user may run `argv`; None for an
     /// unknown command.
     fn acl_check(&mut self, argv: &[Bytes]) -> Option<bool>;
+
+    /// Called every [`TICK`] Lua instructions: the host keeps time (a busy
+    /// script lets its shard serve others here) and says whether the
+    /// script must stop (SCRIPT KILL).
+    fn tick(&mut self) -> Result<(), Stop>;
 }
+
+/// Lua instructions between two [`Host::tick`]s (Redis's hook count).
+pub const TICK: u32 = 100_000;
 
 /// What the `redis` primitives see of the run in progress.
 #[derive(Default)]
@@ -59,6 +71,10 @@ struct Run {
     rand: Cell<u64>,
     /// The error a Rust function raised, for the prelude (`api`).
     pending: RefCell<Option<Pending>>,
+    /// While a library loads: the functions it registered.
+    registering: RefCell<Option<Vec<(functions::FunctionInfo, Function)>>>,
+    /// While a library loads: when it must have finished.
+    load_deadline: Cell<Option<std::time::Instant>>,
 }
 
 /// An error text a Rust function raised: as Redis's error table, or as a
@@ -89,6 +105,12 @@ pub struct Vm {
     /// The read-only face of the globals that scripts run in.
     env: Table,
     scripts: HashMap<[u8; 40], Function>,
+    /// Makes a library's globals (`library_env` in the prelude).
+    library_env: Function,
+    /// The functions of the loaded libraries, by lower-case name, with the
+    /// name they were registered under; and the set's epoch.
+    functions: HashMap<String, (String, Function)>,
+    functions_epoch: Option<u64>,
     run: Rc<Run>,
     /// Scripts run, for [`GC_PERIOD`].
     runs: u64,
@@ -131,18 +153,22 @@ impl Vm {
         let prim = api::install(&lua, &run, &redis, &math)?;
         globals.set("redis", redis)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=basalt").into_function()?;
-        let (runner, env): (Function, Table) = prelude.call((prim, globals.clone(), debug))?;
+        let (runner, env, library_env): (Function, Table, Function) = prelude.call((prim, globals.clone(), debug))?;
         for name in [
             "debug", "print", "dofile", "loadfile", "getfenv", "setfenv", "module", "require", "package", "io",
         ] {
             globals.raw_set(name, Value::Nil)?;
         }
+        api::keep_time(&lua, &run)?;
         Ok(Vm {
             lua,
             runner,
             globals,
             env,
             scripts: HashMap::new(),
+            library_env,
+            functions: HashMap::new(),
+            functions_epoch: None,
             run,
             runs: 0,
         })
@@ -214,9 +240,8 @@ impl Vm {
             None => self.runner.call::<(bool, Value)>(f.clone()),
         };
         self.run.host.set(None);
-        self.lua.remove_hook();
-        if let Some(stop) = self.run.stop.take() {
-            return Err(stop);
+        if let Some(Stop::Rerun) = self.run.stop.take() {
+            return Err(Stop::Rerun);
         }
         match res {
             Ok((true, v)) => lua_to_reply(&v, self.run.resp3.get(), out),

@@ -1,11 +1,12 @@
 -- Basalt's Lua environment for scripts (src/script/mod.rs runs this once
 -- per interpreter). Receives the Rust primitives and returns the runner.
 local prim, G, dbg = ...
-local pending = prim.pending
+local pending, stopped = prim.pending, prim.stopped
 
 local error, type, rawget, rawset, tostring = error, type, rawget, rawset, tostring
 local setmetatable, getmetatable, xpcall, pcall = setmetatable, getmetatable, xpcall, pcall
-local loadstring, setfenv = loadstring, setfenv
+local loadstring, setfenv, ipairs = loadstring, setfenv, ipairs
+local redis = rawget(G, "redis")
 
 -- Tables scripts may read but not change (Redis's read-only tables).
 local readonly = setmetatable({}, { __mode = "k" })
@@ -39,7 +40,7 @@ local function handler(err)
   local level, info = 2, nil
   while true do
     info = dbg.getinfo(level, "Sl")
-    if not info or (info.what ~= "C" and info.source ~= "=basalt") then break end
+    if not info or (info.what ~= "C" and info.what ~= "tail" and info.source ~= "=basalt") then break end
     level = level + 1
   end
   if type(err) == "userdata" then
@@ -59,9 +60,11 @@ local function handler(err)
   return err
 end
 
--- pcall gives an error reply's text, as Redis's pcall does.
+-- pcall gives an error reply's text, as Redis's pcall does; a stopped
+-- script (SCRIPT KILL, or a rerun elsewhere) cannot be caught.
 local function caught(ok, ...)
   if ok then return ok, ... end
+  if stopped() then error((...), 0) end
   local e = ...
   if type(e) == "userdata" then
     local text = pending()
@@ -73,6 +76,19 @@ local function caught(ok, ...)
   return false, e
 end
 rawset(G, "pcall", function(f, ...) return caught(pcall(f, ...)) end)
+local function rethrown(ok, ...)
+  if not ok and stopped() then error((...), 0) end
+  return ok, ...
+end
+rawset(G, "xpcall", function(f, h)
+  return rethrown(xpcall(f, function(e)
+    if stopped() then return e end
+    return h(e)
+  end))
+end)
+local co = rawget(G, "coroutine")
+local resume = co.resume
+rawset(co, "resume", function(c, ...) return rethrown(resume(c, ...)) end)
 
 -- Neither the globals nor a library can be changed through these.
 rawset(G, "setmetatable", function(t, mt)
@@ -101,10 +117,36 @@ for _, name in ipairs({ "redis", "string", "math", "table", "os", "coroutine", "
   if lib then rawset(G, name, protect(lib)) end
 end
 
+-- A function library's globals: while its code loads, only the loading
+-- `redis` table (register_function, log, the versions); afterwards the
+-- scripts' globals. Returns the table and what switches it.
+local function missing(_, k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+end
+local load_redis = {
+  register_function = prim.register_function,
+  log = rawget(redis, "log"),
+  REDIS_VERSION = rawget(redis, "REDIS_VERSION"),
+  REDIS_VERSION_NUM = rawget(redis, "REDIS_VERSION_NUM"),
+}
+for _, l in ipairs({ "LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING" }) do
+  load_redis[l] = rawget(redis, l)
+end
+local load_face = {}
+readonly[load_face] = true
+setmetatable(load_face, { __index = setmetatable(load_redis, { __index = missing }), __newindex = refuse, __metatable = false })
+local loading = setmetatable({ redis = load_face }, { __index = missing, __newindex = refuse, __metatable = false })
+local function library_env()
+  local mt = { __index = loading, __newindex = refuse, __metatable = false }
+  local e = setmetatable({}, mt)
+  readonly[e] = true
+  return e, function() mt.__index = env end
+end
+
 -- Runs a compiled script (EVAL: no arguments; a function: KEYS and ARGV).
 return function(f, keys, args)
   if keys then
     return xpcall(function() return f(keys, args) end, handler)
   end
   return xpcall(f, handler)
-end, env
+end, env, library_env

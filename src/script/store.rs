@@ -62,6 +62,20 @@ impl Flags {
         true
     }
 
+    /// The flags set, by Redis's names, in Redis's order.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.no_writes, "no-writes"),
+            (self.allow_oom, "allow-oom"),
+            (self.allow_stale, "allow-stale"),
+            (self.no_cluster, "no-cluster"),
+            (self.allow_cross_slot_keys, "allow-cross-slot-keys"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
+
     /// Whether the script may write: a shebang without `no-writes` says so,
     /// and a script without shebang may.
     pub fn may_write(&self) -> bool {

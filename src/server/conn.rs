@@ -106,6 +106,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         closing: false,
         multi: None,
         in_exec: false,
+        in_script: false,
         watch: None,
         pubsub: None,
         reply: crate::client::ReplyMode::On,

@@ -227,7 +227,10 @@ pub fn run(config: Config) -> Result<(), String> {
         active_expire: AtomicBool::new(true),
         tx_queue: Default::default(),
         scripts: Default::default(),
+        script_board: crate::script::busy::Board::new(shards),
+        functions: Default::default(),
     });
+    load_functions(&g)?;
     install_signal_thread(g.clone(), signals);
     start_fsync_thread(g.clone());
     let addr = format!("{bind}:{port}");
@@ -308,4 +311,30 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
             }
         }
     }
+}
+
+/// Loads the FUNCTION libraries kept on disk (`storage::functions`): each
+/// runs once on a scratch interpreter to learn its functions; every
+/// shard's interpreter loads them on its first FCALL.
+fn load_functions(g: &Global) -> Result<(), String> {
+    use crate::script::functions::{code_at, library_name, Library};
+    let stored = g
+        .engine
+        .function_libraries()
+        .map_err(|e| format!("cannot read the function libraries: {e}"))?;
+    if stored.is_empty() {
+        return Ok(());
+    }
+    let mut vm = crate::script::Vm::new(crate::cmd::connection::SERVER_VERSION).map_err(|e| format!("cannot start Lua: {e}"))?;
+    let mut libs = Vec::new();
+    for (_, code) in stored {
+        let name = library_name(&code).map_err(|e| format!("a stored function library is corrupt: {e}"))?;
+        let functions = vm
+            .load_library(&code, code_at(&code), false)
+            .map_err(|e| format!("the stored function library {name} does not load: {e}"))?;
+        libs.push(std::sync::Arc::new(Library { name, code, functions }));
+    }
+    tracing::info!(libraries = libs.len(), "function libraries loaded");
+    g.functions.set(libs);
+    Ok(())
 }

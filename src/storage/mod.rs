@@ -19,6 +19,7 @@ pub mod cache;
 mod dbmap;
 pub mod disk;
 mod families;
+mod functions;
 pub mod gc;
 pub mod group;
 pub mod intent;

@@ -606,3 +606,49 @@ pub fn send(c: &mut Raw, args: &[&str]) {
 pub fn rec(c: &mut Raw) -> String {
     show(&c.reply())
 }
+
+/// Runs a scripting test script (`tests/scripting.rs` has the format:
+/// `run_script`'s, with `\\n` in an argument for a newline) on both servers, both
+/// connections in RESP3 first when `resp3`.
+pub fn run_lua_script(name: &str, script: &str, shards: usize, resp3: bool) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    if resp3 {
+        r.cmd(&["HELLO", "3"]);
+        b.cmd(&["HELLO", "3"]);
+    }
+    compare_lua(name, script, &mut r, &mut b, shards);
+}
+
+pub fn compare_lua(name: &str, script: &str, r: &mut Raw, b: &mut Raw, shards: usize) {
+    for line in script.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (unordered, line) = match line.strip_prefix('~') {
+            Some(rest) => (true, rest.trim()),
+            None => (false, line),
+        };
+        let args: Vec<Vec<u8>> = split(line)
+            .into_iter()
+            .map(|a| String::from_utf8_lossy(&a).replace("\\n", "\n").into_bytes())
+            .collect();
+        let (mut want, mut got) = (r.cmd(&args), b.cmd(&args));
+        if unordered {
+            want = sorted_lines(&want);
+            got = sorted_lines(&got);
+        }
+        assert!(
+            want == got,
+            "[{name}, {shards} shards] `{line}`\n redis:  {}\n basalt: {}",
+            show(&want),
+            show(&got)
+        );
+    }
+}
+
+/// A reply's lines, sorted (an array whose order Redis does not define).
+fn sorted_lines(reply: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(reply);
+    let mut lines: Vec<&str> = text.split("\r\n").collect();
+    lines.sort();
+    lines.join("\n").into_bytes()
+}
