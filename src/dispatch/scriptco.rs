@@ -20,7 +20,6 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use corosensei::stack::DefaultStack;
@@ -103,7 +102,7 @@ impl Running {
             db: job.db,
             no_writes: job.read_only || job.flags.no_writes,
             shard: st.id,
-            started: Instant::now(),
+            started_ms: job.time,
             threshold_ms: g.config.busy_reply_threshold.load(std::sync::atomic::Ordering::Relaxed),
             global: g.clone(),
         };
@@ -193,7 +192,8 @@ struct ScriptHost {
     /// EVAL_RO, or a `no-writes` script.
     no_writes: bool,
     shard: usize,
-    started: Instant,
+    /// When the script started (wall clock, ms).
+    started_ms: u64,
     threshold_ms: u64,
     global: Arc<crate::global::Global>,
 }
@@ -267,13 +267,14 @@ impl Host for ScriptHost {
         if board.killed(self.shard) {
             return Err(Stop::Killed);
         }
-        if self.threshold_ms == 0 || (self.started.elapsed().as_millis() as u64) < self.threshold_ms {
+        let ran = crate::clock::wall_ms().saturating_sub(self.started_ms);
+        if self.threshold_ms == 0 || ran < self.threshold_ms {
             return Ok(());
         }
         if board.set_busy(self.shard) {
             tracing::warn!(
                 "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the SCRIPT KILL command.",
-                self.started.elapsed().as_millis()
+                ran
             );
         }
         if let Some(y) = self.yielder {

@@ -28,7 +28,7 @@ fn raise_table<T>(run: &Run, msg: &[u8]) -> mlua::Result<T> {
 
 /// Raises a plain string error, as a Lua C library's `luaL_error` does:
 /// prefixed with where the script called the function (`user_script:1: `).
-fn raise_plain<T>(lua: &Lua, run: &Run, msg: &str) -> mlua::Result<T> {
+pub(super) fn raise_plain<T>(lua: &Lua, run: &Run, msg: &str) -> mlua::Result<T> {
     let at = lua
         .inspect_stack(1, |d| {
             d.current_line()
@@ -221,17 +221,29 @@ fn call(lua: &Lua, run: &Rc<Run>, args: &MultiValue, raise: bool) -> mlua::Resul
     if run.stop.get().is_some() {
         return Err(mlua::Error::RuntimeError("script stopped".into()));
     }
-    let mut out = Reply::new(run.resp3.get());
+    // The reply buffer of the previous call, cleared.
+    let mut buf = run.scratch.take();
+    buf.clear();
+    let mut out = Reply {
+        buf,
+        resp3: run.resp3.get(),
+    };
     // SAFETY: set by `Vm::call` for exactly the duration of the run.
     if let Err(stop) = unsafe { (*host).call(argv, &mut out) } {
         stop_now(run, stop);
         return Err(mlua::Error::RuntimeError("script stopped".into()));
     }
-    if raise && out.buf.first() == Some(&b'-') {
+    let res = if raise && out.buf.first() == Some(&b'-') {
         let end = memchr::memmem::find(&out.buf, b"\r\n").unwrap_or(out.buf.len());
-        return raise_table(run, &out.buf[..end]);
+        raise_table(run, &out.buf[..end])
+    } else {
+        reply_to_lua(lua, &out.buf).map(|(v, _)| v)
+    };
+    // A huge reply's buffer is not kept.
+    if out.buf.capacity() <= 1 << 16 {
+        run.scratch.replace(out.buf);
     }
-    Ok(reply_to_lua(lua, &out.buf)?.0)
+    res
 }
 
 /// Marks the run stopped: the prelude's `pcall`, `xpcall` and

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use mlua::{Function, Table, Value};
 
 use super::functions::FunctionInfo;
-use super::{error_reply, lua_error_text, Host, Stop, Vm};
+use super::{error_reply, lua_error_text, Host, Name, Stop, Vm};
 use crate::resp::Reply;
 
 /// The chunk name of a library: errors read `user_function:<line>`.
@@ -38,7 +38,7 @@ impl Vm {
         self.run.registering.replace(Some(Vec::new()));
         self.run.load_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
         self.run.stop.set(None);
-        let res = self.runner.call::<(bool, Value)>(f);
+        let res = self.runner.call::<(bool, Value)>((f, false));
         self.run.load_deadline.set(None);
         let registered = self.run.registering.take().unwrap_or_default();
         match res {
@@ -85,20 +85,6 @@ impl Vm {
             out.error("ERR Function not found");
             return Ok(());
         };
-        let list = |items: &[Bytes]| -> mlua::Result<Table> {
-            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, k) in items.iter().enumerate() {
-                t.raw_set(i + 1, self.lua.create_string(k)?)?;
-            }
-            Ok(t)
-        };
-        let tables = list(keys).and_then(|k| Ok((k, list(args)?)));
-        match tables {
-            Ok(t) => self.call(&f, Some(t), &shown, host, out),
-            Err(e) => {
-                out.error(&format!("ERR {}", lua_error_text(&e)));
-                Ok(())
-            }
-        }
+        self.call(&f, false, keys, args, Name::Function(&shown), host, out)
     }
 }

@@ -11,6 +11,7 @@
 //! (new function): user_script:<line>: <what>`.
 
 mod api;
+mod bit;
 pub mod busy;
 pub mod convert;
 pub mod fdump;
@@ -73,6 +74,8 @@ struct Run {
     pending: RefCell<Option<Pending>>,
     /// While a library loads: the functions it registered.
     registering: RefCell<Option<Vec<(functions::FunctionInfo, Function)>>>,
+    /// The reply buffer `redis.call` reuses.
+    scratch: RefCell<Vec<u8>>,
     /// While a library loads: when it must have finished.
     load_deadline: Cell<Option<std::time::Instant>>,
 }
@@ -100,8 +103,6 @@ pub struct Vm {
     lua: Lua,
     /// The prelude's runner: `run(f)` or `run(f, keys, args)` under xpcall.
     runner: Function,
-    /// The real globals table (KEYS and ARGV are set there).
-    globals: Table,
     /// The read-only face of the globals that scripts run in.
     env: Table,
     scripts: HashMap<[u8; 40], Function>,
@@ -152,6 +153,7 @@ impl Vm {
         let math: Table = globals.get("math")?;
         let prim = api::install(&lua, &run, &redis, &math)?;
         globals.set("redis", redis)?;
+        bit::install(&lua, &run, &globals)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=basalt").into_function()?;
         let (runner, env, library_env): (Function, Table, Function) = prelude.call((prim, globals.clone(), debug))?;
         for name in [
@@ -163,7 +165,6 @@ impl Vm {
         Ok(Vm {
             lua,
             runner,
-            globals,
             env,
             scripts: HashMap::new(),
             library_env,
@@ -207,26 +208,28 @@ impl Vm {
     /// its reply (or error) goes into `out`. `name` is what errors call it.
     /// A [`Stop`] leaves nothing in `out`.
     pub fn run(&mut self, sha: &[u8; 40], keys: &[Bytes], args: &[Bytes], host: &mut dyn Host, out: &mut Reply) -> Result<(), Stop> {
-        let Some(f) = self.scripts.get(sha).cloned() else {
+        let Some(f) = self.scripts.get(sha) else {
             out.error("NOSCRIPT No matching script. Please use EVAL.");
             return Ok(());
         };
-        let name = String::from_utf8_lossy(sha).into_owned();
-        let set = |n: &str, items: &[Bytes]| -> mlua::Result<()> {
-            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, k) in items.iter().enumerate() {
-                t.raw_set(i + 1, self.lua.create_string(k)?)?;
-            }
-            self.globals.raw_set(n, t)
-        };
-        if let Err(e) = set("KEYS", keys).and_then(|_| set("ARGV", args)) {
-            out.error(&format!("ERR {}", lua_error_text(&e)));
-            return Ok(());
-        }
-        self.call(&f, None, &name, host, out)
+        // SAFETY: `f` lives in `self.scripts`, which `call` does not touch.
+        let f: *const Function = f;
+        self.call(unsafe { &*f }, true, keys, args, Name::Sha(sha), host, out)
     }
 
-    fn call(&mut self, f: &Function, fargs: Option<(Table, Table)>, name: &str, host: &mut dyn Host, out: &mut Reply) -> Result<(), Stop> {
+    /// Runs `f` (`eval`: a script, with KEYS and ARGV as globals; else a
+    /// function, given them as arguments) and writes its reply.
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        f: &Function,
+        eval: bool,
+        keys: &[Bytes],
+        args: &[Bytes],
+        name: Name,
+        host: &mut dyn Host,
+        out: &mut Reply,
+    ) -> Result<(), Stop> {
         // SAFETY: the pointer is cleared below, before `host`'s borrow ends;
         // only the primitives read it, and only while this call runs.
         let host: *mut (dyn Host + '_) = host;
@@ -235,18 +238,15 @@ impl Vm {
         }));
         self.run.resp3.set(false);
         self.run.stop.set(None);
-        let res = match fargs {
-            Some((k, a)) => self.runner.call::<(bool, Value)>((f.clone(), k, a)),
-            None => self.runner.call::<(bool, Value)>(f.clone()),
-        };
+        let res = self.invoke(f, eval, keys, args);
         self.run.host.set(None);
         if let Some(Stop::Rerun) = self.run.stop.take() {
             return Err(Stop::Rerun);
         }
         match res {
             Ok((true, v)) => lua_to_reply(&v, self.run.resp3.get(), out),
-            Ok((false, e)) => out.error(&error_reply(&e, name)),
-            Err(e) => out.error(&format!("ERR Error running script {name}, {:.100}", lua_error_text(&e))),
+            Ok((false, e)) => out.error(&error_reply(&e, &name.text())),
+            Err(e) => out.error(&format!("ERR Error running script {}, {:.100}", name.text(), lua_error_text(&e))),
         }
         // As Redis: a step of garbage collection every so many runs.
         self.runs = self.runs.wrapping_add(1);
@@ -254,6 +254,45 @@ impl Vm {
             let _ = self.lua.gc_step();
         }
         Ok(())
+    }
+}
+
+/// What errors call a script: its SHA1, or a function's name.
+enum Name<'a> {
+    Sha(&'a [u8; 40]),
+    Function(&'a str),
+}
+
+impl Name<'_> {
+    fn text(&self) -> String {
+        match self {
+            Name::Sha(sha) => String::from_utf8_lossy(&sha[..]).into_owned(),
+            Name::Function(n) => n.to_string(),
+        }
+    }
+}
+
+impl Vm {
+    /// Calls the prelude's runner with `f` and KEYS and ARGV as two tables
+    /// built straight on the Lua stack (the C API: no handle per string).
+    fn invoke(&self, f: &Function, eval: bool, keys: &[Bytes], args: &[Bytes]) -> mlua::Result<(bool, Value)> {
+        use mlua::ffi;
+        // SAFETY: the closure only pushes onto the stack it was given and
+        // calls the runner, which catches the script's errors itself; it
+        // owns nothing to drop if Lua raises (out of memory).
+        unsafe {
+            self.lua.exec_raw::<(bool, Value)>((&self.runner, f, eval), |state| {
+                ffi::luaL_checkstack(state, 4, c"script arguments".as_ptr());
+                for list in [keys, args] {
+                    ffi::lua_createtable(state, list.len().min(i32::MAX as usize) as i32, 0);
+                    for (i, item) in list.iter().enumerate() {
+                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                        ffi::lua_rawseti(state, -2, (i + 1) as i64);
+                    }
+                }
+                ffi::lua_call(state, 4, ffi::LUA_MULTRET);
+            })
+        }
     }
 }
 

@@ -143,10 +143,13 @@ local function library_env()
   return e, function() mt.__index = env end
 end
 
--- Runs a compiled script (EVAL: no arguments; a function: KEYS and ARGV).
-return function(f, keys, args)
-  if keys then
-    return xpcall(function() return f(keys, args) end, handler)
+-- Runs a compiled script (`eval`: with KEYS and ARGV as globals) or a
+-- function (given them as arguments).
+return function(f, eval, keys, args)
+  if eval then
+    rawset(G, "KEYS", keys)
+    rawset(G, "ARGV", args)
+    return xpcall(f, handler)
   end
-  return xpcall(f, handler)
+  return xpcall(function() return f(keys, args) end, handler)
 end, env, library_env
