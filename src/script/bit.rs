@@ -38,10 +38,15 @@ fn arg(lua: &Lua, run: &Run, args: &MultiValue, i: usize, name: &str) -> mlua::R
     }
 }
 
+/// An operation on one 32-bit integer, on two, and a shift by a count.
+type Unary = fn(i32) -> i32;
+type Binary = fn(i32, i32) -> i32;
+type Shift = fn(i32, u32) -> i32;
+
 /// Registers the `bit` table in `globals`.
 pub(super) fn install(lua: &Lua, run: &Rc<Run>, globals: &Table) -> mlua::Result<()> {
     let bit = lua.create_table()?;
-    let unary: [(&str, fn(i32) -> i32); 3] = [("tobit", |x| x), ("bnot", |x| !x), ("bswap", |x| x.swap_bytes())];
+    let unary: [(&str, Unary); 3] = [("tobit", |x| x), ("bnot", |x| !x), ("bswap", |x| x.swap_bytes())];
     for (name, f) in unary {
         let r = run.clone();
         bit.set(
@@ -49,7 +54,7 @@ pub(super) fn install(lua: &Lua, run: &Rc<Run>, globals: &Table) -> mlua::Result
             lua.create_function(move |lua, args: MultiValue| Ok(f(arg(lua, &r, &args, 0, name)?) as f64))?,
         )?;
     }
-    let folds: [(&str, fn(i32, i32) -> i32); 3] = [("band", |a, b| a & b), ("bor", |a, b| a | b), ("bxor", |a, b| a ^ b)];
+    let folds: [(&str, Binary); 3] = [("band", |a, b| a & b), ("bor", |a, b| a | b), ("bxor", |a, b| a ^ b)];
     for (name, f) in folds {
         let r = run.clone();
         bit.set(
@@ -63,7 +68,7 @@ pub(super) fn install(lua: &Lua, run: &Rc<Run>, globals: &Table) -> mlua::Result
             })?,
         )?;
     }
-    let shifts: [(&str, fn(i32, u32) -> i32); 5] = [
+    let shifts: [(&str, Shift); 5] = [
         ("lshift", |x, n| ((x as u32) << n) as i32),
         ("rshift", |x, n| ((x as u32) >> n) as i32),
         ("arshift", |x, n| x >> n),
