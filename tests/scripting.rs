@@ -117,6 +117,64 @@ EVAL "return math.random(5, 1)" 0
 EVAL "return math.random(1, 2, 3)" 0
 EVAL "return math.random('x')" 0
 EVAL "return pcall(math.random, 0)" 0
+EVAL "return {bit.tobit(1), bit.band(1), bit.bxor(1,2), bit.bor(1,2,4,8,16,32,64,128), bit.tobit(4294967295)}" 0
+EVAL "return {bit.lshift(1, 31), bit.rshift(-1, 28), bit.arshift(-256, 4), bit.rol(0x12345678, 12), bit.ror(0x12345678, 12), bit.bswap(0x12345678), bit.bnot(0)}" 0
+EVAL "return {bit.tohex(255), bit.tohex(-1, -4), bit.tohex(65535, 2), bit.tohex(1.5)}" 0
+EVAL "return bit.band()" 0
+EVAL "return bit.bor(1, 'x')" 0
+EVAL "return cjson.encode({1,2,3,'a',true,false})" 0
+EVAL "return cjson.encode({a=1,b={c=2}})" 0
+EVAL "return cjson.encode({})" 0
+EVAL "return cjson.encode({[1]=1,[3]=3})" 0
+EVAL "return cjson.encode({[1]=1,[20]=3})" 0
+EVAL "return cjson.encode({[1]=1,a=2})" 0
+EVAL "return cjson.encode({[10]=1})" 0
+EVAL "return cjson.encode({[11]=1})" 0
+EVAL "return cjson.encode({[0]=1})" 0
+EVAL "return cjson.encode({[1.5]=1})" 0
+EVAL "return cjson.encode({0.1, 1e20, 123456789012345678, -0.5, 100})" 0
+EVAL "return cjson.encode(1/0)" 0
+EVAL "return cjson.encode('a/b' .. string.char(0, 1, 31, 127, 200, 92, 34, 8, 9, 10, 12, 13))" 0
+EVAL "return cjson.encode(cjson.null)" 0
+EVAL "return cjson.encode(nil)" 0
+EVAL "return cjson.encode()" 0
+EVAL "return cjson.encode(1, 2)" 0
+EVAL "return cjson.encode({[true]=1})" 0
+EVAL "return cjson.encode(function() end)" 0
+EVAL "local t = {} t[1] = t return cjson.encode(t)" 0
+EVAL "return cjson.decode('[1,2,3]')[2]" 0
+EVAL "return type(cjson.decode('null'))" 0
+EVAL "return cjson.decode('null') == cjson.null" 0
+EVAL "local j = string.gsub('{~a~:[1,{~b~:null}],~c~:~x\\u00e9y~}', '~', string.char(34)); local t = cjson.decode(j); return {t.a[2].b == cjson.null, t.c}" 0
+EVAL "local j = string.gsub('{~a~:1,~b~:[true,false,null,1.5,-2e3]}', '~', string.char(34)); return cjson.encode(cjson.decode(j))" 0
+EVAL "return cjson.decode('')" 0
+EVAL "return cjson.decode('[1,2')" 0
+EVAL "return cjson.decode('{1:2}')" 0
+EVAL "return cjson.decode('[1 2]')" 0
+EVAL "return cjson.decode('tru')" 0
+EVAL "return cjson.decode('[1,]')" 0
+EVAL "return cjson.decode('1 2')" 0
+EVAL "return cjson.decode()" 0
+EVAL "return cjson.decode(12)" 0
+EVAL "return {tostring(cjson.decode('1e400')), tostring(cjson.decode('0x10')), tostring(cjson.decode('-0.5e-3')), tostring(cjson.decode(' 7 '))}" 0
+EVAL "return cjson.decode(string.rep('[', 1001) .. string.rep(']', 1001))" 0
+EVAL "return {cjson.encode_sparse_array()}" 0
+EVAL "return {cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_number_precision()}" 0
+EVAL "return cjson._NAME .. cjson._VERSION" 0
+EVAL "cjson.encode = nil" 0
+EVAL "local h = '' for _, b in ipairs({cmsgpack.pack(0.1), cmsgpack.pack(-1099511627776), cmsgpack.pack({1,2,'a'}, true, nil, 1.5, -33, 200, 70000, 5000000000, -129, -40000, -3000000000)}) do for i = 1, #b do h = h .. string.format('%02x', string.byte(b, i)) end h = h .. '|' end return h" 0
+EVAL "local h = '' local b = cmsgpack.pack(string.rep('x', 40), string.rep('y', 300), {a=1}) for i = 1, 12 do h = h .. string.format('%02x', string.byte(b, i)) end return {h, #b}" 0
+EVAL "local a = {x=nil,y=5} local b = {x=a} a['x'] = b local e = cmsgpack.pack(a) local h = '' for i = 1, #e do h = h .. string.format('%02x', string.byte(e, i)) end return h" 0
+EVAL "local t = cmsgpack.unpack(cmsgpack.pack({a={1,2},b=-3,c='s',d=true})) return {t.a[2], t.b, t.c, t.d}" 0
+EVAL "return {cmsgpack.unpack(cmsgpack.pack(1, 'two', 3.5, false))}" 0
+EVAL "return {cmsgpack.unpack_one(cmsgpack.pack(7, 8, 9))}" 0
+EVAL "return {cmsgpack.unpack_one(cmsgpack.pack(7, 8, 9), 1)}" 0
+EVAL "return {cmsgpack.unpack_limit(cmsgpack.pack(7, 8, 9), 2)}" 0
+EVAL "return {cmsgpack.unpack_one(cmsgpack.pack(7))}" 0
+EVAL "return cmsgpack.pack()" 0
+EVAL "return cmsgpack.unpack(string.char(0x92, 1))" 0
+EVAL "return cmsgpack.unpack(string.char(0xc1))" 0
+EVAL "return {cmsgpack.unpack('')}" 0
 "##;
 
 /// Commands from scripts.

@@ -13,6 +13,8 @@
 mod api;
 mod bit;
 pub mod busy;
+mod cjson;
+mod cmsgpack;
 pub mod convert;
 pub mod fdump;
 pub mod functions;
@@ -154,6 +156,8 @@ impl Vm {
         let prim = api::install(&lua, &run, &redis, &math)?;
         globals.set("redis", redis)?;
         bit::install(&lua, &run, &globals)?;
+        cjson::install(&lua, &run, &globals)?;
+        cmsgpack::install(&lua, &run, &globals)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=basalt").into_function()?;
         let (runner, env, library_env): (Function, Table, Function) = prelude.call((prim, globals.clone(), debug))?;
         for name in [
