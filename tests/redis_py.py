@@ -1,7 +1,7 @@
 """An application's use of redis-py against the server on the port given:
 transactional pipelines, transaction() with WATCH from several threads,
-pub/sub (get_message, callbacks in a thread, pattern subscriptions) and
-monitor().
+pub/sub (get_message, callbacks in a thread, pattern subscriptions),
+monitor(), register_script and Lock from several processes.
 Any failed expectation raises; success prints "ok". tests/redis_py.rs runs
 it against redis-server and Basalt."""
 
@@ -149,5 +149,50 @@ other.get("mon:last")
 t.join(timeout=10)
 assert not t.is_alive(), "monitor never saw GET mon:last"
 assert seen_cmds[-3:] == ["SET mon:a 1", "INCRBY mon:a 1", "GET mon:last"], seen_cmds
+
+# Scripts as applications run them. register_script: EVALSHA, reloaded by
+# redis-py after SCRIPT FLUSH, and inside a pipeline.
+incr_by = r.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
+assert incr_by(keys=["sc"], args=[5]) == 5
+r.script_flush()
+assert incr_by(keys=["sc"], args=[2]) == 7
+p = r.pipeline()
+incr_by(keys=["sc"], args=[1], client=p)
+incr_by(keys=["sc2"], args=[1], client=p)
+assert p.execute() == [8, 1]
+# Lock: acquire, extend, release, from several processes at once; the
+# guarded read-modify-write loses nothing.
+from multiprocessing import Process
+
+
+def locker(n):
+    c = redis.Redis(port=port, decode_responses=True)
+    for _ in range(n):
+        with c.lock("lock:res", timeout=5, blocking_timeout=20):
+            v = int(c.get("lock:counter") or 0)
+            time.sleep(0.001)
+            c.set("lock:counter", v + 1)
+
+
+procs = [Process(target=locker, args=(25,)) for _ in range(4)]
+for pr in procs:
+    pr.start()
+for pr in procs:
+    pr.join(60)
+    assert pr.exitcode == 0, pr.exitcode
+assert r.get("lock:counter") == "100", r.get("lock:counter")
+lock = r.lock("lock:x", timeout=2)
+assert lock.acquire(blocking=False)
+assert not r.lock("lock:x", timeout=2).acquire(blocking=False)
+assert lock.extend(5)
+assert 2000 < r.pttl("lock:x") <= 7000, r.pttl("lock:x")
+assert lock.reacquire()
+lock.release()
+assert r.get("lock:x") is None
+try:
+    lock.release()
+    raise AssertionError("releasing a lock not held did not raise")
+except redis.exceptions.LockError:
+    pass
 
 print("ok")

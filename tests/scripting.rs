@@ -407,3 +407,84 @@ fn scripts_reply_like_redis_in_resp3() {
     run("calls-resp3", CALLS, 4, true);
     run("cross-resp3", CROSS, 4, true);
 }
+
+/// Scripts and the rest of the server, against redis-server with several
+/// connections: a script's write spoils another client's WATCH, its
+/// commands' keyspace events reach subscribers, CLIENT KILL and blocked
+/// clients are untouched.
+const WITH_CLIENTS: &str = r##"
+!A: CONFIG SET notify-keyspace-events KEA
+A: SET {k}w 1
+A: WATCH {k}w
+B: EVAL "return redis.call('set', KEYS[1], '2')" 1 {k}w
+A: MULTI
+A: GET {k}w
+A: EXEC
+C: SUBSCRIBE __keyevent@0__:set __keyevent@0__:lpush
+B: EVAL "redis.call('set', KEYS[1], 'v') return redis.call('lpush', KEYS[2], 'x')" 2 {k}ev {k}evl
+C<
+C<
+D> BLPOP {k}bl 5
+SLEEP 100
+B: EVAL "return redis.call('lpush', KEYS[1], 'item')" 1 {k}bl
+D<
+B: EVAL "return redis.call('llen', KEYS[1])" 1 {k}bl
+"##;
+
+#[test]
+fn scripts_and_other_clients_as_redis() {
+    common::run_clients("with-clients", WITH_CLIENTS, 1, false);
+    common::run_clients("with-clients", WITH_CLIENTS, 4, false);
+    common::run_clients("with-clients-resp3", WITH_CLIENTS, 4, true);
+}
+
+/// INFO's script fields, commandstats for EVAL and FCALL (and the
+/// commands they ran), and CLIENT LIST showing the EVAL.
+#[test]
+fn info_and_stats_count_scripts() {
+    let b = common::Basalt::start(2);
+    let mut c = b.raw();
+    c.cmd(&["EVAL", "return redis.call('set', KEYS[1], '1')", "1", "a"]);
+    c.cmd(&["EVAL", "return redis.call('ping')", "0"]);
+    c.cmd(&["SCRIPT", "LOAD", "return 2"]);
+    c.cmd(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=l\nredis.register_function('f', function() return 1 end)",
+    ]);
+    c.cmd(&["FCALL", "f", "0"]);
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
+    for field in [
+        "number_of_cached_scripts:3",
+        "number_of_functions:1",
+        "used_memory_lua:",
+        "used_memory_scripts_eval:",
+        "used_memory_vm_total:",
+    ] {
+        assert!(info.contains(field), "INFO memory lacks {field}:\n{info}");
+    }
+    let lua: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_lua:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(lua > 10_000, "used_memory_lua {lua}");
+    let stats = String::from_utf8_lossy(&c.cmd(&["INFO", "commandstats"])).to_string();
+    for field in [
+        "cmdstat_eval:calls=2",
+        "cmdstat_fcall:calls=1",
+        "cmdstat_set:calls=1",
+        "cmdstat_ping:calls=",
+    ] {
+        assert!(stats.contains(field), "INFO commandstats lacks {field}:\n{stats}");
+    }
+    // The script's PING runs as this client's command (behind the gate),
+    // yet CLIENT LIST shows the EVAL, as Redis.
+    c.cmd(&["EVAL", "return redis.call('ping')", "0"]);
+    let mut d = b.raw();
+    let list = String::from_utf8_lossy(&d.cmd(&["CLIENT", "LIST"])).to_string();
+    assert!(
+        list.contains("cmd=eval "),
+        "CLIENT LIST shows the script's command instead of EVAL:\n{list}"
+    );
+}

@@ -113,7 +113,10 @@ async fn call(shard: &Rc<Shard<ShardState>>, client: &mut Client, argv: Vec<Byte
     client.in_exec = true;
     let mut out = Reply::new(resp3);
     let mut cmds = [argv];
+    // CLIENT LIST goes on showing the EVAL, as Redis's does.
+    let shown = client.info.last_cmd.load(std::sync::atomic::Ordering::Relaxed);
     Box::pin(execute(shard, client, &mut cmds, &mut out)).await;
+    client.info.last_cmd.store(shown, std::sync::atomic::Ordering::Relaxed);
     client.db = was_db;
     client.resp3 = was_resp3;
     client.in_exec = was_in_exec;

@@ -46,6 +46,8 @@ struct ShardReport {
     rates: (f64, f64, f64),
     connections: u64,
     meta_cache: CacheStats,
+    /// Bytes of the shard's Lua interpreter (0 while a gated script has it).
+    lua: u64,
 }
 
 async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardReport> {
@@ -73,6 +75,12 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             rates: st.rates.borrow().mean(),
             connections: st.connections.get(),
             meta_cache: st.ks.meta_cache_stats(),
+            lua: st
+                .lua
+                .try_borrow()
+                .ok()
+                .and_then(|l| l.as_ref().map(|(vm, _)| vm.used_memory() as u64))
+                .unwrap_or(0),
         })
         .await
 }
@@ -220,6 +228,23 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             m.table_readers,
             budget.meta_cache,
             reports.iter().map(|r| r.meta_cache.entries).sum::<u64>(),
+        );
+        // Scripts: every shard's interpreter (EVAL scripts and functions
+        // share it), the script store, the function libraries.
+        let lua: u64 = reports.iter().map(|r| r.lua).sum();
+        let (scripts, script_bytes) = g.scripts.stats();
+        let libs = g.functions.all();
+        let functions: usize = libs.iter().map(|l| l.functions.len()).sum();
+        let function_bytes: u64 = libs.iter().map(|l| l.code.len() as u64).sum();
+        let scripts_total = script_bytes as u64 + function_bytes;
+        out.truncate(out.len() - 2);
+        let _ = write!(
+            out,
+            "used_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{script_bytes}\r\nnumber_of_cached_scripts:{scripts}\r\nnumber_of_functions:{functions}\r\nnumber_of_libraries:{}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{function_bytes}\r\nused_memory_scripts:{scripts_total}\r\nused_memory_scripts_human:{}\r\n\r\n",
+            human(lua),
+            libs.len(),
+            human(lua),
+            human(scripts_total),
         );
     }
     if want("persistence") {
