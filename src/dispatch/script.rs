@@ -32,6 +32,7 @@ use crate::script::store::{self, Script};
 use crate::script::Stop;
 use crate::shard::ShardState;
 use crate::slot::owner;
+use crate::types::keyspace::Counters;
 
 /// EVAL and its forms: finds the script, checks its flags against the
 /// command, and runs it on its keys' shard.
@@ -163,16 +164,17 @@ fn run(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
     st.ks.store.begin_tx(false);
     crate::coord::serve::hold(st);
     let staged = st.ks.store.staged();
+    let counters = st.ks.counters();
     let mut running = match Running::start(st, &job, true) {
         Ok(r) => r,
         Err(e) => {
             let mut r = Reply::new(job.resp3);
             r.error(&e.0);
-            return Then::Now(end(st, Ok(()), r.buf, staged, frozen));
+            return Then::Now(end(st, Ok(()), r.buf, (staged, &counters), frozen));
         }
     };
     match running.resume(Vec::new()) {
-        Resumed::Done(res, buf) => Then::Now(end(st, res, buf, staged, frozen)),
+        Resumed::Done(res, buf) => Then::Now(end(st, res, buf, (staged, &counters), frozen)),
         _ => {
             let st = st.clone();
             Then::Later(Box::pin(async move {
@@ -183,7 +185,7 @@ fn run(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
                     shards::rt::yield_now().await;
                     st.script_paused.set(false);
                     if let Resumed::Done(res, buf) = running.resume(Vec::new()) {
-                        return end(&st, res, buf, staged, frozen);
+                        return end(&st, res, buf, (staged, &counters), frozen);
                     }
                 }
             }))
@@ -193,13 +195,15 @@ fn run(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
 
 /// Ends a script's step: its writes in one batch, or none of them if it
 /// stopped to run again behind the gate.
-fn end(st: &ShardState, res: Result<(), Stop>, buf: Vec<u8>, staged: u64, frozen: clock::Frozen) -> Result<Vec<u8>, Stop> {
+/// `before`: the staged count and the key counts when the script began.
+fn end(st: &ShardState, res: Result<(), Stop>, buf: Vec<u8>, before: (u64, &Counters), frozen: clock::Frozen) -> Result<Vec<u8>, Stop> {
+    let (staged, counters) = before;
     let written = match res {
         Ok(()) | Err(Stop::Killed) => st.ks.commit_tx(),
         // Nothing of a stopped script may stay: its staged writes are
-        // dropped (the caches forget, the key counts are counted again).
+        // dropped (the caches forget, the key counts go back).
         Err(Stop::Rerun) if st.ks.store.staged() != staged => {
-            st.ks.end_tx(&Err(crate::storage::StorageError("script stopped".into())));
+            st.ks.abort_tx(counters);
             Ok(())
         }
         Err(Stop::Rerun) => st.ks.commit_tx(),

@@ -42,6 +42,13 @@ impl Stored {
     }
 }
 
+/// A shard's key counts at one moment ([`Keyspace::counters`]).
+pub struct Counters {
+    counts: Vec<i64>,
+    expires: Vec<i64>,
+    ttl_sums: Vec<i128>,
+}
+
 /// Counters the shard owns; INFO sums them over shards.
 #[derive(Debug, Default)]
 pub struct KeyspaceStats {
@@ -265,6 +272,32 @@ impl Keyspace {
             if let Err(e) = self.recount() {
                 tracing::error!(error = %e.0, "recounting keys after a failed transaction");
             }
+        }
+    }
+
+    /// The key counts as they are now, for [`Keyspace::abort_tx`].
+    pub fn counters(&self) -> Counters {
+        Counters {
+            counts: self.counts.iter().map(Cell::get).collect(),
+            expires: self.expires.iter().map(Cell::get).collect(),
+            ttl_sums: self.ttl_sums.iter().map(Cell::get).collect(),
+        }
+    }
+
+    /// Drops the open transaction unwritten (a script that must run again
+    /// elsewhere): the caches forget what it staged and the key counts go
+    /// back to `before` (taken when it began), without the recount a
+    /// failed write needs.
+    pub fn abort_tx(&self, before: &Counters) {
+        self.store.end_tx(&Err(StorageError("transaction dropped".into())));
+        for (c, v) in self.counts.iter().zip(&before.counts) {
+            c.set(*v);
+        }
+        for (c, v) in self.expires.iter().zip(&before.expires) {
+            c.set(*v);
+        }
+        for (c, v) in self.ttl_sums.iter().zip(&before.ttl_sums) {
+            c.set(*v);
         }
     }
 
