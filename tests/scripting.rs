@@ -175,6 +175,15 @@ EVAL "return cmsgpack.pack()" 0
 EVAL "return cmsgpack.unpack(string.char(0x92, 1))" 0
 EVAL "return cmsgpack.unpack(string.char(0xc1))" 0
 EVAL "return {cmsgpack.unpack('')}" 0
+EVAL "local h = '' for _, b in ipairs({struct.pack('>I2', 258), struct.pack('<i4', -2), struct.pack('bBs', -1, 255, 'ab'), struct.pack('!4 b i', 1, 2), struct.pack('>d', 1.5), struct.pack('<f', -2.25), struct.pack('c3', 'abcdef'), struct.pack('c0', 'xy'), struct.pack('>l', -3)}) do for i = 1, #b do h = h .. string.format('%02x', string.byte(b, i)) end h = h .. '|' end return h" 0
+EVAL "return {struct.unpack('>h i c3', struct.pack('>h i c3', -5, 70000, 'xyz'))}" 0
+EVAL "return {struct.unpack('<H', string.char(1, 2, 3), 2)}" 0
+EVAL "return {struct.unpack('b c0', string.char(2) .. 'hey')}" 0
+EVAL "return {struct.unpack('s', 'ab' .. string.char(0) .. 'c')}" 0
+EVAL "return {struct.size('>!4 b i d'), struct.size('i8 c5')}" 0
+EVAL "return struct.unpack('i4', 'ab')" 0
+EVAL "return struct.pack('y', 1)" 0
+EVAL "return struct.pack('i', 'x')" 0
 "##;
 
 /// Commands from scripts.

@@ -20,6 +20,7 @@ pub mod fdump;
 pub mod functions;
 mod library;
 pub mod store;
+mod structlib;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -158,6 +159,7 @@ impl Vm {
         bit::install(&lua, &run, &globals)?;
         cjson::install(&lua, &run, &globals)?;
         cmsgpack::install(&lua, &run, &globals)?;
+        structlib::install(&lua, &run, &globals)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=basalt").into_function()?;
         let (runner, env, library_env): (Function, Table, Function) = prelude.call((prim, globals.clone(), debug))?;
         for name in [
