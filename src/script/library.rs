@@ -81,10 +81,17 @@ impl Vm {
 
     /// FCALL: runs function `name` with `keys` and `args`.
     pub fn run_function(&mut self, name: &str, keys: &[Bytes], args: &[Bytes], host: &mut dyn Host, out: &mut Reply) -> Result<(), Stop> {
-        let Some((shown, f)) = self.functions.get(&name.to_ascii_lowercase()).cloned() else {
+        let found = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.functions.get(&name.to_ascii_lowercase())
+        } else {
+            self.functions.get(name)
+        };
+        let Some((shown, f)) = found else {
             out.error("ERR Function not found");
             return Ok(());
         };
-        self.call(&f, false, keys, args, Name::Function(&shown), host, out)
+        // SAFETY: both live in `self.functions`, which `call` does not touch.
+        let (shown, f): (*const String, *const Function) = (shown, f);
+        self.call(unsafe { &*f }, false, keys, args, Name::Function(unsafe { &*shown }), host, out)
     }
 }

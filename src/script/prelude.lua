@@ -145,11 +145,19 @@ end
 
 -- Runs a compiled script (`eval`: with KEYS and ARGV as globals) or a
 -- function (given them as arguments).
+-- A function's call goes through `current` (no closure made per call).
+local cur_f, cur_keys, cur_args
+local function current()
+  local f, k, a = cur_f, cur_keys, cur_args
+  cur_f, cur_keys, cur_args = nil, nil, nil
+  return f(k, a)
+end
 return function(f, eval, keys, args)
   if eval then
     rawset(G, "KEYS", keys)
     rawset(G, "ARGV", args)
     return xpcall(f, handler)
   end
-  return xpcall(function() return f(keys, args) end, handler)
+  cur_f, cur_keys, cur_args = f, keys, args
+  return xpcall(current, handler)
 end, env, library_env
