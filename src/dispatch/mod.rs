@@ -11,7 +11,9 @@
 //!    the disk guard);
 //! 2. routes it by its declaration (`cmd::Exec`): a `Shard` command to the
 //!    shard owning its first key ([`target_of`]); a `Conn` command runs
-//!    right here, in the connection's task;
+//!    right here, in the connection's task; a `Script` (EVAL, FCALL) on
+//!    its keys' shard in one step, or behind the transaction gate
+//!    (`script`, `scriptco`, `gated`; docs/cross-shard.md, "Scripts");
 //! 3. runs it: a local shard command through [`run_here`] (write groups,
 //!    misses off the shard: `probe`, `group`); a run of pipelined shard
 //!    commands for another shard as one message ([`share_job`] runs it
@@ -380,23 +382,16 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
                 }
                 i = end;
             }
-            Exec::Script(kind) => {
+            Exec::Conn(_) | Exec::Script(_) => {
                 let argv = std::mem::take(&mut cmds[i]);
                 let start = Instant::now();
-                let res = std::panic::AssertUnwindSafe(script::eval(shard, client, kind, &argv, out))
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|_| Err(internal_error(&argv)));
-                if let Err(e) = &res {
-                    out.error(&e.0);
-                }
-                finish_cmd(st, idx, &argv, start, res.err().as_ref(), &client.info);
-                i += 1;
-            }
-            Exec::Conn(f) => {
-                let argv = std::mem::take(&mut cmds[i]);
-                let start = Instant::now();
-                let res = std::panic::AssertUnwindSafe(f(cmd::Conn { shard, client }, &argv, out))
+                let run = match spec.exec {
+                    Exec::Script(kind) => Box::pin(script::eval(shard, client, kind, &argv, out)),
+                    Exec::Conn(f) => f(cmd::Conn { shard, client }, &argv, out),
+                    // Not in this arm (shard commands are routed above).
+                    Exec::Shard(_) => Box::pin(async { Ok(()) }),
+                };
+                let res = std::panic::AssertUnwindSafe(run)
                     .catch_unwind()
                     .await
                     .unwrap_or_else(|_| Err(internal_error(&argv)));
