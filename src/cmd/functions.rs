@@ -19,22 +19,11 @@ use crate::script::fdump;
 use crate::script::functions::{code_at, library_name, merged, Library};
 use crate::shard::ShardState;
 
-const FCALL: ScriptKind = ScriptKind {
-    by_sha: false,
-    read_only: false,
-    function: true,
-};
-const FCALL_RO: ScriptKind = ScriptKind {
-    by_sha: false,
-    read_only: true,
-    function: true,
-};
-
 /// The function commands (`cmd::table` has the line format).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
-    "fcall"    -3 [noscript stale skip_monitor no_mandatory_keys movablekeys]          0 0 0 Script(FCALL)    scripting "7.0.0" "Invokes a function.";
-    "fcall_ro" -3 [readonly noscript stale skip_monitor no_mandatory_keys movablekeys] 0 0 0 Script(FCALL_RO) scripting "7.0.0" "Invokes a read-only function.";
+    "fcall"    -3 [noscript stale skip_monitor no_mandatory_keys movablekeys]          0 0 0 Script(ScriptKind::FCALL)    scripting "7.0.0" "Invokes a function.";
+    "fcall_ro" -3 [readonly noscript stale skip_monitor no_mandatory_keys movablekeys] 0 0 0 Script(ScriptKind::FCALL_RO) scripting "7.0.0" "Invokes a read-only function.";
     "function" -2 []                                                                   0 0 0 Conn(function)   scripting "7.0.0" "A container for function commands." subs FUNCTION_SUBS;
 };
 

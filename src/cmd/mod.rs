@@ -146,6 +146,23 @@ pub struct ScriptKind {
     pub function: bool,
 }
 
+impl ScriptKind {
+    const fn new(by_sha: bool, read_only: bool, function: bool) -> ScriptKind {
+        ScriptKind {
+            by_sha,
+            read_only,
+            function,
+        }
+    }
+
+    pub const EVAL: ScriptKind = ScriptKind::new(false, false, false);
+    pub const EVALSHA: ScriptKind = ScriptKind::new(true, false, false);
+    pub const EVAL_RO: ScriptKind = ScriptKind::new(false, true, false);
+    pub const EVALSHA_RO: ScriptKind = ScriptKind::new(true, true, false);
+    pub const FCALL: ScriptKind = ScriptKind::new(false, false, true);
+    pub const FCALL_RO: ScriptKind = ScriptKind::new(false, true, true);
+}
+
 /// A subcommand of a container command (CLIENT, CONFIG, OBJECT, COMMAND).
 pub struct SubSpec {
     pub name: &'static str,

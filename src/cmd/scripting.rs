@@ -14,34 +14,13 @@ use crate::script::store::{self, Script};
 use crate::script::Vm;
 use crate::shard::ShardState;
 
-const EVAL: ScriptKind = ScriptKind {
-    by_sha: false,
-    read_only: false,
-    function: false,
-};
-const EVALSHA: ScriptKind = ScriptKind {
-    by_sha: true,
-    read_only: false,
-    function: false,
-};
-const EVAL_RO: ScriptKind = ScriptKind {
-    by_sha: false,
-    read_only: true,
-    function: false,
-};
-const EVALSHA_RO: ScriptKind = ScriptKind {
-    by_sha: true,
-    read_only: true,
-    function: false,
-};
-
 /// The scripting commands (`cmd::table` has the line format).
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[CommandSpec] = commands! {
-    "eval"       -3 [noscript stale skip_monitor no_mandatory_keys movablekeys]          0 0 0 Script(EVAL)       scripting "2.6.0" "Executes a server-side Lua script.";
-    "evalsha"    -3 [noscript stale skip_monitor no_mandatory_keys movablekeys]          0 0 0 Script(EVALSHA)    scripting "2.6.0" "Executes a server-side Lua script by SHA1 digest.";
-    "eval_ro"    -3 [readonly noscript stale skip_monitor no_mandatory_keys movablekeys] 0 0 0 Script(EVAL_RO)    scripting "7.0.0" "Executes a read-only server-side Lua script.";
-    "evalsha_ro" -3 [readonly noscript stale skip_monitor no_mandatory_keys movablekeys] 0 0 0 Script(EVALSHA_RO) scripting "7.0.0" "Executes a read-only server-side Lua script by SHA1 digest.";
+    "eval"       -3 [noscript stale skip_monitor no_mandatory_keys movablekeys]          0 0 0 Script(ScriptKind::EVAL)       scripting "2.6.0" "Executes a server-side Lua script.";
+    "evalsha"    -3 [noscript stale skip_monitor no_mandatory_keys movablekeys]          0 0 0 Script(ScriptKind::EVALSHA)    scripting "2.6.0" "Executes a server-side Lua script by SHA1 digest.";
+    "eval_ro"    -3 [readonly noscript stale skip_monitor no_mandatory_keys movablekeys] 0 0 0 Script(ScriptKind::EVAL_RO)    scripting "7.0.0" "Executes a read-only server-side Lua script.";
+    "evalsha_ro" -3 [readonly noscript stale skip_monitor no_mandatory_keys movablekeys] 0 0 0 Script(ScriptKind::EVALSHA_RO) scripting "7.0.0" "Executes a read-only server-side Lua script by SHA1 digest.";
     "script"     -2 []                                                                   0 0 0 Conn(script)       scripting "2.6.0" "A container for Lua scripts management commands." subs SCRIPT_SUBS;
 };
 

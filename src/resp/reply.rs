@@ -209,13 +209,32 @@ impl Reply {
 
     /// A verbatim string (`=` with `txt:` in RESP3), a bulk string in RESP2.
     pub fn verbatim(&mut self, text: &str) {
+        self.verbatim_as(b"txt", text.as_bytes());
+    }
+
+    /// A verbatim string of `format` (its first 3 bytes) in RESP3, a bulk
+    /// string in RESP2.
+    pub fn verbatim_as(&mut self, format: &[u8], text: &[u8]) {
         if self.resp3 {
             self.header(b'=', text.len() as i64 + 4);
-            self.buf.extend_from_slice(b"txt:");
-            self.buf.extend_from_slice(text.as_bytes());
+            self.buf.extend_from_slice(&format[..format.len().min(3)]);
+            self.buf.push(b':');
+            self.buf.extend_from_slice(text);
             self.buf.extend_from_slice(b"\r\n");
         } else {
-            self.bulk(text.as_bytes());
+            self.bulk(text);
+        }
+    }
+
+    /// A big number (`(` in RESP3), a bulk string in RESP2. Must not
+    /// contain CR or LF.
+    pub fn big_number(&mut self, digits: &[u8]) {
+        if self.resp3 {
+            self.buf.push(b'(');
+            self.buf.extend_from_slice(digits);
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(digits);
         }
     }
 

@@ -277,31 +277,11 @@ fn write_table(t: &Table, resp3: bool, out: &mut Reply, depth: usize) {
         _ => {}
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
-        let text = one_line(&s.as_bytes());
-        if out.resp3 {
-            out.buf.push(b'(');
-            out.buf.extend_from_slice(text.as_bytes());
-            out.buf.extend_from_slice(b"\r\n");
-        } else {
-            out.bulk(text.as_bytes());
-        }
-        return;
+        return out.big_number(one_line(&s.as_bytes()).as_bytes());
     }
     if let Ok(Value::Table(vs)) = t.raw_get::<Value>("verbatim_string") {
         if let (Ok(Value::String(f)), Ok(Value::String(s))) = (vs.raw_get::<Value>("format"), vs.raw_get::<Value>("string")) {
-            let (f, s) = (f.as_bytes(), s.as_bytes());
-            if out.resp3 {
-                out.buf.push(b'=');
-                out.buf.extend_from_slice((s.len() + 4).to_string().as_bytes());
-                out.buf.extend_from_slice(b"\r\n");
-                out.buf.extend_from_slice(&f[..f.len().min(3)]);
-                out.buf.push(b':');
-                out.buf.extend_from_slice(&s);
-                out.buf.extend_from_slice(b"\r\n");
-            } else {
-                out.bulk(&s);
-            }
-            return;
+            return out.verbatim_as(&f.as_bytes(), &s.as_bytes());
         }
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
