@@ -23,7 +23,7 @@ pub mod store;
 mod structlib;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use ahash::AHashMap as HashMap;
 use std::rc::Rc;
 
 use bytes::Bytes;

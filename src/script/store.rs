@@ -2,7 +2,6 @@
 //! interpreter compiles them from here on first use), and what a script's
 //! shebang line declares.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -143,7 +142,7 @@ impl Script {
 /// Every script loaded, by SHA1.
 #[derive(Default)]
 pub struct Scripts {
-    map: Mutex<HashMap<[u8; 40], Arc<Script>>>,
+    map: Mutex<ahash::AHashMap<[u8; 40], Arc<Script>>>,
     /// Bumped by SCRIPT FLUSH: an interpreter that saw an older epoch drops
     /// what it compiled.
     epoch: AtomicU64,
