@@ -35,6 +35,7 @@ pub const SYNTAX: CmdError = CmdError(Cow::Borrowed("ERR syntax error"));
 pub const OVERFLOW: CmdError = CmdError(Cow::Borrowed("ERR increment or decrement would overflow"));
 pub const NO_SUCH_KEY: CmdError = CmdError(Cow::Borrowed("ERR no such key"));
 pub const CORRUPT: CmdError = CmdError(Cow::Borrowed("ERR corrupt record in storage"));
+pub const INVALID_STREAM_ID: CmdError = CmdError(Cow::Borrowed("ERR Invalid stream ID specified as stream command argument"));
 pub const INVALID_EXPIRE: &str = "ERR invalid expire time in '{}' command";
 pub const DB_INDEX: CmdError = CmdError(Cow::Borrowed("ERR DB index is out of range"));
 pub const STRING_TOO_LONG: CmdError = CmdError(Cow::Borrowed("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));

@@ -12,8 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, strings, zedit, zmulti, zscan, zsets,
-    CommandSpec,
+    connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, zedit, zmulti, zscan,
+    zsets, CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -87,6 +87,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         zmulti::COMMANDS,
         zscan::COMMANDS,
         lists::COMMANDS,
+        streams::COMMANDS,
         multi::COMMANDS,
         pubsub::COMMANDS,
         monitor::COMMANDS,

@@ -154,6 +154,9 @@ pub struct Encodings {
     pub zset_value: u64,
     /// `list-max-listpack-size`: N > 0 entries, or -1..-5 for 4..64 KiB.
     pub list_size: i64,
+    /// `stream-node-max-entries` and `stream-node-max-bytes` (0: no limit).
+    pub stream_node_entries: u64,
+    pub stream_node_bytes: u64,
 }
 
 /// A change hook: runs after CONFIG SET changed its parameter, with the
@@ -188,7 +191,7 @@ pub struct Config {
     /// `notify-keyspace-events` classes (`event` bits), shared with every
     /// shard's keyspace (`types::notify`).
     pub notify_flags: std::sync::Arc<std::sync::atomic::AtomicU32>,
-    enc: [AtomicU64; 7],
+    enc: [AtomicU64; 9],
     list_size: std::sync::atomic::AtomicI64,
     hooks: Mutex<Vec<(&'static str, Hook)>>,
 }
@@ -300,6 +303,8 @@ impl Config {
             zset_entries: e(5),
             zset_value: e(6),
             list_size: self.list_size.load(Ordering::Relaxed),
+            stream_node_entries: e(7),
+            stream_node_bytes: e(8),
         }
     }
 
@@ -336,6 +341,8 @@ impl Config {
             "set-max-listpack-value",
             "zset-max-listpack-entries",
             "zset-max-listpack-value",
+            "stream-node-max-entries",
+            "stream-node-max-bytes",
         ];
         for (slot, name) in self.enc.iter().zip(names) {
             slot.store(int(name).max(0) as u64, Ordering::Relaxed);

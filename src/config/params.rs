@@ -13,7 +13,7 @@ const ACL: &str = "no ACL users yet: the one user is `default`, guarded by requi
 const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data lives in RocksDB, whose compaction rewrites it on disk";
 const CLUSTER: &str = "no cluster mode yet";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
-const FAMILY: &str = "streams and HyperLogLogs do not exist yet";
+const FAMILY: &str = "HyperLogLogs do not exist yet";
 const QUICKLIST: &str = "list elements are RocksDB records, compressed by block with the rest of the data (bottommost-compression): there are no quicklist nodes to compress";
 const FILES: &str = "RocksDB's WAL and SST files replace RDB and AOF: every write is in the WAL (appendfsync says when it is synced), BGSAVE makes a checkpoint";
 const HZ: &str = "the housekeeping tick is fixed by hz";
@@ -216,8 +216,8 @@ pub(super) const PARAMS: &[Param] = &[
     inert("shutdown-timeout", "10", Int(0, I32), PROCESS),
     inert("socket-mark-id", "0", Int(0, i64::MAX), SOCKETS).fixed(),
     inert("stop-writes-on-bgsave-error", "yes", Bool, FILES),
-    inert("stream-node-max-bytes", "4096", Bytes(0, i64::MAX), FAMILY),
-    inert("stream-node-max-entries", "100", Int(0, i64::MAX), FAMILY),
+    live("stream-node-max-bytes", "4096", Bytes(0, i64::MAX)),
+    live("stream-node-max-entries", "100", Int(0, i64::MAX)),
     inert("supervised", "no", Enum(&["upstart", "systemd", "auto", "no"]), PROCESS).fixed(),
     inert("syslog-enabled", "no", Bool, PROCESS).fixed(),
     inert("syslog-facility", "local0", Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), PROCESS).fixed(),

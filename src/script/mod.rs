@@ -22,8 +22,8 @@ mod library;
 pub mod store;
 mod structlib;
 
-use std::cell::{Cell, RefCell};
 use ahash::AHashMap as HashMap;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use bytes::Bytes;

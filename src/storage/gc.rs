@@ -132,6 +132,8 @@ enum Owner {
         hfe: bool,
         /// Expired more than [`EXPIRED_GRACE_MS`] ago.
         dead: bool,
+        /// A stream's floor: its entry records below it were trimmed.
+        floor: Option<(u64, u64)>,
     },
 }
 
@@ -202,6 +204,7 @@ impl GcFilter {
                         version: c.version,
                         hfe: c.hfe.is_some(),
                         dead: long_expired(m.expire_ms, self.now_ms),
+                        floor: c.stream.map(|s| s.floor),
                     },
                     None => return None,
                 },
@@ -213,6 +216,16 @@ impl GcFilter {
         self.last = Some((mk.to_vec(), o));
         Some(o)
     }
+}
+
+/// Whether stream sub key `sub` is an entry record below `floor` (a
+/// trimmed entry: `types::stream`).
+fn below_floor(sub: &[u8], floor: (u64, u64)) -> bool {
+    if sub.len() != 17 || sub[0] != b'e' {
+        return false;
+    }
+    let be = |b: &[u8]| b.try_into().map_or(u64::MAX, u64::from_be_bytes);
+    (be(&sub[1..9]), be(&sub[9..17])) < floor
 }
 
 /// Whether a key with expiry `expire_ms` (0: none) expired more than
@@ -237,6 +250,11 @@ impl GcFilter {
             return Decision::Keep;
         };
         match self.owner(&mk) {
+            Some(Owner::Coll {
+                version: v,
+                floor: Some(floor),
+                ..
+            }) if v == version && below_floor(&key[mk.len() + 12..], floor) => Decision::Remove,
             Some(o) => decide(o, version, value, self.now_ms),
             None => Decision::Keep,
         }
@@ -323,9 +341,26 @@ mod tests {
     }
 
     #[test]
+    fn trimmed_stream_entries_are_below_the_floor() {
+        let mut sub = vec![b'e'];
+        sub.extend_from_slice(&5u64.to_be_bytes());
+        sub.extend_from_slice(&2u64.to_be_bytes());
+        assert!(below_floor(&sub, (5, 3)));
+        assert!(below_floor(&sub, (6, 0)));
+        assert!(!below_floor(&sub, (5, 2)), "the floor itself is live");
+        sub[0] = b'n';
+        assert!(!below_floor(&sub, (9, 0)), "only entry records");
+    }
+
+    #[test]
     fn decisions() {
         let now = 1_000_000_000;
-        let coll = |version, hfe| Owner::Coll { version, hfe, dead: false };
+        let coll = |version, hfe| Owner::Coll {
+            version,
+            hfe,
+            dead: false,
+            floor: None,
+        };
         let ttl = |t: u64| {
             let mut v = t.to_be_bytes().to_vec();
             v.extend_from_slice(b"value");
@@ -349,7 +384,8 @@ mod tests {
                     Owner::Coll {
                         version: 10,
                         hfe: false,
-                        dead: true
+                        dead: true,
+                        floor: None,
                     },
                     10,
                     b"",
@@ -365,7 +401,8 @@ mod tests {
                     Owner::Coll {
                         version: 10,
                         hfe: false,
-                        dead: true
+                        dead: true,
+                        floor: None,
                     },
                     11,
                     b"",

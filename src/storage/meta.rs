@@ -183,6 +183,7 @@ impl Sweep {
 ///   ... slower(8) supper(8) touched(8) exact(1) cursor(0-48)   the same, with a sweep under way
 /// version(8) size(8) mode(1)=2 head(8)                      list
 /// version(8) size(8) mode(1)=3                              sorted set with count blocks
+/// version(8) size(8) mode(1)=4 last first floor max_deleted tail_last (16 each) added groups nodes tail_node tail_total tail_bytes tail_valid (8 each)   stream
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
 /// fields already expired or removed by compaction, see `types::hash`).
@@ -198,11 +199,47 @@ pub struct Coll {
     pub list_head: Option<u64>,
     /// A sorted set that keeps count blocks (mode 3, `types::zblock`).
     pub zblocks: bool,
+    /// A stream's own fields (mode 4, `types::stream`).
+    pub stream: Option<StreamMeta>,
 }
+
+/// A stream ID: milliseconds and sequence.
+pub type RawId = (u64, u64);
+
+/// What a stream keeps in its meta record besides version and size
+/// (`size` counts live entries). IDs are (ms, seq).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamMeta {
+    /// The last ID generated (`last-generated-id`).
+    pub last: RawId,
+    /// The first live entry (0-0 when empty): Redis's `first_id`.
+    pub first: RawId,
+    /// Entries below this ID are garbage (trimmed lazily: the compaction
+    /// filter drops them); every live entry is at or above it.
+    pub floor: RawId,
+    pub max_deleted: RawId,
+    /// `entries-added`: every entry ever added.
+    pub added: u64,
+    /// Consumer groups.
+    pub groups: u64,
+    /// Emulated listpack nodes alive (`radix-tree-keys`).
+    pub nodes: u64,
+    /// The tail node: its number, entries appended to it (deleted ones
+    /// too), their estimated bytes, live entries, and its last entry's ID.
+    pub tail_node: u64,
+    pub tail_total: u64,
+    pub tail_bytes: u64,
+    pub tail_valid: u64,
+    pub tail_last: RawId,
+}
+
+/// The encoded length of a [`StreamMeta`].
+const STREAM_LEN: usize = 16 * 5 + 8 * 7;
 
 const MODE_HFE: u8 = 1;
 const MODE_LIST: u8 = 2;
 const MODE_ZBLOCKS: u8 = 3;
+const MODE_STREAM: u8 = 4;
 
 fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
@@ -218,6 +255,7 @@ impl Coll {
             hfe: hfe.then(Hfe::default),
             list_head: None,
             zblocks: false,
+            stream: None,
         }
     }
 
@@ -229,6 +267,7 @@ impl Coll {
             hfe: None,
             list_head: Some(head),
             zblocks: false,
+            stream: None,
         }
     }
 
@@ -238,6 +277,16 @@ impl Coll {
             return None;
         }
         let (version, size) = (be64(body), be64(&body[8..]));
+        if body.get(16) == Some(&MODE_STREAM) {
+            return StreamMeta::decode(&body[17..]).map(|s| Coll {
+                version,
+                size,
+                hfe: None,
+                list_head: None,
+                zblocks: false,
+                stream: Some(s),
+            });
+        }
         if body.len() == 17 && body[16] == MODE_ZBLOCKS {
             return Some(Coll {
                 version,
@@ -245,6 +294,7 @@ impl Coll {
                 hfe: None,
                 list_head: None,
                 zblocks: true,
+                stream: None,
             });
         }
         let (hfe, list_head) = match body.get(16) {
@@ -279,6 +329,7 @@ impl Coll {
             hfe,
             list_head,
             zblocks: false,
+            stream: None,
         })
     }
 
@@ -303,6 +354,9 @@ impl Coll {
             v.extend_from_slice(&head.to_be_bytes());
         } else if self.zblocks {
             v.push(MODE_ZBLOCKS);
+        } else if let Some(s) = &self.stream {
+            v.push(MODE_STREAM);
+            s.encode_into(&mut v);
         }
         v
     }
@@ -310,6 +364,47 @@ impl Coll {
     /// The full meta value of a collection of type `ty`.
     pub fn encode(&self, ty: KeyType, expire_ms: u64) -> Vec<u8> {
         encode(ty, expire_ms, &self.encode_body())
+    }
+}
+
+impl StreamMeta {
+    fn decode(b: &[u8]) -> Option<StreamMeta> {
+        if b.len() != STREAM_LEN {
+            return None;
+        }
+        let id = |i: usize| (be64(&b[i..]), be64(&b[i + 8..]));
+        Some(StreamMeta {
+            last: id(0),
+            first: id(16),
+            floor: id(32),
+            max_deleted: id(48),
+            tail_last: id(64),
+            added: be64(&b[80..]),
+            groups: be64(&b[88..]),
+            nodes: be64(&b[96..]),
+            tail_node: be64(&b[104..]),
+            tail_total: be64(&b[112..]),
+            tail_bytes: be64(&b[120..]),
+            tail_valid: be64(&b[128..]),
+        })
+    }
+
+    fn encode_into(&self, v: &mut Vec<u8>) {
+        for (a, b) in [self.last, self.first, self.floor, self.max_deleted, self.tail_last] {
+            v.extend_from_slice(&a.to_be_bytes());
+            v.extend_from_slice(&b.to_be_bytes());
+        }
+        for n in [
+            self.added,
+            self.groups,
+            self.nodes,
+            self.tail_node,
+            self.tail_total,
+            self.tail_bytes,
+            self.tail_valid,
+        ] {
+            v.extend_from_slice(&n.to_be_bytes());
+        }
     }
 }
 
@@ -354,6 +449,7 @@ mod tests {
             hfe: None,
             list_head: None,
             zblocks: false,
+            stream: None,
         };
         assert_eq!(plain.encode_body().len(), 16);
         let hfe = Coll {
@@ -367,6 +463,7 @@ mod tests {
             }),
             list_head: None,
             zblocks: false,
+            stream: None,
         };
         let list = Coll::new_list(9, 1 << 63);
         assert_eq!(list.encode_body().len(), 25);
@@ -381,7 +478,18 @@ mod tests {
         s.set_cursor(&[b'x'; 100]);
         assert!(!s.exact && s.cursor().len() == SWEEP_CURSOR_MAX);
         long.hfe.as_mut().unwrap().sweep = Some(s);
-        for c in [plain, hfe, list, swept, long] {
+        let stream = Coll {
+            stream: Some(StreamMeta {
+                last: (5, 6),
+                floor: (1, 0),
+                added: 9,
+                tail_valid: 3,
+                ..Default::default()
+            }),
+            ..plain
+        };
+        assert_eq!(stream.encode_body().len(), 17 + STREAM_LEN);
+        for c in [plain, hfe, list, swept, long, stream] {
             let raw = c.encode(KeyType::Hash, 0);
             assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
         }

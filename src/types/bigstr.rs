@@ -198,6 +198,7 @@ fn stage_big_meta(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], (version, le
         hfe: None,
         list_head: None,
         zblocks: false,
+        stream: None,
     };
     ks.stage_put(b, db, key, &c.encode(KeyType::BigString, expire_ms), prior);
 }

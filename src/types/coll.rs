@@ -291,6 +291,7 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
             hfe: None,
             list_head: None,
             zblocks: ty == KeyType::ZSet,
+            stream: None,
         };
         ks.stage_put(&mut b, db, key, &c.encode(ty, 0), None);
     }
@@ -401,6 +402,7 @@ fn encoding_name(ks: &Keyspace, (db, key): (u8, &[u8]), ty: KeyType, c: &Coll, n
             })?;
             Ok(if long { "skiplist" } else { "listpack" })
         }
+        KeyType::Stream => Ok("stream"),
         _ => Ok("hashtable"),
     }
 }
@@ -480,6 +482,7 @@ mod tests {
             hfe: None,
             list_head: None,
             zblocks: false,
+            stream: None,
         };
         let mut b = ks.store.batch();
         for (f, v) in fields {

@@ -137,7 +137,11 @@ pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
                 return None;
             }
         }
-        _ => return None,
+        KeyType::Stream => {
+            if !crate::types::stream::members_fit(&m.coll()?, &members) {
+                return None;
+            }
+        }
     }
     Some(Owned { raw, members })
 }
@@ -159,6 +163,7 @@ mod tests {
             hfe: None,
             list_head: None,
             zblocks: false,
+            stream: None,
         };
         let v = Owned {
             raw: set.encode(KeyType::Set, 0),

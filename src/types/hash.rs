@@ -297,6 +297,7 @@ mod tests {
             }),
             list_head: None,
             zblocks: false,
+            stream: None,
         }
     }
 
@@ -367,6 +368,7 @@ mod tests {
                     hfe: None,
                     list_head: None,
                     zblocks: false,
+                    stream: None,
                 },
                 u64::MAX
             ),

@@ -441,7 +441,7 @@ impl Keyspace {
     pub(super) fn lookup<R>(&self, db: u8, key: &[u8], now_ms: u64, f: impl FnOnce(Option<Meta<'_>>) -> R) -> CmdResult<R> {
         enum Step<R> {
             Done(R),
-            Expired(u64, Option<Coll>),
+            Expired(u64, Option<Box<Coll>>),
             Repair(Vec<u8>),
         }
         let mk = meta_key(db, key);
@@ -451,7 +451,7 @@ impl Keyspace {
             None => Ok(f.take().map(|f| Step::Done(f(None)))),
             Some(raw) => match Meta::decode(raw) {
                 None => Err(CORRUPT),
-                Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.expire_ms, m.coll()))),
+                Some(m) if m.is_expired(now_ms) => Ok(Some(Step::Expired(m.expire_ms, m.coll().map(Box::new)))),
                 Some(m) if may_be_empty(&m, now_ms) => Ok(Some(Step::Repair(raw.to_vec()))),
                 Some(m) => {
                     live = true;
@@ -469,7 +469,7 @@ impl Keyspace {
                 // During CLIENT PAUSE the key reads as gone but stays, as
                 // Redis keeps the dataset still.
                 if !crate::pause::holds_expiry(crate::clock::wall_ms()) {
-                    self.expire_key(db, key, at, coll)?;
+                    self.expire_key(db, key, at, coll.map(|c| *c))?;
                 }
                 Ok(f(None))
             }

@@ -21,6 +21,7 @@ pub mod list;
 pub mod memory;
 pub mod multi;
 pub mod notify;
+pub mod stream;
 pub mod string;
 pub mod writer;
 pub mod zblock;
