@@ -24,7 +24,7 @@
 use crate::config::Encodings;
 use crate::error::{CmdResult, CORRUPT, WRONGTYPE};
 use crate::storage::keys;
-use crate::storage::meta::{Coll, KeyType, Meta, RawId, StreamMeta};
+use crate::storage::meta::{Coll, KeyType, RawId, StreamMeta};
 use crate::storage::Batch;
 use crate::types::keyspace::{Keyspace, Prior};
 
@@ -102,18 +102,19 @@ impl Id {
 /// An entry: its ID and its field-value pairs, flat.
 pub type Entry = (Id, Vec<Vec<u8>>);
 
+/// The sub key of node `n`'s record.
+pub(super) fn node_sub(n: u64) -> [u8; 9] {
+    let mut s = [0u8; 9];
+    s[0] = NODE;
+    s[1..].copy_from_slice(&n.to_be_bytes());
+    s
+}
+
 /// The sub key of entry `id`.
 pub fn entry_sub(id: Id) -> [u8; 17] {
     let mut s = [0u8; 17];
     s[0] = ENTRY;
     s[1..].copy_from_slice(&id.bytes());
-    s
-}
-
-fn node_sub(n: u64) -> [u8; 9] {
-    let mut s = [0u8; 9];
-    s[0] = NODE;
-    s[1..].copy_from_slice(&n.to_be_bytes());
     s
 }
 
@@ -141,52 +142,6 @@ pub fn decode_entry(v: &[u8]) -> Option<(u64, Vec<Vec<u8>>)> {
         at += 4 + len;
     }
     (at == v.len()).then_some((node, out))
-}
-
-/// The bytes a listpack element of `s` takes (encoding and back-length),
-/// as Redis's listpack would store it (integers in their short forms).
-fn lp_element_bytes(s: &[u8]) -> u64 {
-    let enc = match crate::resp::parse::string2ll(s) {
-        Some(v) if (0..=127).contains(&v) => 1,
-        Some(v) if (-4096..4096).contains(&v) => 2,
-        Some(v) if (-32768..32768).contains(&v) => 3,
-        Some(v) if (-8388608..8388608).contains(&v) => 4,
-        Some(v) if (i32::MIN as i64..=i32::MAX as i64).contains(&v) => 5,
-        Some(_) => 9,
-        None if s.len() < 64 => 1 + s.len() as u64,
-        None if s.len() < 4096 => 2 + s.len() as u64,
-        None => 5 + s.len() as u64,
-    };
-    let back = match enc {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
-    enc + back
-}
-
-/// The estimated bytes of a new node's listpack holding `fields` as its
-/// master entry and first entry (Redis's `lpNew` plus the master fields).
-fn node_start_bytes(fields: &[&[u8]]) -> u64 {
-    // Header and end byte; count, deleted, master field count, the master
-    // fields, the master terminator.
-    let mut b = 7 + 2 + 2 + 2 + 2;
-    for f in fields.iter().step_by(2) {
-        b += lp_element_bytes(f);
-    }
-    b + entry_bytes(fields)
-}
-
-/// The estimated listpack bytes of an entry with the master's fields:
-/// flags, ID deltas, the values, its element count.
-fn entry_bytes(fields: &[&[u8]]) -> u64 {
-    let mut b = 2 + 2 + 2 + 2;
-    for v in fields.iter().skip(1).step_by(2) {
-        b += lp_element_bytes(v);
-    }
-    b
 }
 
 /// How an XADD picks its ID.
@@ -230,43 +185,12 @@ pub struct Stream<'k> {
     pub c: Coll,
     pub s: StreamMeta,
     pub b: Batch,
-    dirty: bool,
+    pub(super) dirty: bool,
     /// The entry this command added (staged: reads do not see it).
     added_now: Option<Id>,
     /// Entries and node records this command deleted (staged).
     gone: std::collections::HashSet<Id>,
-    dropped: std::collections::HashSet<u64>,
-}
-
-/// A node's counts: live entries, entries appended (deleted ones too),
-/// estimated listpack bytes, the last entry's ID.
-#[derive(Debug, Clone, Copy)]
-struct NodeRec {
-    valid: u64,
-    total: u64,
-    bytes: u64,
-    last: Id,
-}
-
-impl NodeRec {
-    fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(40);
-        for n in [self.valid, self.total, self.bytes] {
-            v.extend_from_slice(&n.to_be_bytes());
-        }
-        v.extend_from_slice(&self.last.bytes());
-        v
-    }
-
-    fn decode(v: &[u8]) -> Option<NodeRec> {
-        let n = |i: usize| v.get(i..i + 8).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
-        Some(NodeRec {
-            valid: n(0)?,
-            total: n(8)?,
-            bytes: n(16)?,
-            last: Id::from_bytes(v.get(24..)?)?,
-        })
-    }
+    pub(super) dropped: std::collections::HashSet<u64>,
 }
 
 impl<'k> Stream<'k> {
@@ -364,150 +288,19 @@ impl<'k> Stream<'k> {
     /// Appends an entry at `id` (greater than the last ID: see
     /// [`Stream::next_id`]); `fields` alternate field and value.
     pub fn add(&mut self, id: Id, fields: &[&[u8]], enc: Encodings) {
+        let node = self.place_in_node(fields, enc);
         let s = &mut self.s;
-        let max_bytes = match enc.stream_node_bytes {
-            0 => 1 << 30,
-            n => n.min(1 << 30),
-        };
-        let total: u64 = fields.iter().map(|f| f.len() as u64).sum();
-        let open_new =
-            s.nodes == 0 || s.tail_bytes + total >= max_bytes || (enc.stream_node_entries != 0 && s.tail_total >= enc.stream_node_entries);
-        if open_new {
-            if s.nodes > 0 {
-                // The tail node closes: its counts go to its record.
-                let r = NodeRec {
-                    valid: s.tail_valid,
-                    total: s.tail_total,
-                    bytes: s.tail_bytes,
-                    last: Id::from_raw(s.tail_last),
-                };
-                let n = s.tail_node;
-                self.put_node(n, &r);
-            }
-            let s = &mut self.s;
-            if s.nodes > 0 {
-                s.tail_node += 1;
-            }
-            s.nodes += 1;
-            s.tail_total = 0;
-            s.tail_valid = 0;
-            s.tail_bytes = node_start_bytes(fields);
-        } else {
-            self.s.tail_bytes += entry_bytes(fields);
-        }
-        let s = &mut self.s;
-        s.tail_total += 1;
-        s.tail_valid += 1;
         s.tail_last = id.raw();
         s.last = id.raw();
         s.added += 1;
         if self.c.size == 0 {
             s.first = id.raw();
         }
-        let node = s.tail_node;
         self.c.size += 1;
         self.added_now = Some(id);
         let k = self.record(&entry_sub(id));
         self.ks.store.put(&mut self.b, &k, &encode_entry(node, fields));
         self.dirty = true;
-    }
-
-    fn put_node(&mut self, n: u64, r: &NodeRec) {
-        let k = self.record(&node_sub(n));
-        self.ks.store.put(&mut self.b, &k, &r.encode());
-        self.dropped.remove(&n);
-        self.dirty = true;
-    }
-
-    fn read_node(&self, n: u64) -> CmdResult<NodeRec> {
-        let k = self.record(&node_sub(n));
-        let v = self.ks.store.get_with(&k, |v| v.map(NodeRec::decode))?;
-        v.flatten().ok_or(CORRUPT)
-    }
-
-    /// Node `n` (closed) goes.
-    fn drop_node(&mut self, n: u64) {
-        let k = self.record(&node_sub(n));
-        self.ks.store.delete(&mut self.b, &k);
-        self.dropped.insert(n);
-        self.s.nodes = self.s.nodes.saturating_sub(1);
-        self.dirty = true;
-    }
-
-    /// The tail node went: the last closed node (if any) becomes the tail
-    /// and takes the next entries while it has room, as in Redis.
-    fn tail_gone(&mut self) -> CmdResult {
-        self.s.nodes = self.s.nodes.saturating_sub(1);
-        self.s.tail_total = 0;
-        self.s.tail_valid = 0;
-        self.s.tail_bytes = 0;
-        self.dirty = true;
-        if self.s.nodes == 0 {
-            return Ok(());
-        }
-        let mut prev = None;
-        let (lo, hi) = (self.record(&[NODE]), self.record(&node_sub(self.s.tail_node)));
-        let prefix = lo.len();
-        self.ks.store.scan_back(&lo, &hi, |k, v| {
-            let n = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
-            match n {
-                Some(n) if self.dropped.contains(&n) => true,
-                Some(n) => {
-                    prev = NodeRec::decode(v).map(|r| (n, r));
-                    false
-                }
-                None => false,
-            }
-        })?;
-        let (n, r) = prev.ok_or(CORRUPT)?;
-        let k = self.record(&node_sub(n));
-        self.ks.store.delete(&mut self.b, &k);
-        self.dropped.insert(n);
-        let s = &mut self.s;
-        s.tail_node = n;
-        s.tail_total = r.total;
-        s.tail_valid = r.valid;
-        s.tail_bytes = r.bytes;
-        s.tail_last = r.last.raw();
-        Ok(())
-    }
-
-    /// Closed nodes from the head, (node, valid, last ID), in order, until
-    /// `f` returns false.
-    fn walk_nodes(&self, mut f: impl FnMut(u64, u64, Id) -> bool) -> CmdResult<()> {
-        let (lo, hi) = (self.record(&[NODE]), self.record(&[NODE + 1]));
-        let prefix = lo.len();
-        let mut bad = false;
-        self.ks.store.scan(&lo, &hi, |k, v| {
-            let n = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
-            match (n, NodeRec::decode(v)) {
-                (Some(n), _) if self.dropped.contains(&n) => true,
-                (Some(n), Some(r)) => f(n, r.valid, r.last),
-                _ => {
-                    bad = true;
-                    false
-                }
-            }
-        })?;
-        if bad {
-            return Err(CORRUPT);
-        }
-        Ok(())
-    }
-
-    /// The nodes from the head, the tail node last, as (node, valid, last ID).
-    fn nodes_from_head(&self, max: usize) -> CmdResult<Vec<(u64, u64, Id)>> {
-        let mut out = Vec::new();
-        if self.s.nodes > 1 {
-            self.walk_nodes(|n, v, l| {
-                out.push((n, v, l));
-                out.len() < max
-            })?;
-        }
-        if out.len() < max && self.s.nodes > 0 {
-            out.push((self.s.tail_node, self.s.tail_valid, Id::from_raw(self.s.tail_last)));
-        }
-        Ok(out)
     }
 
     /// Entries with IDs in `from..=to`, ascending (or descending when
@@ -575,27 +368,6 @@ impl<'k> Stream<'k> {
         Ok(found)
     }
 
-    /// Lowers node `n`'s live count by `k` (the tail's in the meta); a
-    /// node left empty goes, as Redis frees an emptied listpack.
-    fn node_lost(&mut self, n: u64, k: u64) -> CmdResult {
-        self.dirty = true;
-        if n == self.s.tail_node && self.s.nodes > 0 {
-            self.s.tail_valid = self.s.tail_valid.saturating_sub(k);
-            if self.s.tail_valid == 0 {
-                self.tail_gone()?;
-            }
-            return Ok(());
-        }
-        let mut r = self.read_node(n)?;
-        if r.valid <= k {
-            self.drop_node(n);
-        } else {
-            r.valid -= k;
-            self.put_node(n, &r);
-        }
-        Ok(())
-    }
-
     /// XDEL: deletes the live entries among `ids`; how many were.
     pub fn delete(&mut self, ids: &[Id]) -> CmdResult<u64> {
         let mut gone = 0;
@@ -624,7 +396,7 @@ impl<'k> Stream<'k> {
     }
 
     /// Recomputes `first` after entries went (0-0 when empty).
-    fn refirst(&mut self) -> CmdResult {
+    pub(super) fn refirst(&mut self) -> CmdResult {
         if self.c.size == 0 {
             self.s.first = (0, 0);
             // Everything up to the last ID is garbage now.
@@ -647,72 +419,6 @@ impl<'k> Stream<'k> {
             self.s.first = first.raw();
             return Ok(());
         }
-    }
-
-    /// Trims as XTRIM / XADD's MAXLEN and MINID do; how many entries went.
-    pub fn trim(&mut self, t: Trim) -> CmdResult<u64> {
-        let mut removed = 0u64;
-        let nodes = self.nodes_from_head(usize::MAX)?;
-        let mut floor = Id::from_raw(self.s.floor);
-        for (n, valid, last) in nodes {
-            if self.c.size == 0 {
-                break;
-            }
-            let whole = match t.by {
-                TrimBy::MaxLen(max) => self.c.size - valid >= max,
-                TrimBy::MinId(min) => last < min,
-            };
-            if t.limit != 0 && removed + valid > t.limit {
-                break;
-            }
-            if whole {
-                removed += valid;
-                self.c.size -= valid;
-                floor = last.incr().unwrap_or(Id::MAX);
-                if n == self.s.tail_node {
-                    // The last node: the stream is empty now.
-                    self.s.nodes = 0;
-                    self.s.tail_total = 0;
-                    self.s.tail_valid = 0;
-                    self.s.tail_bytes = 0;
-                } else {
-                    self.drop_node(n);
-                }
-                self.dirty = true;
-                continue;
-            }
-            if t.approx {
-                break;
-            }
-            // Exact: entries of this node one by one from its head.
-            let mut cut = Vec::new();
-            let mut size = self.c.size;
-            self.walk(floor, last, false, |id, _| {
-                let go = match t.by {
-                    TrimBy::MaxLen(max) => size > max,
-                    TrimBy::MinId(min) => id < min,
-                };
-                if go {
-                    cut.push(id);
-                    size -= 1;
-                }
-                go
-            })?;
-            if let Some(&top) = cut.last() {
-                removed += cut.len() as u64;
-                self.c.size -= cut.len() as u64;
-                floor = top.incr().unwrap_or(Id::MAX);
-                self.node_lost(n, cut.len() as u64)?;
-            }
-            break;
-        }
-        if removed > 0 {
-            self.s.floor = floor.raw();
-            self.s.first = self.s.floor;
-            self.dirty = true;
-            self.refirst()?;
-        }
-        Ok(removed)
     }
 
     /// XSETID: a new last ID (checked by the caller), and optionally
@@ -762,11 +468,6 @@ impl<'k> Stream<'k> {
         Ok(self.b)
     }
 
-    /// The meta value this stream would have (for a delete by the caller).
-    pub fn orig_meta(&self) -> Option<Vec<u8>> {
-        self.prior.map(|e| self.orig.encode(KeyType::Stream, e))
-    }
-
     /// Listpack nodes (`radix-tree-keys`).
     pub fn nodes(&self) -> u64 {
         self.s.nodes
@@ -800,11 +501,6 @@ pub fn members_fit(c: &Coll, members: &[(Vec<u8>, Vec<u8>)]) -> bool {
     live == c.size
 }
 
-/// Whether meta `m` is a stream.
-pub fn is_stream(m: &Meta<'_>) -> bool {
-    m.ty == KeyType::Stream
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -829,13 +525,5 @@ mod tests {
         );
         assert_eq!(decode_entry(&v[..v.len() - 1]), None);
         assert_eq!(decode_entry(b"short"), None);
-    }
-
-    #[test]
-    fn listpack_estimates() {
-        assert_eq!(lp_element_bytes(b"5"), 2);
-        assert_eq!(lp_element_bytes(b"1000"), 3);
-        assert_eq!(lp_element_bytes(b"abc"), 5);
-        assert_eq!(lp_element_bytes(&[b'x'; 100]), 103);
     }
 }
