@@ -261,6 +261,197 @@ const SCRIPTS: &[(&str, &str)] = &[
         SELECT 0
         "#,
     ),
+    (
+        "consumer groups",
+        r#"
+        XGROUP CREATE s g $
+        XGROUP CREATE s g $ MKSTREAM
+        XGROUP CREATE s g $ MKSTREAM
+        XGROUP CREATE s g2 0 ENTRIESREAD -2
+        XGROUP CREATE s g2 0 ENTRIESREAD -1
+        XGROUP CREATE s g3 0 ENTRIESREAD 5 foo
+        XGROUP CREATE s g4 x
+        XGROUP CREATECONSUMER s g alice
+        XGROUP CREATECONSUMER s g alice
+        XGROUP CREATECONSUMER s nog alice
+        XGROUP SETID s nog 0
+        XGROUP SETID s g 0 ENTRIESREAD 3
+        XGROUP SETID s g 0 ENTRIESREAD x
+        XGROUP SETID s g 0 FOO 1
+        XGROUP FOO s
+        XGROUP CREATE
+        XGROUP SETID s g
+        XGROUP HELP
+        XADD s 1-0 a 1
+        XADD s 2-0 b 2
+        XADD s 3-0 c 3
+        XINFO GROUPS s
+        XREADGROUP GROUP g bob STREAMS s >
+        XREADGROUP GROUP g bob COUNT 1 STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s 0
+        XREADGROUP GROUP g bob STREAMS s 1-0
+        XREADGROUP GROUP g bob COUNT 1 STREAMS s 0
+        XREADGROUP GROUP g alice STREAMS s 0
+        XREADGROUP GROUP g bob NOACK STREAMS s >
+        XREADGROUP GROUP nog bob STREAMS s >
+        XREADGROUP GROUP g bob STREAMS nokey >
+        XREADGROUP GROUP g bob STREAMS s $
+        XREADGROUP STREAMS s >
+        XREADGROUP GROUP g bob STREAMS s
+        XREADGROUP GROUP g bob STREAMS s s > >
+        XREADGROUP GROUP g bob STREAMS s x
+        XREADGROUP GROUP g bob FOO STREAMS s >
+        XPENDING s g
+        EVAL "local r = redis.call('xpending', KEYS[1], 'g', '-', '+', 10) for _, e in ipairs(r) do e[3] = 0 end return r" 1 s
+        EVAL "local r = redis.call('xpending', KEYS[1], 'g', '-', '+', 10, 'bob') for _, e in ipairs(r) do e[3] = 0 end return r" 1 s
+        EVAL "local r = redis.call('xpending', KEYS[1], 'g', 'IDLE', 0, '(1-0', '+', 1) for _, e in ipairs(r) do e[3] = 0 end return r" 1 s
+        XPENDING s g IDLE 100000 - + 10
+        XPENDING s g - + 10 nobody
+        XPENDING s g - +
+        XPENDING s g IDLE 1 - +
+        XPENDING s g IDLE x - + 10
+        XPENDING s g x + 10
+        XPENDING s g - + x
+        XPENDING s g - + 0
+        XPENDING s nog
+        XPENDING nokey g
+        XACK s g 1-0 9-0 foo
+        XACK s g 1-0 9-0 1-0
+        XACK s g 1-0
+        XACK s nog 1-0
+        XACK nokey g 1-0
+        XPENDING s g
+        XDEL s 2-0
+        XREADGROUP GROUP g bob STREAMS s 0
+        XINFO GROUPS s
+        EVAL "local r = redis.call('xinfo', 'consumers', KEYS[1], 'g') for i, c in ipairs(r) do r[i] = {c[1], c[2], c[3], c[4], c[5]} end return r" 1 s
+        XGROUP DELCONSUMER s g bob
+        XGROUP DELCONSUMER s g bob
+        XGROUP DELCONSUMER s nog bob
+        XPENDING s g
+        XINFO GROUPS s
+        XGROUP DESTROY s g
+        XGROUP DESTROY s g
+        XGROUP DESTROY nokey g
+        XINFO GROUPS s
+        XINFO CONSUMERS s nog
+        SET str x
+        XGROUP CREATE str g $
+        XREADGROUP GROUP g c STREAMS str >
+        XACK str g 1-0
+        XPENDING str g
+        "#,
+    ),
+    (
+        "xread",
+        r#"
+        XADD s 1-0 a 1
+        XADD s 2-0 b 2
+        XADD t 5-0 c 3
+        XREAD STREAMS s 0
+        XREAD COUNT 1 STREAMS s 0
+        XREAD STREAMS s nokey t 0 0 0
+        XREAD STREAMS s t 1 4
+        XREAD STREAMS s $
+        XREAD STREAMS s s 0 1
+        XREAD COUNT -1 STREAMS s 0
+        XREAD COUNT 0 STREAMS s 0
+        XREAD STREAMS nokey 0
+        XREAD STREAMS s 18446744073709551615-18446744073709551615
+        XREAD GROUP g b STREAMS s 0
+        XREAD NOACK STREAMS s 0
+        XREAD STREAMS s >
+        XREAD STREAMS s
+        XREAD STREAMS s t 0
+        XREAD STREAMS s x
+        XREAD COUNT x STREAMS s 0
+        XREAD BLOCK x STREAMS s 0
+        XREAD BLOCK -1 STREAMS s 0
+        XREAD FOO STREAMS s 0
+        XREAD COUNT 1
+        SET str x
+        XREAD STREAMS str 0
+        "#,
+    ),
+    (
+        "claims",
+        r#"
+        XADD s 1-0 a 1
+        XADD s 2-0 b 2
+        XADD s 3-0 c 3
+        XADD s 4-0 d 4
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g alice COUNT 3 STREAMS s >
+        XCLAIM s g bob 0 1-0
+        XCLAIM s g bob 0 1-0 JUSTID
+        XCLAIM s g bob 1000000 2-0
+        XCLAIM s g bob 0 2-0 RETRYCOUNT 7 JUSTID
+        EVAL "local r = redis.call('xpending', KEYS[1], 'g', '-', '+', 10) for _, e in ipairs(r) do e[3] = 0 end return r" 1 s
+        XCLAIM s g bob 0 4-0
+        XCLAIM s g bob 0 4-0 FORCE JUSTID
+        XPENDING s g
+        XCLAIM s g bob 0 9-0 FORCE
+        XCLAIM s g bob x 1-0
+        XCLAIM s g bob 0 1-0 IDLE x
+        XCLAIM s g bob 0 1-0 TIME x
+        XCLAIM s g bob 0 1-0 RETRYCOUNT x
+        XCLAIM s g bob 0 1-0 FOO
+        XCLAIM s g bob 0 1-0 LASTID x
+        XCLAIM s g bob 0 1-0 LASTID 10-0 JUSTID
+        XINFO GROUPS s
+        XCLAIM s nog bob 0 1-0
+        XCLAIM nokey g bob 0 1-0
+        XDEL s 3-0
+        XCLAIM s g bob 0 3-0
+        XPENDING s g
+        XCLAIM s g carol 0 3-0 JUSTID
+        XAUTOCLAIM s g carol 0 0
+        XAUTOCLAIM s g dave 0 0 COUNT 1
+        XAUTOCLAIM s g dave 0 0 COUNT 1 JUSTID
+        XAUTOCLAIM s g dave 0 (1-0 COUNT 1 JUSTID
+        XAUTOCLAIM s g dave 0 - COUNT 0
+        XAUTOCLAIM s g dave 0 - COUNT x
+        XAUTOCLAIM s g dave x -
+        XAUTOCLAIM s g dave 0 x
+        XAUTOCLAIM s g dave 0 - FOO
+        XAUTOCLAIM s nog dave 0 -
+        XAUTOCLAIM s g dave 1000000 -
+        XPENDING s g
+        XADD s 5-0 e 5
+        XDEL s 2-0
+        XAUTOCLAIM s g erin 0 0
+        XINFO GROUPS s
+        XPENDING s g
+        XACK s g 1-0 2-0 3-0 4-0 5-0
+        XPENDING s g
+        XINFO GROUPS s
+        "#,
+    ),
+    (
+        "xinfo stream",
+        r#"
+        XADD s 1-0 a 1
+        EVAL "local r = redis.call('xinfo', 'stream', KEYS[1]) r[6] = 0 return r" 1 s
+        XADD s 2-0 b 2
+        XDEL s 1-0
+        XGROUP CREATE s g 0
+        XREADGROUP GROUP g c STREAMS s >
+        EVAL "local r = redis.call('xinfo', 'stream', KEYS[1]) r[6] = 0 return r" 1 s
+        EVAL "local r = redis.call('xinfo', 'stream', KEYS[1], 'full') r[6] = 0 for _, g in ipairs(r[18]) do for _, p in ipairs(g[12]) do p[3] = 0 end g[14] = #g[14] end return r" 1 s
+        EVAL "local r = redis.call('xinfo', 'stream', KEYS[1], 'full', 'count', 1) r[6] = 0 for _, g in ipairs(r[18]) do for _, p in ipairs(g[12]) do p[3] = 0 end g[14] = #g[14] end return r" 1 s
+        XINFO STREAM s foo
+        XINFO STREAM s FULL COUNT
+        XINFO STREAM s FULL COUNT x
+        XINFO STREAM nokey
+        XINFO STREAM nokey FULL
+        XINFO GROUPS nokey
+        XINFO FOO
+        XINFO HELP
+        SET str x
+        XINFO STREAM str
+        XINFO GROUPS str
+        "#,
+    ),
 ];
 
 #[test]

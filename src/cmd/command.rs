@@ -71,6 +71,17 @@ fn legacy_range(specs: &[KeySpec]) -> (i64, i64, i64) {
     }
 }
 
+/// Where `word` is in `cmd`, searched for from argument `from` (from the
+/// end when negative, as Redis's keyword begin-search).
+fn keyword_at(cmd: &[Bytes], word: &str, from: i32) -> Option<i64> {
+    let n = cmd.len() as i64;
+    if from >= 0 {
+        (from as i64..n).find(|&i| is(&cmd[i as usize], word))
+    } else {
+        (1..=(n + from as i64)).rev().find(|&i| is(&cmd[i as usize], word))
+    }
+}
+
 /// Redis's `addReplyCommandKeySpecs`.
 fn write_key_specs(r: &mut Reply, specs: &[KeySpec]) {
     r.array(specs.len());
@@ -83,14 +94,26 @@ fn write_key_specs(r: &mut Reply, specs: &[KeySpec]) {
         r.bulk(b"flags");
         write_flags(r, k.flags);
         r.bulk(b"begin_search");
-        let Begin::Index(i) = k.begin;
         r.map(2);
         r.bulk(b"type");
-        r.bulk(b"index");
-        r.bulk(b"spec");
-        r.map(1);
-        r.bulk(b"index");
-        r.int(i as i64);
+        match k.begin {
+            Begin::Index(i) => {
+                r.bulk(b"index");
+                r.bulk(b"spec");
+                r.map(1);
+                r.bulk(b"index");
+                r.int(i as i64);
+            }
+            Begin::Keyword(word, from) => {
+                r.bulk(b"keyword");
+                r.bulk(b"spec");
+                r.map(2);
+                r.bulk(b"keyword");
+                r.bulk(word.as_bytes());
+                r.bulk(b"startfrom");
+                r.int(from as i64);
+            }
+        }
         r.bulk(b"find_keys");
         r.map(2);
         r.bulk(b"type");
@@ -223,8 +246,10 @@ fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
     let argc = cmd.len() as i64;
     let mut out = Vec::new();
     for k in specs {
-        let Begin::Index(first) = k.begin;
-        let mut first = first as i64;
+        let mut first = match k.begin {
+            Begin::Index(i) => i as i64,
+            Begin::Keyword(word, from) => keyword_at(cmd, word, from).ok_or_else(invalid)? + 1,
+        };
         let (last, step) = match k.find {
             Find::Range(lastkey, step, limit) => {
                 let last = if lastkey >= 0 {

@@ -19,6 +19,9 @@ pub struct KeySpec {
 pub enum Begin {
     /// At this argument.
     Index(i32),
+    /// After this keyword, searched for from argument `startfrom`
+    /// (counted from the end when negative).
+    Keyword(&'static str, i32),
 }
 
 /// How the keys are found from there.
@@ -275,10 +278,28 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("unsubscribe", &[]),
     ("unwatch", &[]),
     ("watch", &[KeySpec { notes: "", flags: &["RO"], begin: Begin::Index(1), find: Find::Range(-1, 1, 0) }]),
+    ("xack", &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("xadd", &[KeySpec { notes: "UPDATE instead of INSERT because of the optional trimming feature", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("xautoclaim", &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("xclaim", &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("xdel", &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("xgroup", &[]),
+    ("xgroup|create", &[KeySpec { notes: "", flags: &["RW", "insert"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xgroup|createconsumer", &[KeySpec { notes: "", flags: &["RW", "insert"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xgroup|delconsumer", &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xgroup|destroy", &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xgroup|help", &[]),
+    ("xgroup|setid", &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xinfo", &[]),
+    ("xinfo|consumers", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xinfo|groups", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("xinfo|help", &[]),
+    ("xinfo|stream", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
     ("xlen", &[KeySpec { notes: "", flags: &["RO"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("xpending", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("xrange", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("xread", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Keyword("STREAMS", 1), find: Find::Range(-1, 1, 2) }]),
+    ("xreadgroup", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Keyword("STREAMS", 4), find: Find::Range(-1, 1, 2) }]),
     ("xrevrange", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("xsetid", &[KeySpec { notes: "", flags: &["RW", "update"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("xtrim", &[KeySpec { notes: "", flags: &["RW", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),

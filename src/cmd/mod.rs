@@ -30,6 +30,8 @@ pub mod streams;
 pub mod strings;
 mod table;
 pub mod whole;
+pub mod xgroups;
+pub mod xread;
 pub mod zedit;
 pub mod zmulti;
 pub mod zscan;

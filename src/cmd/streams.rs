@@ -75,7 +75,7 @@ pub fn parse_id(s: &[u8], missing_seq: u64) -> CmdResult<Id> {
 }
 
 /// A range bound of XRANGE: `-`, `+`, an ID, or `(` ID (exclusive).
-fn parse_bound(s: &[u8], missing_seq: u64, start: bool) -> CmdResult<Id> {
+pub(super) fn parse_bound(s: &[u8], missing_seq: u64, start: bool) -> CmdResult<Id> {
     if s.len() > 1 && s[0] == b'(' {
         let id = parse_id(&s[1..], missing_seq)?;
         let stepped = if start { id.incr() } else { id.decr() };

@@ -12,8 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, zedit, zmulti, zscan,
-    zsets, CommandSpec,
+    connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups, xread, zedit,
+    zmulti, zscan, zsets, CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -88,6 +88,8 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         zscan::COMMANDS,
         lists::COMMANDS,
         streams::COMMANDS,
+        xgroups::COMMANDS,
+        xread::COMMANDS,
         multi::COMMANDS,
         pubsub::COMMANDS,
         monitor::COMMANDS,

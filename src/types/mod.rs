@@ -24,6 +24,7 @@ pub mod notify;
 pub mod stream;
 pub mod string;
 pub mod writer;
+pub mod xgroup;
 mod xnode;
 pub mod zblock;
 pub mod zlayout;

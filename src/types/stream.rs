@@ -191,6 +191,9 @@ pub struct Stream<'k> {
     /// Entries and node records this command deleted (staged).
     gone: std::collections::HashSet<Id>,
     pub(super) dropped: std::collections::HashSet<u64>,
+    /// Group records this command staged (None: deleted), so that a later
+    /// read in the same command sees them (`types::xgroup`).
+    pub(super) staged: std::collections::HashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl<'k> Stream<'k> {
@@ -226,6 +229,7 @@ impl<'k> Stream<'k> {
             added_now: None,
             gone: Default::default(),
             dropped: Default::default(),
+            staged: Default::default(),
         }))
     }
 
