@@ -20,6 +20,7 @@ use shards::Sender;
 use crate::error::CmdResult;
 use crate::storage::intent::IntentRef;
 use crate::types::list::End;
+use crate::types::stream::Id;
 use crate::types::KeyType;
 
 /// What a blocked client does once one of its keys has data.
@@ -32,6 +33,28 @@ pub enum Wait {
     /// BZPOPMIN, BZPOPMAX (`count` None: one member), BZMPOP (`count` Some):
     /// pops from the low end of a sorted set, the high end with `max`.
     ZPop { max: bool, count: Option<u64> },
+    /// XREAD (entries after each key's ID), XREADGROUP with `>` (entries
+    /// new to the group, delivered to `consumer`).
+    XRead(Arc<XWait>),
+}
+
+/// What a client blocked in XREAD or XREADGROUP reads.
+#[derive(Debug)]
+pub struct XWait {
+    /// Each key and the ID its entries must follow (`$` resolved when the
+    /// command ran); unused for a group.
+    pub after: Vec<(Bytes, Id)>,
+    /// At most this many entries (0: no limit).
+    pub count: u64,
+    /// (group, consumer, NOACK) for XREADGROUP.
+    pub group: Option<(Bytes, Bytes, bool)>,
+}
+
+impl XWait {
+    /// The ID `key`'s entries must follow.
+    pub fn after(&self, key: &[u8]) -> Id {
+        self.after.iter().find(|(k, _)| k[..] == *key).map_or(Id::MAX, |(_, id)| *id)
+    }
 }
 
 impl Wait {
@@ -42,6 +65,7 @@ impl Wait {
         match self {
             Wait::Pop { .. } | Wait::Move { .. } => KeyType::List,
             Wait::ZPop { .. } => KeyType::ZSet,
+            Wait::XRead(_) => KeyType::Stream,
         }
     }
 }
@@ -55,6 +79,8 @@ pub struct Served {
     pub key: Bytes,
     pub elements: Vec<Vec<u8>>,
     pub scores: Vec<f64>,
+    /// A stream read's entries (XREAD, XREADGROUP).
+    pub entries: Vec<(Id, Option<Vec<Vec<u8>>>)>,
     /// A cross-shard move's push still to do (its intent part), and
     /// whether the pop emptied the source (its events go after the push).
     pub pending: Option<(IntentRef, bool)>,

@@ -86,17 +86,10 @@ fn entries_read_arg(a: &[u8]) -> CmdResult<Option<u64>> {
 /// Finds consumer `c` of `g`, making it (with Redis's event) when missing;
 /// `seen` refreshes its seen time.
 pub(super) fn consumer_or_new(ctx: &Ctx, s: &mut Stream, g: &[u8], grp: &mut Group, c: &[u8]) -> CmdResult<Consumer> {
-    if let Some(con) = s.consumer(g, c)? {
-        return Ok(con);
+    let (con, created) = s.consumer_or_new(g, grp, c, ctx.now_ms)?;
+    if created {
+        ctx.ks().notify(class::STREAM, "xgroup-createconsumer", ctx.db, s.key);
     }
-    grp.consumers += 1;
-    let con = Consumer {
-        seen_ms: ctx.now_ms,
-        active_ms: 0,
-        pending: 0,
-    };
-    s.put_consumer(g, c, &con);
-    ctx.ks().notify(class::STREAM, "xgroup-createconsumer", ctx.db, s.key);
     Ok(con)
 }
 

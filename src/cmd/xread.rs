@@ -7,16 +7,14 @@ use bytes::Bytes;
 use super::args::is;
 use super::keys::help_reply;
 use super::streams::{entries_reply, parse_id};
-use super::xgroups::consumer_or_new;
 use super::{commands, subcommands, CommandSpec, Conn, Ctx, SubSpec};
-use crate::clock::now_ms;
 use crate::coord;
+use crate::coord::blocking::{self, Wait, XWait};
+use crate::coord::xread::{read_group_key, read_key_after, From, KeyRead, Read};
 use crate::error::{CmdError, CmdResult, NOT_INT, SYNTAX};
 use crate::resp::parse::string2ll;
 use crate::resp::Reply;
-use crate::shard::ShardState;
-use crate::types::stream::{Entry, Id, Stream};
-use crate::types::xgroup::Nack;
+use crate::types::stream::{Id, Stream};
 
 /// The stream read commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -46,17 +44,6 @@ const XINFO_HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-/// Where a read starts on one key.
-#[derive(Debug, Clone, Copy)]
-enum From {
-    /// After this ID.
-    After(Id),
-    /// `$`: after the stream's last ID when the read runs.
-    Last,
-    /// `>` (XREADGROUP): entries never delivered to the group.
-    New,
-}
 
 /// XREAD's and XREADGROUP's arguments.
 struct ReadArgs {
@@ -150,116 +137,6 @@ fn parse_read(argv: &[Bytes], group_cmd: bool) -> CmdResult<ReadArgs> {
     })
 }
 
-/// Entries as a read replies them: a deleted pending entry has no fields.
-type Read = Vec<(Id, Option<Vec<Vec<u8>>>)>;
-
-/// One key's part of the reply, or None to leave the key out.
-type KeyRead = Option<Read>;
-
-/// XREAD of `key` after `from`, on its owner.
-fn read_key(st: &ShardState, db: u8, key: &[u8], from: From, count: u64) -> CmdResult<KeyRead> {
-    let Some(s) = Stream::open(&st.ks, db, key, now_ms(), false)? else {
-        return Ok(None);
-    };
-    let after = match from {
-        From::After(id) => id,
-        _ => s.last_id(),
-    };
-    let Some(start) = after.incr() else {
-        return Ok(None);
-    };
-    let got = s.range(start, Id::MAX, count, false)?;
-    Ok((!got.is_empty()).then(|| got.into_iter().map(|(id, f)| (id, Some(f))).collect()))
-}
-
-/// XREADGROUP of `key` for consumer `c` of group `g`, on its owner.
-#[allow(clippy::too_many_arguments)]
-fn read_group_key(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], from: From, count: u64, noack: bool) -> CmdResult<KeyRead> {
-    let now = now_ms();
-    let ctx = Ctx::new(st, db, now);
-    let nogroup = || {
-        CmdError::new(format!(
-            "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-            String::from_utf8_lossy(key),
-            String::from_utf8_lossy(g)
-        ))
-    };
-    let mut s = Stream::open(&st.ks, db, key, now, false)?.ok_or_else(nogroup)?;
-    let mut grp = s.group(g)?.ok_or_else(nogroup)?;
-    let mut con = consumer_or_new(&ctx, &mut s, g, &mut grp, c)?;
-    con.seen_ms = now;
-    let mut out = Vec::new();
-    match from {
-        From::New => {
-            let start = grp.last.incr().unwrap_or(Id::MAX);
-            let got: Vec<Entry> = if grp.last == Id::MAX {
-                Vec::new()
-            } else {
-                s.range(start, Id::MAX, count, false)?
-            };
-            for (id, fields) in got {
-                if !noack {
-                    let n = Nack {
-                        delivery_ms: now,
-                        deliveries: 1,
-                        consumer: c.to_vec(),
-                    };
-                    match s.nack(g, id)? {
-                        Some(old) if old.consumer != c => {
-                            // Delivered again after a SETID back: the entry
-                            // changes hands.
-                            if let Some(mut o) = s.consumer(g, &old.consumer)? {
-                                o.pending = o.pending.saturating_sub(1);
-                                s.put_consumer(g, &old.consumer, &o);
-                            }
-                            s.drop_nack(g, id, &old);
-                            con.pending += 1;
-                        }
-                        Some(_) => {}
-                        None => {
-                            grp.pending += 1;
-                            con.pending += 1;
-                        }
-                    }
-                    s.put_nack(g, id, &n);
-                }
-                s.advance_group(&mut grp, id);
-                out.push((id, Some(fields)));
-            }
-            if !out.is_empty() {
-                con.active_ms = now;
-            }
-        }
-        From::After(after) => {
-            let mut ids = Vec::new();
-            if let Some(start) = after.incr() {
-                s.consumer_pel(g, c, start, Id::MAX, count, |id| {
-                    ids.push(id);
-                    true
-                })?;
-            }
-            for id in ids {
-                let entry = s.get(id)?.map(|(_, f)| f);
-                if let Some(mut n) = s.nack(g, id)? {
-                    n.delivery_ms = now;
-                    n.deliveries += 1;
-                    s.put_nack(g, id, &n);
-                }
-                out.push((id, entry));
-            }
-        }
-        // `$` is refused for XREADGROUP before any read.
-        From::Last => {}
-    }
-    s.put_consumer(g, c, &con);
-    s.put_group(g, &grp);
-    s.commit()?;
-    Ok(match from {
-        From::New if out.is_empty() => None,
-        _ => Some(out),
-    })
-}
-
 /// Writes the keys' reads as XREAD replies them: `[key, entries]` pairs
 /// (a map in RESP3), or a null array when no key had anything.
 fn reply_reads(r: &mut Reply, reads: &[(Bytes, Read)]) {
@@ -289,7 +166,10 @@ fn reply_reads(r: &mut Reply, reads: &[(Bytes, Read)]) {
     }
 }
 
-async fn read_all(c: &Conn<'_>, a: &ReadArgs) -> CmdResult<Vec<(Bytes, Read)>> {
+/// Reads every key once, on its owner: the keys with something to
+/// reply, in command order, and each key's resolved "after" ID (`$` as the
+/// stream's last ID now) for a wait.
+async fn read_all(c: &Conn<'_>, a: &ReadArgs) -> CmdResult<(Vec<(Bytes, Read)>, Vec<(Bytes, Id)>)> {
     let db = c.db();
     let keys: Vec<(usize, Bytes)> = a.keys.iter().map(|(p, k, _)| (*p, k.clone())).collect();
     let plan: std::sync::Arc<Vec<(Bytes, From)>> = std::sync::Arc::new(a.keys.iter().map(|(_, k, f)| (k.clone(), *f)).collect());
@@ -310,38 +190,66 @@ async fn read_all(c: &Conn<'_>, a: &ReadArgs) -> CmdResult<Vec<(Bytes, Read)>> {
             used[at] = true;
             let from = plan[at].1;
             out.push(match &group {
-                Some((g, cn)) => read_group_key(st, db, k, g, cn, from, count, noack)?,
-                None => read_key(st, db, k, from, count)?,
+                Some((g, cn)) => (read_group_key(st, db, k, g, cn, from, count, noack)?, Id::MIN),
+                None => read_key_after(st, db, k, from, count)?,
             });
         }
         Ok(out)
     })
     .await;
     let base = a.keys.first().map_or(0, |(p, _, _)| *p);
-    let mut got: Vec<KeyRead> = vec![None; a.keys.len()];
+    let mut got: Vec<(KeyRead, Id)> = vec![(None, Id::MIN); a.keys.len()];
     for (pos, res) in parts {
         for (p, v) in pos.into_iter().zip(res?) {
             got[p - base] = v;
         }
     }
-    Ok(a.keys
-        .iter()
-        .zip(got)
-        .filter_map(|((_, k, _), v)| v.map(|v| (k.clone(), v)))
-        .collect())
+    let mut reads = Vec::new();
+    let mut after = Vec::new();
+    for ((_, k, _), (read, at)) in a.keys.iter().zip(got) {
+        after.push((k.clone(), at));
+        if let Some(v) = read {
+            reads.push((k.clone(), v));
+        }
+    }
+    Ok((reads, after))
 }
 
-pub async fn xread(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+/// Blocks for `a`'s keys when nothing was read and the command may block:
+/// the first key served, as the reply's only key; None on timeout.
+async fn wait_for(c: &mut Conn<'_>, a: &ReadArgs, after: Vec<(Bytes, Id)>) -> CmdResult<Option<(Bytes, Read)>> {
+    let timeout = match a.block {
+        // Inside EXEC or a script the read answers at once.
+        Some(ms) if !c.client.in_exec && !c.client.in_script => (ms > 0).then(|| std::time::Duration::from_millis(ms)),
+        _ => return Ok(None),
+    };
+    let wait = Wait::XRead(std::sync::Arc::new(XWait {
+        after,
+        count: a.count,
+        group: a.group.clone().map(|(g, cn)| (g, cn, a.noack)),
+    }));
+    let keys: Vec<Bytes> = a.keys.iter().map(|(_, k, _)| k.clone()).collect();
+    let got = blocking::block(c.shard, &c.client.info, c.db(), keys, wait, timeout).await?;
+    Ok(got.map(|s| (s.key, s.entries)))
+}
+
+pub async fn xread(mut c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let a = parse_read(argv, false)?;
-    let reads = read_all(&c, &a).await?;
-    let _ = a.block;
+    let (mut reads, after) = read_all(&c, &a).await?;
+    if reads.is_empty() {
+        reads.extend(wait_for(&mut c, &a, after).await?);
+    }
     reply_reads(r, &reads);
     Ok(())
 }
 
-pub async fn xreadgroup(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+pub async fn xreadgroup(mut c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let a = parse_read(argv, true)?;
-    let reads = read_all(&c, &a).await?;
+    let (mut reads, after) = read_all(&c, &a).await?;
+    // Only `>` reads wait: a history read always answers.
+    if reads.is_empty() && a.keys.iter().all(|(_, _, f)| matches!(f, From::New)) {
+        reads.extend(wait_for(&mut c, &a, after).await?);
+    }
     reply_reads(r, &reads);
     Ok(())
 }

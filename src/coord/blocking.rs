@@ -39,7 +39,7 @@ use crate::slot::owner;
 use crate::types::list::End;
 use crate::types::string::{timeout_ms, TimeoutError};
 
-pub use crate::blocked::Wait;
+pub use crate::blocked::{Wait, XWait};
 
 /// How often a blocked client checks that its connection is still open.
 const HANGUP_CHECK: Duration = Duration::from_millis(100);
@@ -154,6 +154,7 @@ pub async fn block(
                     key,
                     elements: vec![e],
                     scores: Vec::new(),
+                    entries: Vec::new(),
                     pending: None,
                 }))
             }

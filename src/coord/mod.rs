@@ -34,6 +34,7 @@ pub mod list;
 pub mod misses;
 pub mod serve;
 pub mod swapdb;
+pub mod xread;
 pub mod zset;
 
 use intent::Op;

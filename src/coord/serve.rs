@@ -8,6 +8,7 @@
 use bytes::Bytes;
 
 use super::intent::Op as Intent;
+use super::xread::From;
 use crate::blocked::{Served, Wait, Waiter};
 use crate::clock::now_ms;
 use crate::error::CmdResult;
@@ -15,6 +16,7 @@ use crate::shard::ShardState;
 use crate::slot::owner;
 use crate::storage::intent::IntentRef;
 use crate::types::list::{self, End, List};
+use crate::types::stream::Stream;
 use crate::types::zwrite;
 
 /// A key of this shard got data: serves its waiters now, or after the run
@@ -59,7 +61,7 @@ fn serve(st: &ShardState, db: u8, key: &[u8]) {
         let Ok(Some(ty)) = st.ks.type_of(db, key, now_ms()) else {
             return;
         };
-        if ty != w.wait.key_type() || !w.is_waiting() {
+        if ty != w.wait.key_type() || !w.is_waiting() || !stream_ready(st, &w, key) {
             continue;
         }
         st.blocked.remove(db, key, &w);
@@ -72,7 +74,30 @@ fn serve(st: &ShardState, db: u8, key: &[u8]) {
 /// Whether `key` holds data for waiter `w` (a key exists only while it
 /// holds members).
 pub(super) fn has_data(st: &ShardState, w: &Waiter, key: &[u8]) -> bool {
-    matches!(st.ks.type_of(w.db, key, now_ms()), Ok(Some(t)) if t == w.wait.key_type())
+    matches!(st.ks.type_of(w.db, key, now_ms()), Ok(Some(t)) if t == w.wait.key_type()) && stream_ready(st, w, key)
+}
+
+/// For a stream waiter, whether `key` has what it reads (entries after its
+/// ID, or new to its group); true for every other waiter. A stream whose
+/// group went away is ready: the read answers the error.
+fn stream_ready(st: &ShardState, w: &Waiter, key: &[u8]) -> bool {
+    let Wait::XRead(x) = &w.wait else {
+        return true;
+    };
+    let after = match &x.group {
+        None => Some(x.after(key)),
+        Some((g, _, _)) => match Stream::open(&st.ks, w.db, key, now_ms(), false) {
+            Ok(Some(s)) => match s.group(g) {
+                Ok(Some(grp)) => Some(grp.last),
+                _ => None,
+            },
+            _ => None,
+        },
+    };
+    match after {
+        None => true,
+        Some(a) => super::xread::has_after(st, w.db, key, a).unwrap_or(true),
+    }
 }
 
 /// Does what claimed waiter `w` waits to do, on `key` of this shard, and
@@ -90,6 +115,7 @@ fn take(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
         key: Bytes::copy_from_slice(key),
         elements,
         scores: Vec::new(),
+        entries: Vec::new(),
         pending,
     };
     match &w.wait {
@@ -103,6 +129,16 @@ fn take(st: &ShardState, w: &Waiter, key: &[u8]) -> CmdResult<Served> {
             Ok(Served {
                 scores,
                 ..served(members, None)
+            })
+        }
+        Wait::XRead(x) => {
+            let got = match &x.group {
+                None => super::xread::read_key(st, db, key, From::After(x.after(key)), x.count)?,
+                Some((g, c, noack)) => super::xread::read_group_key(st, db, key, g, c, From::New, x.count, *noack)?,
+            };
+            Ok(Served {
+                entries: got.unwrap_or_default(),
+                ..served(Vec::new(), None)
             })
         }
         Wait::Move { dst, from, to } => {

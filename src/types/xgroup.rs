@@ -295,6 +295,22 @@ impl Stream<'_> {
         Ok(out)
     }
 
+    /// Consumer `c` of `g`, made (seen now, never active) when missing;
+    /// true when it was made (Redis sends `xgroup-createconsumer`).
+    pub fn consumer_or_new(&mut self, g: &[u8], grp: &mut Group, c: &[u8], now: u64) -> CmdResult<(Consumer, bool)> {
+        if let Some(con) = self.consumer(g, c)? {
+            return Ok((con, false));
+        }
+        grp.consumers += 1;
+        let con = Consumer {
+            seen_ms: now,
+            active_ms: 0,
+            pending: 0,
+        };
+        self.put_consumer(g, c, &con);
+        Ok((con, true))
+    }
+
     /// Deletes consumer `c` of `g` and its pending entries; how many it had.
     pub fn delete_consumer(&mut self, g: &[u8], grp: &mut Group, c: &[u8]) -> CmdResult<u64> {
         let mut ids = Vec::new();
