@@ -275,7 +275,7 @@ const SCRIPTS: &[(&str, &str)] = &[
         XGROUP CREATECONSUMER s g alice
         XGROUP CREATECONSUMER s nog alice
         XGROUP SETID s nog 0
-        XGROUP SETID s g 0 ENTRIESREAD 3
+        XGROUP SETID s g 0 ENTRIESREAD 0
         XGROUP SETID s g 0 ENTRIESREAD x
         XGROUP SETID s g 0 FOO 1
         XGROUP FOO s

@@ -11,7 +11,7 @@ use crate::error::{CmdError, CmdResult, INVALID_STREAM_ID as INVALID_ID, NOT_INT
 use crate::resp::parse::string2ll;
 use crate::resp::Reply;
 use crate::types::notify::class;
-use crate::types::stream::{Entry, Id, NewId, Stream, Trim, TrimBy};
+use crate::types::stream::{Entry, Id, NewId, Refs, Stream, Trim, TrimBy};
 
 /// The stream commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -101,6 +101,7 @@ struct AddArgs {
 fn parse_trim_args(ctx: &Ctx, argv: &[Bytes], xadd: bool) -> CmdResult<AddArgs> {
     let mut i = 2;
     let (mut by, mut approx, mut limit, mut limit_given, mut nomk) = (None, false, 0i64, false, false);
+    let mut refs = None;
     let mut id = None;
     while i < argv.len() {
         let more = argv.len() - 1 - i;
@@ -145,6 +146,12 @@ fn parse_trim_args(ctx: &Ctx, argv: &[Bytes], xadd: bool) -> CmdResult<AddArgs> 
             }
             limit_given = true;
             i += 2;
+        } else if let Some(r) = refs_word(opt) {
+            if refs.is_some() {
+                return Err(SYNTAX);
+            }
+            refs = Some(r);
+            i += 1;
         } else if xadd && is(opt, "nomkstream") {
             nomk = true;
             i += 1;
@@ -180,10 +187,24 @@ fn parse_trim_args(ctx: &Ctx, argv: &[Bytes], xadd: bool) -> CmdResult<AddArgs> 
             by,
             approx,
             limit: limit as u64,
+            refs: refs.unwrap_or_default(),
         }),
         nomkstream: nomk,
         id,
     })
+}
+
+/// KEEPREF, DELREF or ACKED (Redis 8.2).
+pub(super) fn refs_word(a: &[u8]) -> Option<Refs> {
+    if is(a, "keepref") {
+        Some(Refs::Keep)
+    } else if is(a, "delref") {
+        Some(Refs::Delete)
+    } else if is(a, "acked") {
+        Some(Refs::Acked)
+    } else {
+        None
+    }
 }
 
 fn wrong_args(name: &str) -> CmdError {

@@ -6,13 +6,13 @@ use bytes::Bytes;
 
 use super::args::{is, Args};
 use super::keys::help_reply;
-use super::streams::{entries_reply, parse_bound, parse_id};
+use super::streams::{entries_reply, parse_bound, parse_id, refs_word};
 use super::{commands, subcommands, CommandSpec, Ctx, SubSpec};
 use crate::error::{CmdError, CmdResult, NOT_INT, SYNTAX};
 use crate::resp::parse::string2ll;
 use crate::resp::Reply;
 use crate::types::notify::class;
-use crate::types::stream::{Id, Stream};
+use crate::types::stream::{Id, Refs, Stream};
 use crate::types::xgroup::{Consumer, Group, Nack};
 
 /// The consumer group commands (`cmd::table` has the line format).
@@ -23,6 +23,8 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "xpending"   -3 [readonly]             1 1 1  Shard(xpending)   stream "5.0.0" "Returns the information and entries from a stream consumer group's pending entries list.";
     "xclaim"     -6 [write fast]           1 1 1  Shard(xclaim)     stream "5.0.0" "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.";
     "xautoclaim" -6 [write fast]           1 1 1  Shard(xautoclaim) stream "6.2.0" "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.";
+    "xdelex"     -5 [write fast]           1 1 1  Shard(xdelex)     stream "8.2.0" "Deletes one or multiple entries from the stream.";
+    "xackdel"    -6 [write fast]           1 1 1  Shard(xackdel)    stream "8.2.0" "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.";
 };
 
 /// XGROUP's subcommands.
@@ -130,9 +132,10 @@ pub fn xgroup(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             b"$" => s.last_id(),
             a => parse_id(a, 0)?,
         };
-        // Without ENTRIESREAD the counter is unknown (redis-server 7.0
-        // does not estimate it here; XINFO's lag does).
-        let read = entries_read.flatten();
+        // Without ENTRIESREAD the counter is unknown (redis-server does
+        // not estimate it here; XINFO's lag does).
+        // Redis 8 caps a given counter at the entries ever added.
+        let read = entries_read.flatten().map(|n| n.min(s.s.added));
         if create {
             if s.group(g)?.is_some() {
                 return Err(CmdError::new("BUSYGROUP Consumer Group name already exists"));
@@ -567,5 +570,124 @@ pub fn xautoclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     for id in deleted {
         r.bulk(id.text().as_bytes());
     }
+    Ok(())
+}
+
+/// `[KEEPREF | DELREF | ACKED] IDS numids id...` from argument `from` on, in
+/// any order, as Redis 8.2 parses them; every ID checked.
+fn parse_ids_block(argv: &[Bytes], from: usize) -> CmdResult<(Refs, Vec<Id>)> {
+    let (mut refs, mut ids) = (None, None);
+    let mut i = from;
+    while i < argv.len() {
+        if let Some(r) = refs_word(&argv[i]).filter(|_| refs.is_none()) {
+            refs = Some(r);
+            i += 1;
+        } else if is(&argv[i], "ids") && i + 1 < argv.len() && ids.is_none() {
+            let n = string2ll(&argv[i + 1])
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| CmdError::new("ERR Number of IDs must be a positive integer"))?;
+            let start = i + 2;
+            if n as u64 > (argv.len() - start) as u64 {
+                return Err(CmdError::new("ERR The `numids` parameter must match the number of arguments"));
+            }
+            ids = Some(
+                argv[start..start + n as usize]
+                    .iter()
+                    .map(|a| parse_id(a, 0))
+                    .collect::<CmdResult<Vec<_>>>()?,
+            );
+            i = start + n as usize;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    let ids = ids.ok_or_else(|| CmdError::new("ERR IDS option is required"))?;
+    Ok((refs.unwrap_or_default(), ids))
+}
+
+/// The codes of XDELEX and XACKDEL.
+const NO_ID: i64 = -1;
+const DELETED: i64 = 1;
+const STILL_REFERENCED: i64 = 2;
+
+fn codes(r: &mut Reply, codes: &[i64]) {
+    r.array(codes.len());
+    for c in codes {
+        r.int(*c);
+    }
+}
+
+/// Deletes entry `id` as `refs` says, once it is acknowledged where the
+/// caller wanted: DELETED, STILL_REFERENCED, or NO_ID when it is not in
+/// the stream.
+fn delete_with(s: &mut Stream, id: Id, refs: Refs, groups: &mut [(Vec<u8>, Group)]) -> CmdResult<i64> {
+    match refs {
+        Refs::Acked if s.referenced(id, groups)? => return Ok(STILL_REFERENCED),
+        Refs::Delete => {
+            s.drop_refs(id, groups)?;
+        }
+        _ => {}
+    }
+    Ok(if s.delete(&[id])? > 0 { DELETED } else { NO_ID })
+}
+
+pub fn xdelex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let key = &argv[1][..];
+    let (refs, ids) = parse_ids_block(argv, 2)?;
+    let Some(mut s) = Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)? else {
+        codes(r, &vec![NO_ID; ids.len()]);
+        return Ok(());
+    };
+    let mut groups = if refs == Refs::Keep { Vec::new() } else { s.groups()? };
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.push(delete_with(&mut s, id, refs, &mut groups)?);
+    }
+    s.commit()?;
+    if out.contains(&DELETED) {
+        ctx.ks().notify(class::STREAM, "xdel", ctx.db, key);
+    }
+    codes(r, &out);
+    Ok(())
+}
+
+pub fn xackdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    let (key, g) = (&argv[1][..], &argv[2][..]);
+    let (refs, ids) = parse_ids_block(argv, 3)?;
+    let s = Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)?;
+    let grp = match &s {
+        Some(s) => s.group(g)?,
+        None => None,
+    };
+    let (Some(mut s), Some(mut grp)) = (s, grp) else {
+        codes(r, &vec![NO_ID; ids.len()]);
+        return Ok(());
+    };
+    let mut others = if refs == Refs::Keep { Vec::new() } else { s.groups()? };
+    let mut out = Vec::with_capacity(ids.len());
+    let mut deleted = false;
+    for id in ids {
+        let Some(n) = s.nack(g, id)? else {
+            out.push(NO_ID);
+            continue;
+        };
+        s.forget_nack(g, &mut grp, id, &n)?;
+        // The other groups see this one's acknowledgement.
+        if let Some(o) = others.iter_mut().find(|(name, _)| name[..] == *g) {
+            o.1 = grp.clone();
+        }
+        let code = delete_with(&mut s, id, refs, &mut others)?;
+        deleted |= code == DELETED;
+        out.push(if code == NO_ID { DELETED } else { code });
+    }
+    if let Some(o) = others.iter().find(|(name, _)| name[..] == *g) {
+        grp = o.1.clone();
+    }
+    s.put_group(g, &grp);
+    s.commit()?;
+    if deleted {
+        ctx.ks().notify(class::STREAM, "xdel", ctx.db, key);
+    }
+    codes(r, &out);
     Ok(())
 }

@@ -162,6 +162,22 @@ pub struct Trim {
     pub by: TrimBy,
     pub approx: bool,
     pub limit: u64,
+    /// What happens to the groups' references to trimmed entries.
+    pub refs: Refs,
+}
+
+/// Redis 8.2's KEEPREF, DELREF, ACKED: what deleting or trimming an entry
+/// does about consumer groups that still refer to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Refs {
+    /// The entry goes; pending entries naming it stay (XDEL's way).
+    #[default]
+    Keep,
+    /// The entry goes, and so do the pending entries naming it.
+    Delete,
+    /// The entry goes only when no group needs it: none has it pending,
+    /// and every group was handed it already.
+    Acked,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -391,6 +391,76 @@ impl Stream<'_> {
         Ok(())
     }
 
+    /// Whether a group still needs entry `id` (Redis 8.2's
+    /// `streamEntryIsReferenced`): one has it pending, or one was not
+    /// handed it yet.
+    pub fn referenced(&self, id: Id, groups: &[(Vec<u8>, Group)]) -> CmdResult<bool> {
+        for (g, grp) in groups {
+            if id > grp.last || self.nack(g, id)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The first entry some group still needs (an ACKED trim stops there):
+    /// its first pending entry, or the first it was not handed.
+    pub fn first_needed(&self, groups: &[(Vec<u8>, Group)]) -> CmdResult<Option<Id>> {
+        let mut first: Option<Id> = None;
+        for (g, grp) in groups {
+            let mut cand = grp.last.incr().unwrap_or(Id::MAX);
+            self.group_pel(g, Id::MIN, cand, false, |id, _| {
+                cand = cand.min(id);
+                false
+            })?;
+            first = Some(first.map_or(cand, |f| f.min(cand)));
+        }
+        Ok(first)
+    }
+
+    /// Drops pending entry `id` from every group (DELREF); whether one had it.
+    pub fn drop_refs(&mut self, id: Id, groups: &mut [(Vec<u8>, Group)]) -> CmdResult<bool> {
+        let mut any = false;
+        for (g, grp) in groups.iter_mut() {
+            if let Some(n) = self.nack(g, id)? {
+                self.forget_nack(g, grp, id, &n)?;
+                any = true;
+            }
+        }
+        Ok(any)
+    }
+
+    /// Drops every group's pending entries below `floor` (a DELREF trim).
+    pub fn drop_refs_below(&mut self, floor: Id, groups: &mut [(Vec<u8>, Group)]) -> CmdResult {
+        let Some(top) = floor.decr() else {
+            return Ok(());
+        };
+        for (g, grp) in groups.iter_mut() {
+            let mut gone = Vec::new();
+            self.group_pel(g, Id::MIN, top, false, |id, n| {
+                gone.push((id, n));
+                true
+            })?;
+            for (id, n) in gone {
+                self.forget_nack(g, grp, id, &n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Acknowledges pending entry `id` of group `g` (owned as `n` says):
+    /// its records go and the counts follow; the group record is written.
+    pub fn forget_nack(&mut self, g: &[u8], grp: &mut Group, id: Id, n: &Nack) -> CmdResult {
+        self.drop_nack(g, id, n);
+        if let Some(mut con) = self.consumer(g, &n.consumer)? {
+            con.pending = con.pending.saturating_sub(1);
+            self.put_consumer(g, &n.consumer, &con);
+        }
+        grp.pending = grp.pending.saturating_sub(1);
+        self.put_group(g, grp);
+        Ok(())
+    }
+
     /// Redis's `streamEstimateDistanceFromFirstEverEntry`: the entries-read
     /// counter of ID `id`, when it can be known.
     pub fn distance_of(&self, id: Id) -> Option<u64> {

@@ -3,7 +3,7 @@
 //! which remove whole nodes as redis-server's do (`~`) before single
 //! entries.
 
-use super::stream::{node_sub, Id, Stream, Trim, TrimBy, NODE};
+use super::stream::{node_sub, Id, Refs, Stream, Trim, TrimBy, NODE};
 use crate::config::Encodings;
 use crate::error::{CmdResult, CORRUPT};
 
@@ -257,11 +257,24 @@ impl Stream<'_> {
         if nothing {
             return Ok(0);
         }
+        // ACKED: nothing at or past the first entry a group still needs.
+        let groups = match t.refs {
+            Refs::Keep => Vec::new(),
+            _ => self.groups()?,
+        };
+        let bound = match t.refs {
+            Refs::Acked => self.first_needed(&groups)?,
+            _ => None,
+        }
+        .unwrap_or(Id::MAX);
         // The nodes the trim may touch: those it removes whole, and the
         // first it does not (read no further: a long stream has many).
-        let whole = |size: u64, valid: u64, last: Id| match t.by {
-            TrimBy::MaxLen(max) => size.checked_sub(valid).is_some_and(|left| left >= max),
-            TrimBy::MinId(min) => last < min,
+        let whole = |size: u64, valid: u64, last: Id| {
+            last < bound
+                && match t.by {
+                    TrimBy::MaxLen(max) => size.checked_sub(valid).is_some_and(|left| left >= max),
+                    TrimBy::MinId(min) => last < min,
+                }
         };
         let (mut gone, mut size) = (0u64, self.c.size);
         let nodes = self.nodes_from_head(|valid, last| {
@@ -305,10 +318,11 @@ impl Stream<'_> {
             let mut cut = Vec::new();
             let mut size = self.c.size;
             self.walk(floor, last, false, |id, _| {
-                let go = match t.by {
-                    TrimBy::MaxLen(max) => size > max,
-                    TrimBy::MinId(min) => id < min,
-                };
+                let go = id < bound
+                    && match t.by {
+                        TrimBy::MaxLen(max) => size > max,
+                        TrimBy::MinId(min) => id < min,
+                    };
                 if go {
                     cut.push(id);
                     size -= 1;
@@ -328,6 +342,10 @@ impl Stream<'_> {
             self.s.first = self.s.floor;
             self.dirty = true;
             self.refirst()?;
+            if t.refs == Refs::Delete {
+                let mut groups = groups;
+                self.drop_refs_below(floor, &mut groups)?;
+            }
         }
         Ok(removed)
     }
