@@ -11,7 +11,7 @@ use crate::error::{CmdError, CmdResult, INVALID_STREAM_ID as INVALID_ID, NOT_INT
 use crate::resp::parse::string2ll;
 use crate::resp::Reply;
 use crate::types::notify::class;
-use crate::types::stream::{Entry, Id, NewId, Refs, Stream, Trim, TrimBy};
+use crate::types::stream::{Entry, Id, NewId, RawEntry, Refs, Stream, Trim, TrimBy};
 
 /// The stream commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -216,8 +216,26 @@ pub fn entries_reply(r: &mut Reply, got: &[Entry]) {
     r.array(got.len());
     for (id, fields) in got {
         r.array(2);
-        r.bulk(id.text().as_bytes());
+        id_reply(r, *id);
         r.bulk_array(fields);
+    }
+}
+
+/// An ID as a bulk string.
+pub fn id_reply(r: &mut Reply, id: Id) {
+    r.bulk(id.format(&mut [0; 41]));
+}
+
+/// Entries read whole ([`Stream::range_raw`]) as XRANGE replies them.
+pub fn raw_entries_reply(r: &mut Reply, got: &[RawEntry]) {
+    r.array(got.len());
+    for e in got {
+        r.array(2);
+        id_reply(r, e.id);
+        r.array(e.len());
+        for f in e.fields() {
+            r.bulk(f);
+        }
     }
 }
 
@@ -257,7 +275,7 @@ pub fn xadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         ks.notify(class::STREAM, "xtrim", ctx.db, key);
     }
     crate::coord::serve::key_ready(ctx.shard, ctx.db, key);
-    r.bulk(id.text().as_bytes());
+    id_reply(r, id);
     Ok(())
 }
 
@@ -299,15 +317,21 @@ fn range(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, rev: bool) -> CmdResult {
             return Err(SYNTAX);
         }
     }
+    let Some(s) = Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)? else {
+        r.array(0);
+        return Ok(());
+    };
+    // COUNT 0 on a stream: a null array, as Redis answers.
     if count == 0 {
         r.null_array();
         return Ok(());
     }
-    let got = match Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)? {
-        Some(s) if from <= to => s.range(from, to, count.max(0) as u64, rev)?,
-        _ => Vec::new(),
+    let got = if from <= to {
+        s.range_raw(from, to, count.max(0) as u64, rev)?
+    } else {
+        Vec::new()
     };
-    entries_reply(r, &got);
+    raw_entries_reply(r, &got);
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::args::{is, Args};
 use super::keys::help_reply;
-use super::streams::{entries_reply, parse_bound, parse_id, refs_word};
+use super::streams::{entries_reply, id_reply, parse_bound, parse_id, refs_word};
 use super::{commands, subcommands, CommandSpec, Ctx, SubSpec};
 use crate::error::{CmdError, CmdResult, NOT_INT, SYNTAX};
 use crate::resp::parse::string2ll;
@@ -327,12 +327,30 @@ pub fn xpending(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     r.array(rows.len());
     for (id, n) in rows {
         r.array(4);
-        r.bulk(id.text().as_bytes());
+        id_reply(r, id);
         r.bulk(&n.consumer);
         r.int(now.saturating_sub(n.delivery_ms) as i64);
         r.int(n.deliveries as i64);
     }
     Ok(())
+}
+
+/// The claiming consumer, looked up (or made) at the first claim and
+/// seen now, as XCLAIM and XAUTOCLAIM do.
+fn claimer<'c>(
+    ctx: &Ctx,
+    s: &mut Stream,
+    g: &[u8],
+    grp: &mut Group,
+    c: &[u8],
+    con: &'c mut Option<Consumer>,
+) -> CmdResult<&'c mut Consumer> {
+    if con.is_none() {
+        let mut found = consumer_or_new(ctx, s, g, grp, c)?;
+        found.seen_ms = ctx.now_ms;
+        *con = Some(found);
+    }
+    con.as_mut().ok_or(crate::error::CORRUPT)
 }
 
 /// Moves pending entry `id` to consumer `to` (or just refreshes it there),
@@ -408,8 +426,8 @@ pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if let Some(l) = lastid.filter(|&l| l > grp.last) {
         grp.last = l;
     }
-    let mut con = consumer_or_new(ctx, &mut s, g, &mut grp, c)?;
-    con.seen_ms = ctx.now_ms;
+    // The consumer is looked up (made if missing) at the first claim only.
+    let mut con: Option<Consumer> = None;
     let mut claimed: Vec<(Id, Option<Vec<Vec<u8>>>)> = Vec::new();
     for id in ids {
         let mut n = match s.nack(g, id)? {
@@ -428,9 +446,9 @@ pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         if !fresh && minidle > 0 && ctx.now_ms.saturating_sub(n.delivery_ms) < minidle {
             continue;
         }
-        let entry = if justid { None } else { s.get(id)?.map(|(_, f)| f) };
-        if !justid && entry.is_none() {
-            // The entry is gone: so is its pending entry.
+        let entry = s.get(id)?.map(|(_, f)| f);
+        if entry.is_none() {
+            // The entry is gone: so is its pending entry (JUSTID or not).
             if !fresh {
                 if let Some(mut old) = s.consumer(g, &n.consumer)? {
                     old.pending = old.pending.saturating_sub(1);
@@ -447,17 +465,20 @@ pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             None if !justid => n.deliveries += 1,
             None => {}
         }
+        let con = claimer(ctx, &mut s, g, &mut grp, c, &mut con)?;
         if fresh {
             n.consumer = c.to_vec();
             con.pending += 1;
             s.put_nack(g, id, &n);
         } else {
-            move_nack(&mut s, g, id, &mut n, c, &mut con)?;
+            move_nack(&mut s, g, id, &mut n, c, con)?;
         }
         con.active_ms = ctx.now_ms;
-        claimed.push((id, entry));
+        claimed.push((id, entry.filter(|_| !justid)));
     }
-    s.put_consumer(g, c, &con);
+    if let Some(con) = con {
+        s.put_consumer(g, c, &con);
+    }
     s.put_group(g, &grp);
     s.commit()?;
     if !claimed.is_empty() {
@@ -466,10 +487,10 @@ pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     r.array(claimed.len());
     for (id, entry) in claimed {
         match entry {
-            None => r.bulk(id.text().as_bytes()),
+            None => id_reply(r, id),
             Some(fields) => {
                 r.array(2);
-                r.bulk(id.text().as_bytes());
+                id_reply(r, id);
                 r.bulk_array(&fields);
             }
         }
@@ -506,8 +527,7 @@ pub fn xautoclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (Some(mut s), Some(mut grp)) = (s, grp) else {
         return Err(no_key_or_group(key, g));
     };
-    let mut con = consumer_or_new(ctx, &mut s, g, &mut grp, c)?;
-    con.seen_ms = ctx.now_ms;
+    let mut con: Option<Consumer> = None;
     // The candidates: up to count * 10 pending entries from `start`, and
     // the one after them (the cursor of the next call).
     let attempts = (count as u64).saturating_mul(10);
@@ -539,18 +559,23 @@ pub fn xautoclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             s.drop_nack(g, id, &n);
             grp.pending = grp.pending.saturating_sub(1);
             deleted.push(id);
+            // A deleted entry counts against COUNT, as in Redis.
+            left -= 1;
             continue;
         };
         n.delivery_ms = ctx.now_ms;
         if !justid {
             n.deliveries += 1;
         }
-        move_nack(&mut s, g, id, &mut n, c, &mut con)?;
+        let con = claimer(ctx, &mut s, g, &mut grp, c, &mut con)?;
+        move_nack(&mut s, g, id, &mut n, c, con)?;
         con.active_ms = ctx.now_ms;
         claimed.push((id, fields));
         left -= 1;
     }
-    s.put_consumer(g, c, &con);
+    if let Some(con) = con {
+        s.put_consumer(g, c, &con);
+    }
     s.put_group(g, &grp);
     s.commit()?;
     if !claimed.is_empty() || !deleted.is_empty() {
@@ -561,14 +586,14 @@ pub fn xautoclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if justid {
         r.array(claimed.len());
         for (id, _) in &claimed {
-            r.bulk(id.text().as_bytes());
+            id_reply(r, *id);
         }
     } else {
         entries_reply(r, &claimed);
     }
     r.array(deleted.len());
     for id in deleted {
-        r.bulk(id.text().as_bytes());
+        id_reply(r, id);
     }
     Ok(())
 }

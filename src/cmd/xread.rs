@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::args::is;
 use super::keys::help_reply;
-use super::streams::{entries_reply, parse_id};
+use super::streams::{entries_reply, id_reply, parse_id};
 use super::{commands, subcommands, CommandSpec, Conn, Ctx, SubSpec};
 use crate::coord;
 use crate::coord::blocking::{self, Wait, XWait};
@@ -157,7 +157,7 @@ fn reply_reads(r: &mut Reply, reads: &[(Bytes, Read)]) {
         r.array(entries.len());
         for (id, fields) in entries {
             r.array(2);
-            r.bulk(id.text().as_bytes());
+            id_reply(r, *id);
             match fields {
                 Some(f) => r.bulk_array(f),
                 None => r.null_array(),
@@ -351,7 +351,7 @@ pub fn xinfo(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         match e {
             Some((id, fields)) => {
                 r.array(2);
-                r.bulk(id.text().as_bytes());
+                id_reply(r, *id);
                 r.bulk_array(fields);
             }
             None => r.null(),
@@ -416,7 +416,7 @@ fn stream_full(s: &Stream, r: &mut Reply, count: u64) -> CmdResult {
         r.array(pel.len());
         for (id, n) in &pel {
             r.array(4);
-            r.bulk(id.text().as_bytes());
+            id_reply(r, *id);
             r.bulk(&n.consumer);
             r.int(n.delivery_ms as i64);
             r.int(n.deliveries as i64);
@@ -444,7 +444,7 @@ fn stream_full(s: &Stream, r: &mut Reply, count: u64) -> CmdResult {
             for id in ids {
                 let n = s.nack(&name, id)?;
                 r.array(3);
-                r.bulk(id.text().as_bytes());
+                id_reply(r, id);
                 r.int(n.as_ref().map_or(0, |n| n.delivery_ms as i64));
                 r.int(n.as_ref().map_or(0, |n| n.deliveries as i64));
             }

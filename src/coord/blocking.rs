@@ -119,7 +119,6 @@ pub async fn block(
             None => groups.push((o, vec![k])),
         }
     }
-    client.set_waiter(Some(w.clone()));
     for (o, ks) in &groups {
         if !w.is_waiting() {
             break;
@@ -127,6 +126,10 @@ pub async fn block(
         let (w2, ks) = (w.clone(), ks.clone());
         shard.invoke_on(*o, move |st: &ShardState| register(st, &w2, &ks)).await;
     }
+    // Counted as blocked (INFO, CLIENT UNBLOCK) once queued on every key's
+    // owner: a client that sees it blocked knows a write to any of its
+    // keys will find it.
+    client.set_waiter(Some(w.clone()));
     // Parked, the client is not a running command: a multi-shard EXEC
     // does not wait for it (`coord::gate`).
     shard.state().gate.leave();

@@ -68,6 +68,15 @@ pub fn read_group_key(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], f
     };
     let mut s = Stream::open(&st.ks, db, key, now, false)?.ok_or_else(nogroup)?;
     let mut grp = s.group(g)?.ok_or_else(nogroup)?;
+    // `>` with nothing new touches nothing, the consumer included (it is
+    // made only when the read is served, as in Redis).
+    let got: Vec<Entry> = match from {
+        From::New if grp.last != Id::MAX => s.range(grp.last.incr().unwrap_or(Id::MAX), Id::MAX, count, false)?,
+        _ => Vec::new(),
+    };
+    if matches!(from, From::New) && got.is_empty() {
+        return Ok(None);
+    }
     let (mut con, created) = s.consumer_or_new(g, &mut grp, c, now)?;
     if created {
         st.ks.notify(class::STREAM, "xgroup-createconsumer", db, key);
@@ -76,12 +85,6 @@ pub fn read_group_key(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], f
     let mut out = Vec::new();
     match from {
         From::New => {
-            let start = grp.last.incr().unwrap_or(Id::MAX);
-            let got: Vec<Entry> = if grp.last == Id::MAX {
-                Vec::new()
-            } else {
-                s.range(start, Id::MAX, count, false)?
-            };
             for (id, fields) in got {
                 if !noack {
                     let n = Nack {
@@ -125,7 +128,9 @@ pub fn read_group_key(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], f
             }
             for id in ids {
                 let entry = s.get(id)?.map(|(_, f)| f);
-                if let Some(mut n) = s.nack(g, id)? {
+                // Delivered again, unless the entry is gone (Redis replies
+                // its ID with no fields and leaves the counts alone).
+                if let Some(mut n) = s.nack(g, id)?.filter(|_| entry.is_some()) {
                     n.delivery_ms = now;
                     n.deliveries += 1;
                     s.put_nack(g, id, &n);

@@ -183,7 +183,7 @@ impl Sweep {
 ///   ... slower(8) supper(8) touched(8) exact(1) cursor(0-48)   the same, with a sweep under way
 /// version(8) size(8) mode(1)=2 head(8)                      list
 /// version(8) size(8) mode(1)=3                              sorted set with count blocks
-/// version(8) size(8) mode(1)=4 last first floor max_deleted tail_last (16 each) added groups nodes tail_node tail_total tail_bytes tail_valid (8 each)   stream
+/// version(8) size(8) mode(1)=4 last first floor max_deleted tail_last (16 each) added groups nodes tail_node tail_total tail_bytes tail_valid head_node (8 each)   stream
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
 /// fields already expired or removed by compaction, see `types::hash`).
@@ -231,10 +231,13 @@ pub struct StreamMeta {
     pub tail_bytes: u64,
     pub tail_valid: u64,
     pub tail_last: RawId,
+    /// No node below this number is left: node scans start here, not
+    /// among the deleted records of trimmed nodes.
+    pub head_node: u64,
 }
 
 /// The encoded length of a [`StreamMeta`].
-const STREAM_LEN: usize = 16 * 5 + 8 * 7;
+const STREAM_LEN: usize = 16 * 5 + 8 * 8;
 
 const MODE_HFE: u8 = 1;
 const MODE_LIST: u8 = 2;
@@ -386,6 +389,7 @@ impl StreamMeta {
             tail_total: be64(&b[112..]),
             tail_bytes: be64(&b[120..]),
             tail_valid: be64(&b[128..]),
+            head_node: be64(&b[136..]),
         })
     }
 
@@ -402,6 +406,7 @@ impl StreamMeta {
             self.tail_total,
             self.tail_bytes,
             self.tail_valid,
+            self.head_node,
         ] {
             v.extend_from_slice(&n.to_be_bytes());
         }

@@ -95,7 +95,65 @@ impl Id {
 
     /// `ms-seq`, as replies write it.
     pub fn text(self) -> String {
-        format!("{}-{}", self.ms, self.seq)
+        String::from_utf8_lossy(self.format(&mut [0; 41])).into_owned()
+    }
+
+    /// `ms-seq` written into `buf` without allocating; the bytes written.
+    pub fn format(self, buf: &mut [u8; 41]) -> &[u8] {
+        fn digits(mut n: u64, out: &mut [u8]) -> usize {
+            let mut tmp = [0u8; 20];
+            let mut i = tmp.len();
+            loop {
+                i -= 1;
+                tmp[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            let len = tmp.len() - i;
+            out[..len].copy_from_slice(&tmp[i..]);
+            len
+        }
+        let a = digits(self.ms, &mut buf[..]);
+        buf[a] = b'-';
+        let b = digits(self.seq, &mut buf[a + 1..]);
+        &buf[..a + 1 + b]
+    }
+}
+
+/// An entry as stored: its ID and its encoded field-value pairs, read
+/// without splitting them (`fields` walks them in place).
+pub struct RawEntry {
+    pub id: Id,
+    raw: Vec<u8>,
+}
+
+impl RawEntry {
+    /// The field-value pairs, flat, as slices of the stored value.
+    pub fn fields(&self) -> impl Iterator<Item = &[u8]> {
+        let v = &self.raw;
+        let n = v.get(8..12).and_then(|s| <[u8; 4]>::try_from(s).ok()).map_or(0, u32::from_be_bytes) as usize;
+        let mut at = 12;
+        (0..2 * n).map_while(move |_| {
+            let len = u32::from_be_bytes(v.get(at..at + 4)?.try_into().ok()?) as usize;
+            let f = v.get(at + 4..at + 4 + len)?;
+            at += 4 + len;
+            Some(f)
+        })
+    }
+
+    /// How many items [`RawEntry::fields`] yields.
+    pub fn len(&self) -> usize {
+        2 * self
+            .raw
+            .get(8..12)
+            .and_then(|s| <[u8; 4]>::try_from(s).ok())
+            .map_or(0, u32::from_be_bytes) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -206,7 +264,9 @@ pub struct Stream<'k> {
     added_now: Option<Id>,
     /// Entries and node records this command deleted (staged).
     gone: std::collections::HashSet<Id>,
-    pub(super) dropped: std::collections::HashSet<u64>,
+    /// Node records this command staged (None: deleted); node walks merge
+    /// them with what storage holds.
+    pub(super) staged_nodes: std::collections::BTreeMap<u64, Option<super::xnode::NodeRec>>,
     /// Group records this command staged (None: deleted), so that a later
     /// read in the same command sees them (`types::xgroup`).
     pub(super) staged: std::collections::HashMap<Vec<u8>, Option<Vec<u8>>>,
@@ -244,7 +304,7 @@ impl<'k> Stream<'k> {
             dirty: false,
             added_now: None,
             gone: Default::default(),
-            dropped: Default::default(),
+            staged_nodes: Default::default(),
             staged: Default::default(),
         }))
     }
@@ -334,8 +394,36 @@ impl<'k> Stream<'k> {
         Ok(out)
     }
 
+    /// [`Stream::range`] with each entry's value kept whole (one copy, no
+    /// split): for replies.
+    pub fn range_raw(&self, from: Id, to: Id, count: u64, rev: bool) -> CmdResult<Vec<RawEntry>> {
+        let mut out = Vec::with_capacity(count.clamp(1, 1024) as usize);
+        self.walk_raw(from, to, rev, |id, v| {
+            out.push(RawEntry { id, raw: v.to_vec() });
+            count == 0 || (out.len() as u64) < count
+        })?;
+        Ok(out)
+    }
+
     /// Visits live entries in `from..=to` until `f` returns false.
     pub fn walk(&self, from: Id, to: Id, rev: bool, mut f: impl FnMut(Id, Vec<Vec<u8>>) -> bool) -> CmdResult<()> {
+        let mut bad = false;
+        self.walk_raw(from, to, rev, |id, v| match decode_entry(v) {
+            Some((_, fields)) => f(id, fields),
+            None => {
+                bad = true;
+                false
+            }
+        })?;
+        if bad {
+            return Err(CORRUPT);
+        }
+        Ok(())
+    }
+
+    /// Visits live entries in `from..=to` (backwards when `rev`) with their
+    /// stored values until `f` returns false.
+    pub fn walk_raw(&self, from: Id, to: Id, rev: bool, mut f: impl FnMut(Id, &[u8]) -> bool) -> CmdResult<()> {
         let from = from.max(Id::from_raw(self.s.floor));
         if self.c.size == 0 || from > to {
             return Ok(());
@@ -347,8 +435,8 @@ impl<'k> Stream<'k> {
         };
         let prefix = lo.len() - 16;
         let mut bad = false;
-        let mut visit = |k: &[u8], v: &[u8]| match (k.get(prefix..).and_then(Id::from_bytes), decode_entry(v)) {
-            (Some(id), Some((_, fields))) => f(id, fields),
+        let mut visit = |k: &[u8], v: &[u8]| match k.get(prefix..).and_then(Id::from_bytes) {
+            Some(id) if v.len() >= 12 => f(id, v),
             _ => {
                 bad = true;
                 false

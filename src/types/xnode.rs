@@ -56,7 +56,7 @@ fn entry_bytes(fields: &[&[u8]]) -> u64 {
 /// A node's counts: live entries, entries appended (deleted ones too),
 /// estimated listpack bytes, the last entry's ID.
 #[derive(Debug, Clone, Copy)]
-struct NodeRec {
+pub(super) struct NodeRec {
     valid: u64,
     total: u64,
     bytes: u64,
@@ -129,11 +129,14 @@ impl Stream<'_> {
     fn put_node(&mut self, n: u64, r: &NodeRec) {
         let k = self.record(&node_sub(n));
         self.ks.store.put(&mut self.b, &k, &r.encode());
-        self.dropped.remove(&n);
+        self.staged_nodes.insert(n, Some(*r));
         self.dirty = true;
     }
 
     fn read_node(&self, n: u64) -> CmdResult<NodeRec> {
+        if let Some(r) = self.staged_nodes.get(&n) {
+            return r.ok_or(CORRUPT);
+        }
         let k = self.record(&node_sub(n));
         let v = self.ks.store.get_with(&k, |v| v.map(NodeRec::decode))?;
         v.flatten().ok_or(CORRUPT)
@@ -143,8 +146,11 @@ impl Stream<'_> {
     fn drop_node(&mut self, n: u64) {
         let k = self.record(&node_sub(n));
         self.ks.store.delete(&mut self.b, &k);
-        self.dropped.insert(n);
+        self.staged_nodes.insert(n, None);
         self.s.nodes = self.s.nodes.saturating_sub(1);
+        if n == self.s.head_node {
+            self.s.head_node = n + 1;
+        }
         self.dirty = true;
     }
 
@@ -157,15 +163,17 @@ impl Stream<'_> {
         self.s.tail_bytes = 0;
         self.dirty = true;
         if self.s.nodes == 0 {
+            self.s.head_node = self.s.tail_node;
             return Ok(());
         }
+        // The last closed node: in storage or staged by this command.
         let mut prev = None;
-        let (lo, hi) = (self.record(&[NODE]), self.record(&node_sub(self.s.tail_node)));
-        let prefix = lo.len();
+        let (lo, hi) = (self.record(&node_sub(self.s.head_node)), self.record(&node_sub(self.s.tail_node)));
+        let prefix = lo.len() - 8;
         self.ks.store.scan_back(&lo, &hi, |k, v| {
             let n = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
             match n {
-                Some(n) if self.dropped.contains(&n) => true,
+                Some(n) if self.staged_nodes.contains_key(&n) => true,
                 Some(n) => {
                     prev = NodeRec::decode(v).map(|r| (n, r));
                     false
@@ -173,10 +181,19 @@ impl Stream<'_> {
                 None => false,
             }
         })?;
+        let staged = self
+            .staged_nodes
+            .range(self.s.head_node..self.s.tail_node)
+            .rev()
+            .find_map(|(n, r)| r.map(|r| (*n, r)));
+        let prev = match (prev, staged) {
+            (Some(p), Some(s)) => Some(if s.0 > p.0 { s } else { p }),
+            (p, s) => p.or(s),
+        };
         let (n, r) = prev.ok_or(CORRUPT)?;
         let k = self.record(&node_sub(n));
         self.ks.store.delete(&mut self.b, &k);
-        self.dropped.insert(n);
+        self.staged_nodes.insert(n, None);
         let s = &mut self.s;
         s.tail_node = n;
         s.tail_total = r.total;
@@ -187,17 +204,46 @@ impl Stream<'_> {
     }
 
     /// Closed nodes from the head, (node, valid, last ID), in order, until
-    /// `f` returns false.
+    /// `f` returns false: storage's records merged with this command's.
     fn walk_nodes(&self, mut f: impl FnMut(u64, u64, Id) -> bool) -> CmdResult<()> {
-        let (lo, hi) = (self.record(&[NODE]), self.record(&[NODE + 1]));
-        let prefix = lo.len();
-        let mut bad = false;
+        let (lo, hi) = (self.record(&node_sub(self.s.head_node)), self.record(&[NODE + 1]));
+        let prefix = lo.len() - 8;
+        let mut staged = self.staged_nodes.range(self.s.head_node..).peekable();
+        let (mut bad, mut stop) = (false, false);
         self.ks.store.scan(&lo, &hi, |k, v| {
-            let n = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
-            match (n, NodeRec::decode(v)) {
-                (Some(n), _) if self.dropped.contains(&n) => true,
-                (Some(n), Some(r)) => f(n, r.valid, r.last),
-                _ => {
+            let Some(n) = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes) else {
+                bad = true;
+                return false;
+            };
+            // Staged records before this one, then this one (staged wins).
+            while let Some((&sn, &rec)) = staged.peek() {
+                if sn > n {
+                    break;
+                }
+                staged.next();
+                if sn == n {
+                    return match rec {
+                        Some(r) if !f(n, r.valid, r.last) => {
+                            stop = true;
+                            false
+                        }
+                        _ => true,
+                    };
+                }
+                if let Some(r) = rec {
+                    if !f(sn, r.valid, r.last) {
+                        stop = true;
+                        return false;
+                    }
+                }
+            }
+            match NodeRec::decode(v) {
+                Some(r) if f(n, r.valid, r.last) => true,
+                Some(_) => {
+                    stop = true;
+                    false
+                }
+                None => {
                     bad = true;
                     false
                 }
@@ -205,6 +251,15 @@ impl Stream<'_> {
         })?;
         if bad {
             return Err(CORRUPT);
+        }
+        if !stop {
+            for (&n, rec) in staged {
+                if let Some(r) = rec {
+                    if !f(n, r.valid, r.last) {
+                        break;
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -302,6 +357,7 @@ impl Stream<'_> {
                 if n == self.s.tail_node {
                     // The last node: the stream is empty now.
                     self.s.nodes = 0;
+                    self.s.head_node = n;
                     self.s.tail_total = 0;
                     self.s.tail_valid = 0;
                     self.s.tail_bytes = 0;
