@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{run_resp3_script, run_scripts};
+use common::{run_clients, run_resp3_script, run_scripts};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -469,4 +469,80 @@ fn stream_commands_match_redis_in_resp3() {
     for (name, script) in SCRIPTS {
         run_resp3_script(name, script, 1);
     }
+}
+
+/// Keyspace events of the stream commands, in Redis's order, and WATCH
+/// spoiled by stream writes.
+const EVENTS: &str = r#"
+    B: CONFIG SET notify-keyspace-events KEA
+    A> PSUBSCRIBE __keyevent@0__:*
+    A<
+    B: XADD s 1-0 a 1
+    A<
+    B: XADD s MAXLEN 1 2-0 b 2
+    A<
+    A<
+    B: XDEL s 2-0
+    A<
+    B: XDEL s 9-0
+    B: XADD s 3-0 c 3
+    A<
+    B: XTRIM s MAXLEN 0
+    A<
+    B: XTRIM s MAXLEN 0
+    B: XSETID s 5-0
+    A<
+    B: XGROUP CREATE s g $
+    A<
+    B: XGROUP CREATECONSUMER s g alice
+    A<
+    B: XGROUP SETID s g 0
+    A<
+    B: XADD s 6-0 d 4
+    A<
+    B: XREADGROUP GROUP g bob STREAMS s >
+    A<
+    B: XCLAIM s g carol 0 6-0 JUSTID
+    A<
+    B: XAUTOCLAIM s g dave 0 0 JUSTID
+    A<
+    B: XGROUP DELCONSUMER s g dave
+    A<
+    B: XGROUP DESTROY s g
+    A<
+    B: XGROUP CREATE n g $ MKSTREAM
+    A<
+    B: DEL s n
+    A<
+    A<
+    B: PUBLISH __keyevent@0__:done end
+    A<
+    C: WATCH w
+    B: XADD w 1-0 a 1
+    C: MULTI
+    C: GET x
+    C: EXEC
+    C: WATCH w
+    B: XGROUP CREATE w g 0
+    C: MULTI
+    C: GET x
+    C: EXEC
+    C: WATCH w
+    B: XREADGROUP GROUP g c STREAMS w >
+    C: MULTI
+    C: GET x
+    C: EXEC
+    C: WATCH w
+    B: XLEN w
+    C: MULTI
+    C: GET x
+    C: EXEC
+"#;
+
+#[test]
+fn stream_events_and_watch_match_redis() {
+    for shards in [1, 4] {
+        run_clients("stream-events", EVENTS, shards, false);
+    }
+    run_clients("stream-events-resp3", EVENTS, 1, true);
 }

@@ -96,6 +96,11 @@ pub(super) fn consumer_or_new(ctx: &Ctx, s: &mut Stream, g: &[u8], grp: &mut Gro
 }
 
 pub fn xgroup(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // A group's changes spoil no WATCH, as in Redis.
+    ctx.ks().store.quietly(|| xgroup_quiet(ctx, argv, r))
+}
+
+fn xgroup_quiet(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let sub = &argv[1][..];
     if is(sub, "help") {
         help_reply(r, XGROUP_HELP);
@@ -194,6 +199,11 @@ pub fn xgroup(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn xack(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // A group's changes spoil no WATCH, as in Redis.
+    ctx.ks().store.quietly(|| xack_quiet(ctx, argv, r))
+}
+
+fn xack_quiet(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (key, g) = (&argv[1][..], &argv[2][..]);
     let ids = argv[3..].iter().map(|a| parse_id(a, 0)).collect::<CmdResult<Vec<_>>>()?;
     let Some(mut s) = Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)? else {
@@ -370,6 +380,11 @@ fn move_nack(s: &mut Stream, g: &[u8], id: Id, n: &mut Nack, to: &[u8], to_con: 
 }
 
 pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // A group's changes spoil no WATCH, as in Redis.
+    ctx.ks().store.quietly(|| xclaim_quiet(ctx, argv, r))
+}
+
+fn xclaim_quiet(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (key, g, c) = (&argv[1][..], &argv[2][..], &argv[3][..]);
     let s = Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)?;
     let grp = match &s {
@@ -481,9 +496,6 @@ pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     s.put_group(g, &grp);
     s.commit()?;
-    if !claimed.is_empty() {
-        ctx.ks().notify(class::STREAM, "xclaim", ctx.db, key);
-    }
     r.array(claimed.len());
     for (id, entry) in claimed {
         match entry {
@@ -499,6 +511,11 @@ pub fn xclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub fn xautoclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    // A group's changes spoil no WATCH, as in Redis.
+    ctx.ks().store.quietly(|| xautoclaim_quiet(ctx, argv, r))
+}
+
+fn xautoclaim_quiet(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let (key, g, c) = (&argv[1][..], &argv[2][..], &argv[3][..]);
     let s = Stream::open(ctx.ks(), ctx.db, key, ctx.now_ms, false)?;
     let grp = match &s {
@@ -578,9 +595,6 @@ pub fn xautoclaim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     }
     s.put_group(g, &grp);
     s.commit()?;
-    if !claimed.is_empty() || !deleted.is_empty() {
-        ctx.ks().notify(class::STREAM, "xautoclaim", ctx.db, key);
-    }
     r.array(3);
     r.bulk(next.text().as_bytes());
     if justid {

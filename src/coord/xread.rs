@@ -58,6 +58,12 @@ pub fn read_key_after(st: &ShardState, db: u8, key: &[u8], from: From, count: u6
 /// XREADGROUP of `key` for consumer `c` of group `g`, on its owner.
 #[allow(clippy::too_many_arguments)]
 pub fn read_group_key(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], from: From, count: u64, noack: bool) -> CmdResult<KeyRead> {
+    // A group read spoils no WATCH, as in Redis.
+    st.ks.store.quietly(|| read_group_quiet(st, db, key, g, c, from, count, noack))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_group_quiet(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], from: From, count: u64, noack: bool) -> CmdResult<KeyRead> {
     let now = now_ms();
     let nogroup = || {
         CmdError::new(format!(

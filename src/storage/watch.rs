@@ -28,6 +28,8 @@ type Watchers = Vec<Weak<AtomicBool>>;
 #[derive(Default)]
 pub struct Watches {
     map: RefCell<HashMap<Box<[u8]>, Watchers>>,
+    /// Writes staged now touch no watch (`ShardStore::quietly`).
+    quiet: std::cell::Cell<bool>,
 }
 
 /// The meta key a record changes: itself for a meta record, its
@@ -64,10 +66,20 @@ impl Watches {
 }
 
 impl ShardStore {
+    /// Runs `f`, whose staged writes touch no watched key: Redis's consumer
+    /// group commands (XGROUP, XREADGROUP, XACK, XCLAIM, XAUTOCLAIM) change
+    /// a stream without `signalModifiedKey`, so WATCH does not see them.
+    pub fn quietly<R>(&self, f: impl FnOnce() -> R) -> R {
+        let was = self.watches.quiet.replace(true);
+        let r = f();
+        self.watches.quiet.set(was);
+        r
+    }
+
     /// A write of record `k` is being staged (see the module doc).
     #[inline]
     pub(super) fn touch(&self, k: &[u8]) {
-        if self.watches.is_empty() {
+        if self.watches.is_empty() || self.watches.quiet.get() {
             return;
         }
         if let Some(mk) = owner_of(k) {
@@ -78,7 +90,7 @@ impl ShardStore {
     /// A range delete of `[from, to)` is being staged: the watched keys in
     /// it that exist now are touched.
     pub(super) fn touch_range(&self, from: &[u8], to: &[u8]) {
-        if self.watches.is_empty() || keys::range_families(from, to) == (false, true) {
+        if self.watches.is_empty() || self.watches.quiet.get() || keys::range_families(from, to) == (false, true) {
             return;
         }
         let inside: Vec<Box<[u8]>> = self
