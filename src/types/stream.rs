@@ -157,6 +157,37 @@ impl RawEntry {
     }
 }
 
+/// A node's counts: live entries, entries appended (deleted ones too),
+/// estimated listpack bytes, the last entry's ID.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NodeRec {
+    pub(super) valid: u64,
+    pub(super) total: u64,
+    pub(super) bytes: u64,
+    pub(super) last: Id,
+}
+
+impl NodeRec {
+    pub(super) fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(40);
+        for n in [self.valid, self.total, self.bytes] {
+            v.extend_from_slice(&n.to_be_bytes());
+        }
+        v.extend_from_slice(&self.last.bytes());
+        v
+    }
+
+    pub(super) fn decode(v: &[u8]) -> Option<NodeRec> {
+        let n = |i: usize| v.get(i..i + 8).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
+        Some(NodeRec {
+            valid: n(0)?,
+            total: n(8)?,
+            bytes: n(16)?,
+            last: Id::from_bytes(v.get(24..)?)?,
+        })
+    }
+}
+
 /// An entry: its ID and its field-value pairs, flat.
 pub type Entry = (Id, Vec<Vec<u8>>);
 
@@ -266,7 +297,7 @@ pub struct Stream<'k> {
     gone: std::collections::HashSet<Id>,
     /// Node records this command staged (None: deleted); node walks merge
     /// them with what storage holds.
-    pub(super) staged_nodes: std::collections::BTreeMap<u64, Option<super::xnode::NodeRec>>,
+    pub(super) staged_nodes: std::collections::BTreeMap<u64, Option<NodeRec>>,
     /// Group records this command staged (None: deleted), so that a later
     /// read in the same command sees them (`types::xgroup`).
     pub(super) staged: std::collections::HashMap<Vec<u8>, Option<Vec<u8>>>,

@@ -3,7 +3,7 @@
 //! which remove whole nodes as redis-server's do (`~`) before single
 //! entries.
 
-use super::stream::{node_sub, Id, Refs, Stream, Trim, TrimBy, NODE};
+use super::stream::{node_sub, Id, NodeRec, Refs, Stream, Trim, TrimBy, NODE};
 use crate::config::Encodings;
 use crate::error::{CmdResult, CORRUPT};
 
@@ -51,37 +51,6 @@ fn entry_bytes(fields: &[&[u8]]) -> u64 {
         b += lp_element_bytes(v);
     }
     b
-}
-
-/// A node's counts: live entries, entries appended (deleted ones too),
-/// estimated listpack bytes, the last entry's ID.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct NodeRec {
-    valid: u64,
-    total: u64,
-    bytes: u64,
-    last: Id,
-}
-
-impl NodeRec {
-    fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(40);
-        for n in [self.valid, self.total, self.bytes] {
-            v.extend_from_slice(&n.to_be_bytes());
-        }
-        v.extend_from_slice(&self.last.bytes());
-        v
-    }
-
-    fn decode(v: &[u8]) -> Option<NodeRec> {
-        let n = |i: usize| v.get(i..i + 8).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
-        Some(NodeRec {
-            valid: n(0)?,
-            total: n(8)?,
-            bytes: n(16)?,
-            last: Id::from_bytes(v.get(24..)?)?,
-        })
-    }
 }
 
 impl Stream<'_> {
