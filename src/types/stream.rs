@@ -219,6 +219,26 @@ fn encode_entry(node: u64, fields: &[&[u8]]) -> Vec<u8> {
     v
 }
 
+/// Whether a stored entry value is well formed (its count of pairs and
+/// their lengths cover it exactly), checked without copying: a reply built
+/// from it ([`RawEntry::fields`]) then writes as many items as it announces.
+fn entry_fits(v: &[u8]) -> bool {
+    let Some(n) = v.get(8..12).and_then(|s| <[u8; 4]>::try_from(s).ok()).map(u32::from_be_bytes) else {
+        return false;
+    };
+    let mut at = 12usize;
+    for _ in 0..2 * n as u64 {
+        let Some(len) = v.get(at..at + 4).and_then(|s| <[u8; 4]>::try_from(s).ok()).map(u32::from_be_bytes) else {
+            return false;
+        };
+        at += 4 + len as usize;
+        if at > v.len() {
+            return false;
+        }
+    }
+    at == v.len()
+}
+
 /// (node, fields) of a stored entry value; None if malformed.
 pub fn decode_entry(v: &[u8]) -> Option<(u64, Vec<Vec<u8>>)> {
     let node = u64::from_be_bytes(v.get(..8)?.try_into().ok()?);
@@ -467,7 +487,7 @@ impl<'k> Stream<'k> {
         let prefix = lo.len() - 16;
         let mut bad = false;
         let mut visit = |k: &[u8], v: &[u8]| match k.get(prefix..).and_then(Id::from_bytes) {
-            Some(id) if v.len() >= 12 => f(id, v),
+            Some(id) if entry_fits(v) => f(id, v),
             _ => {
                 bad = true;
                 false
@@ -658,6 +678,11 @@ mod tests {
     #[test]
     fn entries_round_trip() {
         let v = encode_entry(3, &[b"f", b"v", b"", b"x"]);
+        assert!(entry_fits(&v));
+        assert!(!entry_fits(&v[..v.len() - 1]), "a cut value");
+        let mut lying = v.clone();
+        lying[11] = 9;
+        assert!(!entry_fits(&lying), "more pairs than stored");
         assert_eq!(
             decode_entry(&v),
             Some((3, vec![b"f".to_vec(), b"v".to_vec(), vec![], b"x".to_vec()]))
