@@ -215,7 +215,7 @@ fn xack_quiet(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     };
     let mut acked = 0;
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = ahash::AHashSet::new();
     let mut owners: Vec<(Vec<u8>, u64)> = Vec::new();
     for id in ids {
         if !seen.insert(id) {

@@ -91,6 +91,13 @@ fn read_group_quiet(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], fro
     let mut out = Vec::new();
     match from {
         From::New => {
+            let mut pel_top = None;
+            if !noack && !got.is_empty() {
+                s.group_pel(g, Id::MIN, Id::MAX, true, |id, _| {
+                    pel_top = Some(id);
+                    false
+                })?;
+            }
             for (id, fields) in got {
                 if !noack {
                     let n = Nack {
@@ -98,7 +105,10 @@ fn read_group_quiet(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], fro
                         deliveries: 1,
                         consumer: c.to_vec(),
                     };
-                    match s.nack(g, id)? {
+                    // Only an ID at or below the PEL's last can be pending
+                    // already (a SETID back): the others skip the lookup.
+                    let old = if pel_top.is_some_and(|t| id <= t) { s.nack(g, id)? } else { None };
+                    match old {
                         Some(old) if old.consumer != c => {
                             // Delivered again after a SETID back: the entry
                             // changes hands.

@@ -314,13 +314,13 @@ pub struct Stream<'k> {
     /// The entry this command added (staged: reads do not see it).
     added_now: Option<Id>,
     /// Entries and node records this command deleted (staged).
-    gone: std::collections::HashSet<Id>,
+    gone: ahash::AHashSet<Id>,
     /// Node records this command staged (None: deleted); node walks merge
     /// them with what storage holds.
     pub(super) staged_nodes: std::collections::BTreeMap<u64, Option<NodeRec>>,
     /// Group records this command staged (None: deleted), so that a later
     /// read in the same command sees them (`types::xgroup`).
-    pub(super) staged: std::collections::HashMap<Vec<u8>, Option<Vec<u8>>>,
+    pub(super) staged: ahash::AHashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl<'k> Stream<'k> {
