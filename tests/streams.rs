@@ -186,3 +186,21 @@ fn entriesread_is_capped_and_consumers_report_inactivity() {
     assert!(consumers.contains("$4\\r\\nidle\\r\\n$7\\r\\npending\\r\\n:0\\r\\n"), "{consumers}");
     assert!(consumers.ends_with("inactive\\r\\n:-1\\r\\n"), "{consumers}");
 }
+
+/// XREAD's `+` (Redis 7.4): the last entry, whatever COUNT says; with an
+/// empty or missing stream, as `$`; XREADGROUP refuses it as an ID.
+#[test]
+fn xread_plus_reads_the_last_entry() {
+    let b = Basalt::start(2);
+    let mut c = b.raw();
+    run(&mut c, &["XADD", "s", "1-0", "a", "1"]);
+    run(&mut c, &["XADD", "s", "2-0", "b", "2"]);
+    assert_eq!(
+        run(&mut c, &["XREAD", "COUNT", "5", "STREAMS", "s", "+"]),
+        "*1\\r\\n*2\\r\\n$1\\r\\ns\\r\\n*1\\r\\n*2\\r\\n$3\\r\\n2-0\\r\\n*2\\r\\n$1\\r\\nb\\r\\n$1\\r\\n2\\r\\n"
+    );
+    run(&mut c, &["XDEL", "s", "2-0"]);
+    assert!(run(&mut c, &["XREAD", "STREAMS", "s", "+"]).contains("1-0"), "the last live entry");
+    assert_eq!(run(&mut c, &["XREAD", "STREAMS", "nokey", "+"]), "*-1\\r\\n");
+    assert!(run(&mut c, &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "+"]).contains("ERR"));
+}

@@ -124,6 +124,7 @@ fn parse_read(argv: &[Bytes], group_cmd: bool) -> CmdResult<ReadArgs> {
                 ))
             }
             b">" => From::New,
+            b"+" if !group_cmd => From::LastEntry,
             _ => From::After(parse_id(id, 0)?),
         };
         keys.push((at + k, argv[at + k].clone(), from));

@@ -18,6 +18,8 @@ pub enum From {
     Last,
     /// `>` (XREADGROUP): entries never delivered to the group.
     New,
+    /// `+` (XREAD, Redis 7.4): the stream's last entry.
+    LastEntry,
 }
 
 /// Entries as a read replies them: a deleted pending entry has no fields.
@@ -43,6 +45,10 @@ pub fn read_key_after(st: &ShardState, db: u8, key: &[u8], from: From, count: u6
     };
     let after = match from {
         From::After(id) => id,
+        From::LastEntry => match s.range(Id::MIN, Id::MAX, 1, true)?.first() {
+            Some((top, _)) => top.decr().unwrap_or(Id::MIN),
+            None => s.last_id(),
+        },
         _ => s.last_id(),
     };
     let Some(start) = after.incr() else {
@@ -154,8 +160,8 @@ fn read_group_quiet(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], fro
                 out.push((id, entry));
             }
         }
-        // `$` is refused for XREADGROUP before any read.
-        From::Last => {}
+        // `$` and `+` are refused for XREADGROUP before any read.
+        From::Last | From::LastEntry => {}
     }
     s.put_consumer(g, c, &con);
     s.put_group(g, &grp);
