@@ -97,10 +97,13 @@ fn read_group_quiet(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], fro
     let mut out = Vec::new();
     match from {
         From::New => {
-            let mut pel_top = None;
-            if !noack && !got.is_empty() {
-                s.group_pel(g, Id::MIN, Id::MAX, true, |id, _| {
-                    pel_top = Some(id);
+            // The first pending entry at or after the first new ID (there is
+            // one only after a SETID back): a forward seek from there, which
+            // never walks the deletes that acknowledgements leave behind.
+            let mut pel_from = None;
+            if let Some((first, _)) = got.first().filter(|_| !noack && grp.pending > 0) {
+                s.group_pel(g, *first, Id::MAX, false, |id, _| {
+                    pel_from = Some(id);
                     false
                 })?;
             }
@@ -111,9 +114,7 @@ fn read_group_quiet(st: &ShardState, db: u8, key: &[u8], g: &[u8], c: &[u8], fro
                         deliveries: 1,
                         consumer: c.to_vec(),
                     };
-                    // Only an ID at or below the PEL's last can be pending
-                    // already (a SETID back): the others skip the lookup.
-                    let old = if pel_top.is_some_and(|t| id <= t) { s.nack(g, id)? } else { None };
+                    let old = if pel_from.is_some_and(|f| id >= f) { s.nack(g, id)? } else { None };
                     match old {
                         Some(old) if old.consumer != c => {
                             // Delivered again after a SETID back: the entry
