@@ -333,7 +333,7 @@ impl Stream<'_> {
     }
 
     /// Puts pending entry `id` (new or changed); the caller keeps the
-    /// counts. Moving it between consumers is [`Stream::move_nack`].
+    /// counts (a move between consumers is `cmd::xgroups::move_nack`).
     pub fn put_nack(&mut self, g: &[u8], id: Id, n: &Nack) {
         self.put_sub(&pel_sub(g, id), &n.encode());
         self.put_sub(&cpel_sub(g, &n.consumer, id), &[]);
