@@ -109,7 +109,7 @@ fn parse_trim_args(ctx: &Ctx, argv: &[Bytes], xadd: bool) -> CmdResult<AddArgs> 
         if xadd && opt == b"*" {
             id = Some((NewId::Auto, i + 1));
             break;
-        } else if is(opt, "maxlen") && more > 0 {
+        } else if (is(opt, "maxlen") || is(opt, "minid")) && more > 0 {
             if by.is_some() {
                 return Err(CmdError::new(
                     "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
@@ -120,24 +120,15 @@ fn parse_trim_args(ctx: &Ctx, argv: &[Bytes], xadd: bool) -> CmdResult<AddArgs> 
                 approx = &argv[i + 1][..] == b"~";
                 i += 1;
             }
-            let n = string2ll(&argv[i + 1]).ok_or(NOT_INT)?;
-            if n < 0 {
-                return Err(CmdError::new("ERR The MAXLEN argument must be >= 0."));
-            }
-            by = Some(TrimBy::MaxLen(n as u64));
-            i += 2;
-        } else if is(opt, "minid") && more > 0 {
-            if by.is_some() {
-                return Err(CmdError::new(
-                    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
-                ));
-            }
-            approx = false;
-            if more >= 2 && (&argv[i + 1][..] == b"~" || &argv[i + 1][..] == b"=") {
-                approx = &argv[i + 1][..] == b"~";
-                i += 1;
-            }
-            by = Some(TrimBy::MinId(parse_id(&argv[i + 1], 0)?));
+            by = Some(if is(opt, "maxlen") {
+                let n = string2ll(&argv[i + 1]).ok_or(NOT_INT)?;
+                if n < 0 {
+                    return Err(CmdError::new("ERR The MAXLEN argument must be >= 0."));
+                }
+                TrimBy::MaxLen(n as u64)
+            } else {
+                TrimBy::MinId(parse_id(&argv[i + 1], 0)?)
+            });
             i += 2;
         } else if is(opt, "limit") && more > 0 {
             limit = string2ll(&argv[i + 1]).ok_or(NOT_INT)?;

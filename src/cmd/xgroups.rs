@@ -294,8 +294,8 @@ pub fn xpending(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         let owners: Vec<(Vec<u8>, Consumer)> = s.consumers(g)?.into_iter().filter(|(_, c)| c.pending > 0).collect();
         r.array(4);
         r.int(grp.pending as i64);
-        r.bulk(first.unwrap_or_default().text().as_bytes());
-        r.bulk(last.unwrap_or_default().text().as_bytes());
+        id_reply(r, first.unwrap_or_default());
+        id_reply(r, last.unwrap_or_default());
         r.array(owners.len());
         for (name, c) in owners {
             r.array(2);
@@ -596,7 +596,7 @@ fn xautoclaim_quiet(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     s.put_group(g, &grp);
     s.commit()?;
     r.array(3);
-    r.bulk(next.text().as_bytes());
+    id_reply(r, next);
     if justid {
         r.array(claimed.len());
         for (id, _) in &claimed {

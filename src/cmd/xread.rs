@@ -15,6 +15,7 @@ use crate::error::{CmdError, CmdResult, NOT_INT, SYNTAX};
 use crate::resp::parse::string2ll;
 use crate::resp::Reply;
 use crate::types::stream::{Id, Stream};
+use crate::types::xgroup::Group;
 
 /// The stream read commands (`cmd::table` has the line format).
 #[rustfmt::skip]
@@ -274,18 +275,7 @@ pub fn xinfo(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             r.int(g.consumers as i64);
             r.bulk(b"pending");
             r.int(g.pending as i64);
-            r.bulk(b"last-delivered-id");
-            r.bulk(g.last.text().as_bytes());
-            r.bulk(b"entries-read");
-            match g.entries_read {
-                Some(n) => r.int(n as i64),
-                None => r.null(),
-            }
-            r.bulk(b"lag");
-            match s.lag(&g) {
-                Some(n) => r.int(n),
-                None => r.null(),
-            }
+            group_counters(r, &s, &g);
         }
         return Ok(());
     }
@@ -370,13 +360,13 @@ fn stream_head(s: &Stream, r: &mut Reply) {
     r.bulk(b"radix-tree-nodes");
     r.int(s.nodes() as i64 + 1);
     r.bulk(b"last-generated-id");
-    r.bulk(s.last_id().text().as_bytes());
+    id_reply(r, s.last_id());
     r.bulk(b"max-deleted-entry-id");
-    r.bulk(s.max_deleted().text().as_bytes());
+    id_reply(r, s.max_deleted());
     r.bulk(b"entries-added");
     r.int(s.s.added as i64);
     r.bulk(b"recorded-first-entry-id");
-    r.bulk(s.first_id().text().as_bytes());
+    id_reply(r, s.first_id());
 }
 
 /// XINFO STREAM FULL: the entries, and every group with its pending
@@ -394,18 +384,7 @@ fn stream_full(s: &Stream, r: &mut Reply, count: u64) -> CmdResult {
         r.map(7);
         r.bulk(b"name");
         r.bulk(&name);
-        r.bulk(b"last-delivered-id");
-        r.bulk(g.last.text().as_bytes());
-        r.bulk(b"entries-read");
-        match g.entries_read {
-            Some(n) => r.int(n as i64),
-            None => r.null(),
-        }
-        r.bulk(b"lag");
-        match s.lag(&g) {
-            Some(n) => r.int(n),
-            None => r.null(),
-        }
+        group_counters(r, s, &g);
         r.bulk(b"pel-count");
         r.int(g.pending as i64);
         let mut pel = Vec::new();
@@ -452,4 +431,21 @@ fn stream_full(s: &Stream, r: &mut Reply, count: u64) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// A group's `last-delivered-id`, `entries-read` and `lag` pairs (XINFO
+/// GROUPS and STREAM FULL).
+fn group_counters(r: &mut Reply, s: &Stream, g: &Group) {
+    r.bulk(b"last-delivered-id");
+    id_reply(r, g.last);
+    r.bulk(b"entries-read");
+    match g.entries_read {
+        Some(n) => r.int(n as i64),
+        None => r.null(),
+    }
+    r.bulk(b"lag");
+    match s.lag(g) {
+        Some(n) => r.int(n),
+        None => r.null(),
+    }
 }

@@ -93,11 +93,6 @@ impl Id {
         Some(Id { ms, seq })
     }
 
-    /// `ms-seq`, as replies write it.
-    pub fn text(self) -> String {
-        String::from_utf8_lossy(self.format(&mut [0; 41])).into_owned()
-    }
-
     /// `ms-seq` written into `buf` without allocating; the bytes written.
     pub fn format(self, buf: &mut [u8; 41]) -> &[u8] {
         fn digits(mut n: u64, out: &mut [u8]) -> usize {

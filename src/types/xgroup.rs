@@ -247,13 +247,14 @@ impl Stream<'_> {
         self.s.groups = self.s.groups.saturating_sub(1);
     }
 
-    /// Every group, by name.
-    pub fn groups(&self) -> CmdResult<Vec<(Vec<u8>, Group)>> {
+    /// The records under sub-key prefix `prefix`, decoded, by the rest of
+    /// their sub key (a group's or a consumer's name).
+    fn decoded_under<T>(&self, prefix: &[u8], decode: fn(&[u8]) -> Option<T>) -> CmdResult<Vec<(Vec<u8>, T)>> {
         let mut out = Vec::new();
         let mut bad = false;
-        self.scan_sub(&[GROUP], &[], false, |name, v| match Group::decode(v) {
-            Some(g) => {
-                out.push((name.to_vec(), g));
+        self.scan_sub(prefix, &[], false, |name, v| match decode(v) {
+            Some(t) => {
+                out.push((name.to_vec(), t));
                 true
             }
             None => {
@@ -265,6 +266,11 @@ impl Stream<'_> {
             return Err(CORRUPT);
         }
         Ok(out)
+    }
+
+    /// Every group, by name.
+    pub fn groups(&self) -> CmdResult<Vec<(Vec<u8>, Group)>> {
+        self.decoded_under(&[GROUP], Group::decode)
     }
 
     pub fn consumer(&self, g: &[u8], c: &[u8]) -> CmdResult<Option<Consumer>> {
@@ -277,22 +283,7 @@ impl Stream<'_> {
 
     /// Group `g`'s consumers, by name.
     pub fn consumers(&self, g: &[u8]) -> CmdResult<Vec<(Vec<u8>, Consumer)>> {
-        let mut out = Vec::new();
-        let mut bad = false;
-        self.scan_sub(&named(CONSUMER, g), &[], false, |name, v| match Consumer::decode(v) {
-            Some(c) => {
-                out.push((name.to_vec(), c));
-                true
-            }
-            None => {
-                bad = true;
-                false
-            }
-        })?;
-        if bad {
-            return Err(CORRUPT);
-        }
-        Ok(out)
+        self.decoded_under(&named(CONSUMER, g), Consumer::decode)
     }
 
     /// Consumer `c` of `g`, made (seen now, never active) when missing;
