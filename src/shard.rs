@@ -172,6 +172,15 @@ impl Gate {
 /// Names one collection cursor: (db, key, incarnation, cursor value).
 pub type ScanCursor = (u8, Vec<u8>, u64, u64);
 
+/// Another shard never sees writes this shard's connections staged for
+/// the loop iteration's one write and could still lose
+/// (`storage::group`, "Turns"): they are written before it is answered.
+impl shards::Receives for ShardState {
+    fn before_answer(&self) {
+        self.ks.end_turn();
+    }
+}
+
 impl ShardState {
     /// `commands`: how many commands the table has (the stats' length).
     pub fn new(id: usize, ks: Keyspace, peers: Vec<PeerStore>, global: Arc<Global>, commands: usize) -> ShardState {

@@ -239,9 +239,23 @@ impl<S> Inbox<S> {
     }
 }
 
+/// What a shard's state does when other shards' jobs arrive.
+pub trait Receives {
+    /// Runs on the shard's thread before it answers other shards (once
+    /// before a run of their jobs, and before each answer a job gives
+    /// later): what the shard must settle before another shard may see
+    /// its state.
+    fn before_answer(&self) {}
+}
+
+/// A plain number or nothing as a shard's state (tests, benchmarks):
+/// nothing to settle.
+impl Receives for usize {}
+impl Receives for () {}
+
 /// The shard's wake loop: waits for its doorbell, then runs every queued
 /// job in arrival order and wakes every local task whose reply has come.
-async fn serve_inbox<S: 'static>(state: Rc<S>, inbox: Arc<Inbox<S>>, reader: std::os::unix::net::UnixStream) {
+async fn serve_inbox<S: Receives + 'static>(state: Rc<S>, inbox: Arc<Inbox<S>>, reader: std::os::unix::net::UnixStream) {
     use futures_lite::AsyncReadExt;
     // SAFETY: the fd comes from a socketpair this function now owns.
     let mut reader =
@@ -265,6 +279,9 @@ async fn serve_inbox<S: 'static>(state: Rc<S>, inbox: Arc<Inbox<S>>, reader: std
         // Clear before looking: an event after this point rings again.
         inbox.bell.signalled.store(false, Ordering::SeqCst);
         inbox.take_all(&mut jobs);
+        if !jobs.is_empty() {
+            state.before_answer();
+        }
         for job in jobs.drain(..) {
             job(&state);
         }
@@ -289,7 +306,7 @@ pub struct Shard<S: 'static> {
     inboxes: Arc<Vec<Arc<Inbox<S>>>>,
 }
 
-impl<S: 'static> Shard<S> {
+impl<S: Receives + 'static> Shard<S> {
     /// This shard's index.
     pub fn id(&self) -> usize {
         self.id
@@ -393,7 +410,14 @@ impl<S: 'static> Shard<S> {
             };
             match job(state) {
                 Then::Now(v) => answer(v),
-                Then::Later(f) => rt::spawn(async move { answer(f.await) }),
+                Then::Later(f) => {
+                    let state = state.clone();
+                    rt::spawn(async move {
+                        let v = f.await;
+                        state.before_answer();
+                        answer(v)
+                    })
+                }
             }
         });
         match self.inboxes.get(target) {
@@ -466,7 +490,7 @@ impl Runtime {
     /// exits when `main` returns.
     pub fn start<S, MS, M, Fut>(config: Config, make_state: MS, main: M) -> Result<Runtime, StartError>
     where
-        S: 'static,
+        S: Receives + 'static,
         MS: Fn(usize) -> S + Send + Sync + Clone + 'static,
         M: Fn(Rc<Shard<S>>) -> Fut + Send + Sync + Clone + 'static,
         Fut: Future<Output = ()> + 'static,

@@ -69,6 +69,42 @@ impl<'a> Grouped<'a> {
     }
 }
 
+/// A connection's group closed unwritten at the end of its run (see
+/// `storage::group`, "Turns"): where each command's reply starts, to turn
+/// the replies of writes lost with the turn's write into the error.
+pub struct Deferred {
+    spans: Vec<(usize, u64)>,
+    staged_end: u64,
+}
+
+impl Grouped<'_> {
+    /// Closes the group and leaves its writes held for the turn's write.
+    pub fn defer(mut self) -> Deferred {
+        self.open = false;
+        self.st.ks.defer_group();
+        Deferred {
+            spans: std::mem::take(&mut self.spans),
+            staged_end: self.st.ks.store.staged(),
+        }
+    }
+}
+
+impl Deferred {
+    /// After the turn's write ([`crate::types::keyspace::Keyspace::end_turn`]):
+    /// replaces in `r` the replies of the commands whose writes were lost.
+    /// `r` must not have changed before the last command's reply ends.
+    pub fn settle(self, st: &ShardState, r: &mut Reply) {
+        let Some(&(_, first)) = self.spans.first() else { return };
+        let lost = st.ks.store.lost_since(first);
+        if lost.is_empty() {
+            return;
+        }
+        let errors: Vec<String> = lost.iter().map(|l| CmdError::from(l.error.clone()).0.into_owned()).collect();
+        let (buf, _) = rewrite(r, &self.spans, self.staged_end, &lost, &errors, |msg| st.record_error(msg));
+        r.buf = buf;
+    }
+}
+
 /// The reply buffer with the replies of commands whose writes were lost
 /// replaced by the error (`errors[k]` for `lost[k]`), and each command's
 /// (old end, new end). `spans`: per command, reply start and staged count

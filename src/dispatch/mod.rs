@@ -77,6 +77,7 @@ use crate::error::CmdError;
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::slot::owner;
+pub use group::Deferred;
 use group::Grouped;
 
 /// A reply a shard handler left to the connection (`cmd::Ctx::later`):
@@ -214,6 +215,29 @@ async fn run_later(shard: &Rc<Shard<ShardState>>, st: &ShardState, client: &mut 
 
 /// Runs a batch of requests in order, replies into `out` in the same order.
 pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &mut [Vec<Bytes>], out: &mut Reply) {
+    run_batch(shard, client, cmds, out, false).await;
+}
+
+/// [`execute`] for a connection's own batch: the writes its last run of
+/// commands here staged stay held for the loop iteration's one write
+/// (`storage::group`, "Turns"). The connection calls `Keyspace::end_turn`
+/// and then [`Deferred::settle`] before its replies leave.
+pub async fn execute_turn(
+    shard: &Rc<Shard<ShardState>>,
+    client: &mut Client,
+    cmds: &mut [Vec<Bytes>],
+    out: &mut Reply,
+) -> Option<Deferred> {
+    run_batch(shard, client, cmds, out, true).await
+}
+
+async fn run_batch(
+    shard: &Rc<Shard<ShardState>>,
+    client: &mut Client,
+    cmds: &mut [Vec<Bytes>],
+    out: &mut Reply,
+    turn: bool,
+) -> Option<Deferred> {
     let st = shard.state();
     let g = &st.global;
     let gate = Gate {
@@ -308,7 +332,9 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
             Exec::Shard(f) => {
                 let target = target.unwrap_or(here);
                 if target == here {
-                    let several = cmds.len() > 1;
+                    // In a turn even a lone command's write waits for the
+                    // loop iteration's one write.
+                    let several = cmds.len() > 1 || turn;
                     let (cur, next) = cmds[i..].split_at(1);
                     let next = Next::Cmds(next);
                     let caller = Caller {
@@ -403,8 +429,15 @@ pub async fn execute(shard: &Rc<Shard<ShardState>>, client: &mut Client, cmds: &
             }
         }
     }
-    close_group(&mut group, out, &mut [], &mut later);
+    let deferred = match group.take() {
+        Some(g) if turn => Some(g.defer()),
+        g => {
+            close_group(&mut { g }, out, &mut [], &mut later);
+            None
+        }
+    };
     st.ks.pay_expiry_debt(now_ms());
+    deferred
 }
 
 /// Whether CLIENT PAUSE WRITE holds the command back: a write, PUBLISH

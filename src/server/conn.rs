@@ -159,10 +159,12 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         out.resp3 = client.resp3;
         // Before AUTH a batch is one request (see `run_batch`): run the
         // rest of what was read, one request at a time, before reading more.
-        let proto_err = loop {
-            let (err, more) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
+        // (Only a batch that leaves no request to run holds writes for
+        // the turn.)
+        let (proto_err, deferred) = loop {
+            let (err, more, d) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
             if !more || err || client.closing {
-                break err;
+                break (err, d);
             }
         };
         // Every batch lets the other connections ready in this loop
@@ -177,6 +179,14 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         // an IPI per completion (COOP_TASKRUN, shards/glommio): now SET -P1
         // 49-51k -> 71-72k and INCR -P1 44-49k -> 67-71k, GET -P1 unchanged.
         futures_lite::future::yield_now().await;
+        // The first connection past the yield writes what every connection
+        // of the iteration staged (`storage::group`, "Turns"): one RocksDB
+        // write for all of them; each then learns whether its writes were
+        // lost.
+        st.ks.end_turn();
+        if let Some(d) = deferred {
+            d.settle(&st, &mut out);
+        }
         // Messages that came meanwhile go after this batch's replies.
         if client.pubsub.is_some() {
             crate::cmd::pubsub::drain_into(&mut client, &mut out);
@@ -253,7 +263,7 @@ async fn run_batch(
     client: &mut Client,
     rbuf: &mut BytesMut,
     out: &mut Reply,
-) -> (bool, bool) {
+) -> (bool, bool, Option<dispatch::Deferred>) {
     let limits = Limits {
         max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
         unauthenticated: !client.authed && st.global.config.requirepass_set.load(Ordering::Relaxed),
@@ -298,28 +308,29 @@ async fn run_batch(
     // A bug outside the handlers' own guards must cost this connection, not
     // the shard: a panic that escaped the connection task wedged its whole
     // executor (seen while building replies left to the connection).
-    let ran_ok = if client.reply == ReplyMode::On && !cmds.iter().any(|a| is_client_reply(a)) {
-        std::panic::AssertUnwindSafe(dispatch::execute(shard, client, &mut cmds, out))
+    // A batch's writes wait for the loop iteration's one write (a turn),
+    // unless requests run one at a time (before AUTH, CLIENT REPLY).
+    let ran = if client.reply == ReplyMode::On && !cmds.iter().any(|a| is_client_reply(a)) && !more {
+        std::panic::AssertUnwindSafe(dispatch::execute_turn(shard, client, &mut cmds, out))
             .catch_unwind()
             .await
-            .is_ok()
     } else {
         std::panic::AssertUnwindSafe(one_by_one(shard, client, &mut cmds, out))
             .catch_unwind()
             .await
-            .is_ok()
+            .map(|()| None)
     };
-    if !ran_ok {
+    let Ok(deferred) = ran else {
         tracing::error!("connection loop panicked; closing the connection");
         out.error("ERR internal error");
-        return (true, false);
-    }
+        return (true, false, None);
+    };
     if let Some(e) = proto_err {
         st.record_error("ERR");
         out.error(&format!("ERR Protocol error: {}", e.0));
-        return (true, false);
+        return (true, false, deferred);
     }
-    (false, more)
+    (false, more, deferred)
 }
 
 /// Whether `argv` is CLIENT REPLY (a batch holding one runs command by

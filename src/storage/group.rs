@@ -25,8 +25,21 @@
 //! flushed). A group that fails to write is lost as a whole, like a failed
 //! batch; the staged writes it held are returned by `end_group` so that the
 //! connection turns those commands' replies into the error.
+//!
+//! **Turns: one write for every connection of a loop iteration.** A
+//! connection's own run can close its group unwritten
+//! ([`ShardStore::defer_group`]): the records stay staged ("held") while
+//! the other connections ready in the same iteration of the shard's loop
+//! run and stage theirs, and the first connection past the iteration's
+//! yield writes them all ([`ShardStore::end_turn`]) before any of them
+//! replies; each then finds its own losses with [`ShardStore::lost_since`].
+//! While records are held every read of this store still looks at them
+//! first, a write that is not staged writes them before itself, and a
+//! shard answering another shard's request writes them before it answers,
+//! so nobody reads a write that could still be lost, and order holds.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 
 use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
@@ -41,6 +54,10 @@ pub const MAX_BYTES: usize = 4 << 20;
 
 /// A WriteBatch's header: an 8-byte sequence number and a 4-byte count.
 const HEADER: usize = 12;
+
+/// How many losses are kept for connections to look up after their turn
+/// (more than a loop iteration's connections can stage).
+const LOST_KEPT: usize = 1024;
 
 /// Staged writes lost with a group that failed to write: the writes
 /// numbered `from..to` (see [`ShardStore::staged`]) and why.
@@ -75,10 +92,18 @@ struct Pending {
 /// A shard store's grouping state (only the owner's thread uses it).
 pub(super) struct GroupState {
     active: Cell<bool>,
+    /// Whether `pending` holds records (a cheap check for every read).
+    held: Cell<bool>,
+    /// The staged count when the open group began.
+    began: Cell<u64>,
     pending: RefCell<Pending>,
     /// Writes staged so far (a running number, never reset).
     staged: Cell<u64>,
-    lost: RefCell<Vec<Lost>>,
+    /// The latest losses, oldest first (at most [`LOST_KEPT`]).
+    lost: RefCell<VecDeque<Lost>>,
+    /// A write of staged records failed since the key counts were last
+    /// made exact ([`ShardStore::take_recount`]).
+    recount: Cell<bool>,
     hasher: ahash::RandomState,
     /// What must happen once the staged writes are in RocksDB
     /// ([`ShardStore::after_write`]).
@@ -92,6 +117,8 @@ impl Default for GroupState {
     fn default() -> Self {
         GroupState {
             active: Cell::new(false),
+            held: Cell::new(false),
+            began: Cell::new(0),
             pending: RefCell::new(Pending {
                 rep: vec![0; HEADER],
                 count: 0,
@@ -100,7 +127,8 @@ impl Default for GroupState {
                 first: 0,
             }),
             staged: Cell::new(0),
-            lost: RefCell::new(Vec::new()),
+            lost: RefCell::new(VecDeque::new()),
+            recount: Cell::new(false),
             after: RefCell::new(Vec::new()),
             failures: Cell::new(0),
             hasher: ahash::RandomState::with_seeds(0x6261_7361, 0x6c74_6772, 0x6f75_7073, 0x2121_2121),
@@ -112,6 +140,12 @@ impl GroupState {
     #[inline]
     pub(super) fn active(&self) -> bool {
         self.active.get()
+    }
+
+    /// Whether staged records wait to be written (a group open or not).
+    #[inline]
+    pub(super) fn held(&self) -> bool {
+        self.held.get()
     }
 
     #[inline]
@@ -130,6 +164,7 @@ impl ShardStore {
     /// Opens a group: writes from now on are staged (see the module doc).
     pub fn begin_group(&self) {
         self.group.active.set(true);
+        self.group.began.set(self.group.staged.get());
     }
 
     /// Writes the group and closes it; returns the staged writes lost with
@@ -138,7 +173,36 @@ impl ShardStore {
     pub fn end_group(&self) -> Vec<Lost> {
         let _ = self.flush_group();
         self.group.active.set(false);
-        self.group.lost.take()
+        self.lost_since(self.group.began.get())
+    }
+
+    /// Closes the group and leaves what it staged held, for
+    /// [`ShardStore::end_turn`] to write with the records of the other
+    /// connections of this loop iteration (see the module doc).
+    pub fn defer_group(&self) {
+        self.group.active.set(false);
+    }
+
+    /// Writes every held record, if any: before a connection replies, and
+    /// before this shard answers another shard. A failure is recorded for
+    /// [`ShardStore::lost_since`].
+    #[inline]
+    pub fn end_turn(&self) {
+        if self.group.held.get() {
+            let _ = self.flush_group();
+        }
+    }
+
+    /// The losses of staged writes numbered `from` or later.
+    pub fn lost_since(&self, from: u64) -> Vec<Lost> {
+        let lost = self.group.lost.borrow();
+        lost.iter().filter(|l| l.to > from).cloned().collect()
+    }
+
+    /// Whether a write of staged records failed since the last call (the
+    /// key counts, moved as commands staged, must be counted again).
+    pub fn take_recount(&self) -> bool {
+        self.group.recount.replace(false)
     }
 
     /// The number of writes staged in groups so far: a command that moved
@@ -173,6 +237,7 @@ impl ShardStore {
             }
             p.count >= MAX_RECORDS || p.rep.len() >= MAX_BYTES
         };
+        self.group.held.set(true);
         self.group.staged.set(self.group.staged.get() + 1);
         if full {
             // A failure is recorded in `lost` and reported by `end_group`.
@@ -277,15 +342,22 @@ impl ShardStore {
         p.count = 0;
         p.keys.clear();
         drop(p);
+        self.group.held.set(false);
         if let Err(e) = self.engine.write_batch(wb) {
             if let Some(c) = &self.cache {
                 c.clear();
             }
-            self.group.lost.borrow_mut().push(Lost {
+            let mut lost = self.group.lost.borrow_mut();
+            if lost.len() == LOST_KEPT {
+                lost.pop_front();
+            }
+            lost.push_back(Lost {
                 from: first,
                 to: self.group.staged.get(),
                 error: e.clone(),
             });
+            drop(lost);
+            self.group.recount.set(true);
             self.group.pending.borrow_mut().meta = recycled(meta);
             self.drop_after();
             return Err(e);
@@ -387,6 +459,49 @@ mod tests {
             put(&s, &m, b"v4");
             assert_eq!(peer(&p, &m), Some(b"v4".to_vec()));
             assert_eq!(s.staged(), 4);
+        }
+    }
+
+    /// A group closed unwritten holds its records for the turn: the owner
+    /// reads them, peers do not, and whatever writes next on the store
+    /// (a direct write, a scan, the turn's end) writes them first.
+    #[test]
+    fn held_records_wait_for_the_turn_and_keep_their_order() {
+        for cache in [1 << 20, 0] {
+            let (_d, s, p) = stores(cache);
+            let (a, b) = (keys::meta_key(0, b"a"), keys::meta_key(0, b"b"));
+            let sub = keys::sub_key(0, b"h", 1, b"f");
+            s.begin_group();
+            put(&s, &a, b"1");
+            put(&s, &sub, b"x");
+            s.defer_group();
+            assert_eq!(get(&s, &a), Some(b"1".to_vec()), "cache {cache}");
+            assert_eq!(peer(&p, &a), None);
+            // Another connection's group joins the held records.
+            s.begin_group();
+            put(&s, &b, b"2");
+            s.defer_group();
+            assert_eq!(peer(&p, &b), None);
+            s.end_turn();
+            assert_eq!(peer(&p, &a), Some(b"1".to_vec()));
+            assert_eq!(peer(&p, &b), Some(b"2".to_vec()));
+            assert_eq!(peer(&p, &sub), Some(b"x".to_vec()));
+            // A direct write after held records: both land, in order.
+            s.begin_group();
+            put(&s, &a, b"old");
+            s.defer_group();
+            put(&s, &a, b"new");
+            assert_eq!(peer(&p, &a), Some(b"new".to_vec()));
+            assert_eq!(get(&s, &a), Some(b"new".to_vec()));
+            // A member read of a held key writes the records first.
+            s.begin_group();
+            put(&s, &sub, b"y");
+            s.defer_group();
+            assert_eq!(get(&s, &sub), Some(b"y".to_vec()));
+            assert_eq!(peer(&p, &sub), Some(b"y".to_vec()));
+            s.end_turn();
+            assert!(s.lost_since(0).is_empty());
+            assert!(!s.take_recount());
         }
     }
 

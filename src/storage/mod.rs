@@ -571,7 +571,7 @@ impl ShardStore {
     /// record through the cache: a hit reads no RocksDB at all).
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
-        if self.staging() {
+        if self.overlaid() {
             if let Some(v) = self.group_read(key)? {
                 return Ok(f(v.as_deref()));
             }
@@ -610,6 +610,13 @@ impl ShardStore {
     #[inline]
     fn staging(&self) -> bool {
         self.group.active() || self.tx.on()
+    }
+
+    /// Whether reads must look at staged records first (a transaction's,
+    /// or a group's not yet written, open or held for the turn).
+    #[inline]
+    fn overlaid(&self) -> bool {
+        self.group.held() || self.tx.on()
     }
 
     /// The column family record `key` lives in.
@@ -691,6 +698,9 @@ impl ShardStore {
             // Written on its own, after what the group holds (what waits
             // for a write waits for this one too).
             self.flush_group_only()?;
+        } else if self.group.held() {
+            // Held records of this turn go first: they are older.
+            self.flush_group()?;
         }
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group

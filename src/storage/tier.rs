@@ -155,7 +155,7 @@ impl Default for Probe {
 impl ShardStore {
     /// [`ShardStore::get_with`] from memory only: never reads the disk.
     pub fn get_in_memory<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<InMemory<R>, StorageError> {
-        if self.staging() {
+        if self.overlaid() {
             if let Some(v) = self.group_read(key)? {
                 return Ok(InMemory::Done(f(v.as_deref())));
             }
@@ -199,7 +199,7 @@ impl ShardStore {
         if c.peek(key).is_some() {
             return Ok(false);
         }
-        if self.staging() && self.group_read(key)?.is_some() {
+        if self.overlaid() && self.group_read(key)?.is_some() {
             return Ok(false);
         }
         match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {

@@ -255,12 +255,32 @@ impl Keyspace {
     #[must_use]
     pub fn end_group(&self) -> Vec<Lost> {
         let lost = self.store.end_group();
-        if !lost.is_empty() {
+        self.recount_if_lost();
+        lost
+    }
+
+    /// Closes the group unwritten: what it staged waits for
+    /// [`Keyspace::end_turn`] (`storage::group`, "Turns").
+    pub fn defer_group(&self) {
+        self.store.defer_group();
+    }
+
+    /// Writes what this loop iteration's connections staged, if anything
+    /// still waits; the key counts are counted again after a loss.
+    #[inline]
+    pub fn end_turn(&self) {
+        self.store.end_turn();
+        self.recount_if_lost();
+    }
+
+    /// Counts the keys again if a write of staged records failed: the
+    /// counts moved as the commands staged their writes.
+    fn recount_if_lost(&self) {
+        if self.store.take_recount() {
             if let Err(e) = self.recount() {
                 tracing::error!(error = %e.0, "recounting keys after a failed write");
             }
         }
-        lost
     }
 
     /// Closes this shard's transaction once its write is done
