@@ -169,6 +169,7 @@ pub fn run(config: Config) -> Result<(), String> {
             memtables_bytes: mem.memtables as usize,
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
+            write_tier: write_tier(shards),
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
@@ -337,4 +338,22 @@ fn load_functions(g: &Global) -> Result<(), String> {
     tracing::info!(libraries = libs.len(), "function libraries loaded");
     g.functions.set(libs);
     Ok(())
+}
+
+/// The write tier's size in records from `BASALT_TIER` (`storage::wtier`):
+/// a prototype for measurements, with no crash recovery and for one shard
+/// only (other shards do not read it), so it is off otherwise.
+fn write_tier(shards: usize) -> usize {
+    let Some(n) = std::env::var("BASALT_TIER").ok().and_then(|v| v.parse::<usize>().ok()) else {
+        return 0;
+    };
+    if shards > 1 {
+        tracing::warn!("BASALT_TIER ignored: the write tier prototype runs on one shard only");
+        return 0;
+    }
+    tracing::warn!(
+        records = n,
+        "write tier prototype on: writes since its last apply are lost in a crash"
+    );
+    n
 }

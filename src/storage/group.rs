@@ -332,7 +332,11 @@ impl ShardStore {
         }
         let count = p.count;
         p.rep[8..HEADER].copy_from_slice(&count.to_le_bytes());
-        let wb = WriteBatch::from_data(&p.rep);
+        let wb = if self.wtier.on() {
+            Err(Bytes::copy_from_slice(&p.rep))
+        } else {
+            Ok(WriteBatch::from_data(&p.rep))
+        };
         let first = p.first;
         let meta = std::mem::take(&mut p.meta);
         p.rep.truncate(HEADER);
@@ -343,7 +347,11 @@ impl ShardStore {
         p.keys.clear();
         drop(p);
         self.group.held.set(false);
-        if let Err(e) = self.engine.write_batch(wb) {
+        let written = match wb {
+            Ok(wb) => self.engine.write_batch(wb),
+            Err(rep) => self.tier_write(rep),
+        };
+        if let Err(e) = written {
             if let Some(c) = &self.cache {
                 c.clear();
             }

@@ -30,6 +30,7 @@ mod scan;
 mod stats;
 mod tx;
 mod watch;
+mod wtier;
 pub use stats::RocksMemory;
 pub mod tier;
 
@@ -114,6 +115,9 @@ pub struct StoreOptions {
     /// Which of RocksDB's thread pools run at the lowest CPU priority
     /// (`background-priority`).
     pub background: Background,
+    /// The write tier's size in records (`wtier`, a prototype without
+    /// crash recovery; 0: off).
+    pub write_tier: usize,
 }
 
 /// Which RocksDB thread pools run at the lowest CPU priority
@@ -193,6 +197,8 @@ pub struct Engine {
     block_cache: Cache,
     block_cache_bytes: u64,
     memtables: Option<rocksdb::WriteBufferManager>,
+    /// `StoreOptions::write_tier`.
+    write_tier: usize,
 }
 
 impl Engine {
@@ -282,10 +288,21 @@ impl Engine {
         let mut default_cf = Options::default();
         default_cf.set_write_buffer_size(opts.write_buffer_bytes);
         descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
+        // The write tier's logs (`wtier`, a prototype).
+        let logs: Vec<String> = if opts.write_tier > 0 {
+            (0..opts.shards).map(|i| format!("shard-{i}-log")).collect()
+        } else {
+            Vec::new()
+        };
+        for n in &logs {
+            let mut o = Options::default();
+            o.set_write_buffer_size(opts.write_buffer_bytes);
+            descriptors.push(ColumnFamilyDescriptor::new(n, o));
+        }
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         families::reshard(&mut db, &names, opts.shards)?;
         Self::load_db_map(&db)?;
-        let wanted: Vec<String> = shard_cf_names(opts.shards).collect();
+        let wanted: Vec<String> = shard_cf_names(opts.shards).chain(logs).collect();
         for stale in names.iter().filter(|n| !wanted.contains(n)) {
             db.drop_cf(stale)?;
         }
@@ -315,6 +332,7 @@ impl Engine {
             block_cache: cache,
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
+            write_tier: opts.write_tier,
         })
     }
 
@@ -359,6 +377,7 @@ impl Engine {
             group: Default::default(),
             tx: Default::default(),
             probe: Default::default(),
+            wtier: wtier::WriteTier::new(self.db.cf_handle(&format!("shard-{i}-log")), self.write_tier),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
         })
     }
@@ -535,6 +554,8 @@ pub struct ShardStore {
     group: group::GroupState,
     tx: tx::TxState,
     probe: tier::Probe,
+    /// The write tier (`wtier`, a prototype).
+    wtier: wtier::WriteTier,
     /// Long-expired keys the compaction filter met (`gc`).
     found: Option<gc::Found>,
 }
@@ -581,6 +602,7 @@ impl ShardStore {
             let cached = c.get(key);
             let v = match cached {
                 Some(v) => v,
+                None if self.wtier.on() && self.wtier.get(key).is_some() => self.wtier.get(key).flatten(),
                 None => {
                     let v = self.read_db(key)?.map(|v| Bytes::copy_from_slice(&v));
                     // Absent keys are not cached on a read: a stream of new
@@ -592,6 +614,9 @@ impl ShardStore {
                     v
                 }
             };
+            return Ok(f(v.as_deref()));
+        }
+        if let Some(v) = self.wtier.get(key) {
             return Ok(f(v.as_deref()));
         }
         if let Some(v) = self.ahead.get(key) {
@@ -702,6 +727,7 @@ impl ShardStore {
             // Held records of this turn go first: they are older.
             self.flush_group()?;
         }
+        self.tier_apply()?;
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
@@ -761,6 +787,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         memtables_bytes: 0,
         bottommost: Compression::Zstd,
         background: Background::LowFlush,
+        write_tier: 0,
     }
 }
 

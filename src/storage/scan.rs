@@ -56,6 +56,7 @@ impl ShardStore {
         // A failure is recorded for `end_group`; the snapshot then shows
         // the data without the lost group, as every later read will.
         let _ = self.flush_group();
+        let _ = self.tier_apply();
         Snap(self.db.snapshot(), self.tx_frozen())
     }
 
@@ -72,6 +73,9 @@ impl ShardStore {
     /// as of `snap` (or the live data), after the open group is written.
     fn range_iter(&self, from: &[u8], to: &[u8], snap: Option<&Snap>, fill_cache: bool) -> Result<Iter, StorageError> {
         self.flush_group()?;
+        if self.wtier.meets(from, to) {
+            self.tier_apply()?;
+        }
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(from.to_vec());
         ro.set_iterate_upper_bound(to.to_vec());
@@ -157,6 +161,7 @@ impl ShardStore {
     /// Compacts the whole column family now (tests; compaction filters run).
     pub fn compact_all(&self) {
         let _ = self.flush_group();
+        let _ = self.tier_apply();
         for cf in [self.cf, self.sub] {
             self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
         }

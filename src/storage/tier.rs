@@ -160,6 +160,9 @@ impl ShardStore {
                 return Ok(InMemory::Done(f(v.as_deref())));
             }
         }
+        if let Some(v) = self.wtier.get(key) {
+            return Ok(InMemory::Done(f(v.as_deref())));
+        }
         if let Some(v) = self.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(InMemory::Done(f(v.as_deref())));
         }
@@ -199,7 +202,7 @@ impl ShardStore {
         if c.peek(key).is_some() {
             return Ok(false);
         }
-        if self.overlaid() && self.group_read(key)?.is_some() {
+        if self.overlaid() && self.group_read(key)?.is_some() || self.wtier.get(key).is_some() {
             return Ok(false);
         }
         match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {

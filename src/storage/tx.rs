@@ -184,6 +184,7 @@ impl ShardStore {
     /// by its `end_group`).
     pub fn begin_tx(&self, shared: bool) {
         let _ = self.flush_group();
+        let _ = self.tier_apply();
         self.tx.shared.set(shared);
         self.tx.on.set(true);
     }

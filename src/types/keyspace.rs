@@ -806,6 +806,7 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
         memtables_bytes: 0,
         bottommost: Default::default(),
         background: Default::default(),
+        write_tier: 0,
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
