@@ -341,8 +341,8 @@ fn load_functions(g: &Global) -> Result<(), String> {
 }
 
 /// The write tier's size in records from `BASALT_TIER` (`storage::wtier`):
-/// a prototype for measurements, with no crash recovery and for one shard
-/// only (other shards do not read it), so it is off otherwise.
+/// a prototype for measurements, for one shard only (other shards do not
+/// read it) and off unless asked for.
 fn write_tier(shards: usize) -> usize {
     let Some(n) = std::env::var("BASALT_TIER").ok().and_then(|v| v.parse::<usize>().ok()) else {
         return 0;
@@ -353,7 +353,7 @@ fn write_tier(shards: usize) -> usize {
     }
     tracing::warn!(
         records = n,
-        "write tier prototype on: writes since its last apply are lost in a crash"
+        "write tier prototype on (one shard; not in INFO or the memory budget yet)"
     );
     n
 }

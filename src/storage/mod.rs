@@ -115,8 +115,8 @@ pub struct StoreOptions {
     /// Which of RocksDB's thread pools run at the lowest CPU priority
     /// (`background-priority`).
     pub background: Background,
-    /// The write tier's size in records (`wtier`, a prototype without
-    /// crash recovery; 0: off).
+    /// The write tier's size in records (`wtier`, a prototype for one
+    /// shard; 0: off).
     pub write_tier: usize,
 }
 
@@ -199,6 +199,8 @@ pub struct Engine {
     memtables: Option<rocksdb::WriteBufferManager>,
     /// `StoreOptions::write_tier`.
     write_tier: usize,
+    /// Per shard with a log: where its write tier goes on (`wtier::replay`).
+    tier_starts: Vec<(usize, u64)>,
 }
 
 impl Engine {
@@ -253,7 +255,8 @@ impl Engine {
         }
         let path = opts.dir.join("db");
         let existing = DB::list_cf(&db_opts, &path).unwrap_or_default();
-        let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default").collect();
+        let logs = wtier::logs(&existing, opts);
+        let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default" && !n.ends_with("-log")).collect();
         for n in shard_cf_names(opts.shards) {
             if !names.contains(&n) {
                 names.push(n);
@@ -288,22 +291,22 @@ impl Engine {
         let mut default_cf = Options::default();
         default_cf.set_write_buffer_size(opts.write_buffer_bytes);
         descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
-        // The write tier's logs (`wtier`, a prototype).
-        let logs: Vec<String> = if opts.write_tier > 0 {
-            (0..opts.shards).map(|i| format!("shard-{i}-log")).collect()
-        } else {
-            Vec::new()
-        };
         for n in &logs {
             let mut o = Options::default();
             o.set_write_buffer_size(opts.write_buffer_bytes);
             descriptors.push(ColumnFamilyDescriptor::new(n, o));
         }
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
+        // What the write tier's logs hold past what the families persisted
+        // goes back first, with the shard count it was written with.
+        let tier_starts = wtier::replay_all(&db, &logs)?;
         families::reshard(&mut db, &names, opts.shards)?;
         Self::load_db_map(&db)?;
-        let wanted: Vec<String> = shard_cf_names(opts.shards).chain(logs).collect();
-        for stale in names.iter().filter(|n| !wanted.contains(n)) {
+        let mut wanted: Vec<String> = shard_cf_names(opts.shards).collect();
+        if opts.write_tier > 0 {
+            wanted.extend((0..opts.shards).map(wtier::log_cf_name));
+        }
+        for stale in names.iter().chain(&logs).filter(|n| !wanted.contains(n)) {
             db.drop_cf(stale)?;
         }
         db.put(SHARDS_RECORD, opts.shards.to_string())?;
@@ -333,6 +336,7 @@ impl Engine {
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
             write_tier: opts.write_tier,
+            tier_starts,
         })
     }
 
@@ -377,7 +381,11 @@ impl Engine {
             group: Default::default(),
             tx: Default::default(),
             probe: Default::default(),
-            wtier: wtier::WriteTier::new(self.db.cf_handle(&format!("shard-{i}-log")), self.write_tier),
+            wtier: wtier::WriteTier::new(
+                self.db.cf_handle(&wtier::log_cf_name(i)),
+                self.write_tier,
+                self.tier_starts.iter().find(|(s, _)| *s == i).map_or(0, |(_, p)| *p),
+            ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
         })
     }
@@ -727,11 +735,10 @@ impl ShardStore {
             // Held records of this turn go first: they are older.
             self.flush_group()?;
         }
-        self.tier_apply()?;
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
-        if let Err(e) = self.engine.write_batch(b.wb) {
+        if let Err(e) = self.tier_direct(b.wb) {
             // RocksDB may hold the batch or not: forget what the cache knew.
             if let Some(c) = &self.cache {
                 c.clear();

@@ -134,16 +134,21 @@ impl Records {
 
     /// Writes them as one batch and empties them.
     fn write(&mut self, engine: &Engine) -> Result<(), StorageError> {
+        self.take().map_or(Ok(()), |wb| engine.write_batch(wb))
+    }
+
+    /// Them as one batch (None: nothing staged), emptied.
+    fn take(&mut self) -> Option<WriteBatch> {
         let count = std::mem::take(&mut self.count);
         let records = std::mem::take(&mut self.rep);
         if count == 0 {
-            return Ok(());
+            return None;
         }
         let mut rep = Vec::with_capacity(HEADER + records.len());
         rep.extend_from_slice(&[0; 8]);
         rep.extend_from_slice(&count.to_le_bytes());
         rep.extend_from_slice(&records);
-        engine.write_batch(WriteBatch::from_data(&rep))
+        Some(WriteBatch::from_data(&rep))
     }
 }
 
@@ -270,7 +275,8 @@ impl ShardStore {
     /// A transaction on this shard alone: writes what it staged (close it
     /// with [`ShardStore::end_tx`]).
     pub fn write_own_tx(&self) -> Result<(), StorageError> {
-        self.tx.journal.borrow_mut().own.write(self.engine)
+        let wb = self.tx.journal.borrow_mut().own.take();
+        wb.map_or(Ok(()), |wb| self.tier_direct(wb))
     }
 }
 

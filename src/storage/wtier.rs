@@ -6,23 +6,52 @@
 //! they are sorted and applied to the shard's families in one batch without
 //! the WAL, so the memtable inserts walk the skiplists in key order.
 //!
-//! Not yet: recovery (replaying the log past what the families persisted),
-//! truncating the log, transactions and peers' reads. Measure only.
+//! Every apply also writes, in both families, the log position it reached
+//! (the mark, [`MARK`]); RocksDB persists a family's records in order, so
+//! a mark found in the family's SST files says that family holds every
+//! record up to it. After each apply the log is cut below the lower of the
+//! two persisted marks, and at startup ([`replay`]) whatever the log still
+//! holds past it is written again (a record is a whole value, so writing it
+//! twice is harmless), before anything else reads the families.
+//!
+//! A write that skips the tier (a range delete, a transaction, a write
+//! while no group is open) goes to the families with the WAL after the
+//! tier is applied, and carries its own log record in the same batch: a
+//! replay after a crash would otherwise write older log records over it.
+//!
+//! Not yet: peers' reads (other shards read RocksDB and the meta cache, not
+//! the tier) and transactions over several shards, so one shard only; INFO
+//! and the memory budget do not count it. Off by default.
 
 use std::cell::{Cell, RefCell};
 
 use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
-use rocksdb::{ColumnFamily, WriteBatch, WriteOptions};
+use rocksdb::{ColumnFamily, ReadOptions, WriteBatch, WriteOptions, DB};
 
 use super::keys::{TAG_META, TAG_SUB};
 use super::{ShardStore, StorageError};
+
+/// Where each family keeps the log position its applies reached (sorts
+/// before the TTL indexes, `0xFF 'T'`; the compaction filters keep it).
+pub(super) const MARK: &[u8] = &[0xFF, b'A'];
+
+/// Log records past the persisted marks after which the family holding the
+/// log back is flushed.
+const LOG_FLUSH_AFTER: u64 = 4096;
+
+/// The log family of shard `i`.
+pub(super) fn log_cf_name(i: usize) -> String {
+    format!("shard-{i}-log")
+}
 
 /// The shard's write tier.
 pub(super) struct WriteTier {
     pub(super) log: Option<&'static ColumnFamily>,
     limit: usize,
     pos: Cell<u64>,
+    /// The log holds no record at or below this position.
+    cut: Cell<u64>,
     dirty: RefCell<AHashMap<Bytes, Option<Bytes>>>,
     /// Whether `dirty` holds anything (a cheap check for every read).
     any: Cell<bool>,
@@ -47,11 +76,13 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
 }
 
 impl WriteTier {
-    pub(super) fn new(log: Option<&'static ColumnFamily>, limit: usize) -> WriteTier {
+    /// `start`: the log position replay reached (`replay`).
+    pub(super) fn new(log: Option<&'static ColumnFamily>, limit: usize, start: u64) -> WriteTier {
         WriteTier {
             log: log.filter(|_| limit > 0),
             limit,
-            pos: Cell::new(0),
+            pos: Cell::new(start),
+            cut: Cell::new(start),
             dirty: RefCell::new(AHashMap::new()),
             any: Cell::new(false),
             colls: RefCell::new(AHashSet::new()),
@@ -168,10 +199,8 @@ impl ShardStore {
             return self.engine.write_batch(WriteBatch::from_data(&rep));
         };
         let Some(recs) = records(&rep) else {
-            // Not a plain batch of puts and deletes: applied as it is,
-            // after what the tier holds.
-            self.tier_apply()?;
-            return self.engine.write_batch(WriteBatch::from_data(&rep));
+            // Not a plain batch of puts and deletes: written as it is.
+            return self.tier_direct(WriteBatch::from_data(&rep));
         };
         let pos = self.wtier.pos.get() + 1;
         let mut wb = WriteBatch::default();
@@ -189,6 +218,35 @@ impl ShardStore {
         self.wtier.any.set(true);
         if full {
             self.tier_apply()?;
+        }
+        Ok(())
+    }
+
+    /// Writes `wb` to the families at once (with the WAL), after what the
+    /// tier holds; with the tier on, the same batch carries it as a log
+    /// record too, so that a replay after a crash writes it again after
+    /// the tier's older records, not before them.
+    pub(super) fn tier_direct(&self, mut wb: WriteBatch) -> Result<(), StorageError> {
+        let Some(log) = self.wtier.log else {
+            return self.engine.write_batch(wb);
+        };
+        self.tier_apply()?;
+        let rep = wb.data().to_vec();
+        let pos = self.wtier.pos.get() + 1;
+        wb.put_cf(log, pos.to_be_bytes(), rep);
+        self.engine.write_batch(wb)?;
+        self.wtier.pos.set(pos);
+        // The marks without the WAL, as an apply writes them: one recovered
+        // from the WAL would claim records that earlier applies wrote
+        // without it and a crash lost (a test lost writes that way).
+        let mut marks = WriteBatch::default();
+        marks.put_cf(self.cf, MARK, pos.to_be_bytes());
+        marks.put_cf(self.sub, MARK, pos.to_be_bytes());
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db.write_opt(marks, &wo)?;
+        if pos.is_multiple_of(64) {
+            self.tier_cut()?;
         }
         Ok(())
     }
@@ -222,10 +280,120 @@ impl ShardStore {
                 None => wb.delete_cf(self.cf_of(k), k),
             }
         }
+        let pos = self.wtier.pos.get().to_be_bytes();
+        wb.put_cf(self.cf, MARK, pos);
+        wb.put_cf(self.sub, MARK, pos);
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
-        Ok(self.db.write_opt(wb, &wo)?)
+        self.db.write_opt(wb, &wo)?;
+        self.tier_cut()
     }
+
+    /// Cuts the log below what both families persisted.
+    fn tier_cut(&self) -> Result<(), StorageError> {
+        let Some(log) = self.wtier.log else { return Ok(()) };
+        let mut ro = ReadOptions::default();
+        ro.set_read_tier(rocksdb::ReadTier::Persisted);
+        let mark = |cf| -> Result<u64, StorageError> {
+            Ok(self
+                .db
+                .get_pinned_cf_opt(cf, MARK, &ro)?
+                .and_then(|v| v.as_ref().try_into().ok())
+                .map_or(0, u64::from_be_bytes))
+        };
+        let (meta, sub) = (mark(self.cf)?, mark(self.sub)?);
+        let safe = meta.min(sub);
+        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER {
+            // A family written little flushes seldom and holds the log
+            // back: flush it now (in the background).
+            let mut fo = rocksdb::FlushOptions::default();
+            fo.set_wait(false);
+            self.db.flush_cf_opt(if meta <= sub { self.cf } else { self.sub }, &fo)?;
+        }
+        if safe <= self.wtier.cut.get() {
+            return Ok(());
+        }
+        let mut wb = WriteBatch::default();
+        wb.delete_range_cf(log, 0u64.to_be_bytes(), (safe + 1).to_be_bytes());
+        self.engine.write_batch(wb)?;
+        self.wtier.cut.set(safe);
+        Ok(())
+    }
+}
+
+/// The write tier's log families to open: those a run left, and this
+/// run's (`opts.write_tier`).
+pub(super) fn logs(existing: &[String], opts: &super::StoreOptions) -> Vec<String> {
+    let mut logs: Vec<String> = existing.iter().filter(|n| n.ends_with("-log")).cloned().collect();
+    if opts.write_tier > 0 {
+        for n in (0..opts.shards).map(log_cf_name) {
+            if !logs.contains(&n) {
+                logs.push(n);
+            }
+        }
+    }
+    logs
+}
+
+/// [`replay`] of every log in `logs`: per shard, where its tier goes on.
+pub(super) fn replay_all(db: &DB, logs: &[String]) -> Result<Vec<(usize, u64)>, StorageError> {
+    let mut starts = Vec::new();
+    for n in logs {
+        let Some(i) = n
+            .strip_prefix("shard-")
+            .and_then(|r| r.strip_suffix("-log"))
+            .and_then(|i| i.parse().ok())
+        else {
+            continue;
+        };
+        let (records, last) = replay(db, i)?;
+        if records > 0 {
+            tracing::info!(shard = i, records, "write tier: log records written again");
+        }
+        starts.push((i, last));
+    }
+    Ok(starts)
+}
+
+/// At startup, before anything reads shard `i`'s families: writes again
+/// (with the WAL) every record its log holds past what both families
+/// persisted, then empties the log. Returns how many log records it wrote
+/// and the position to go on from.
+pub(super) fn replay(db: &DB, i: usize) -> Result<(usize, u64), StorageError> {
+    let (Some(log), Some(meta), Some(sub)) = (
+        db.cf_handle(&log_cf_name(i)),
+        db.cf_handle(&super::cf_name(i)),
+        db.cf_handle(&super::sub_cf_name(i)),
+    ) else {
+        return Ok((0, 0));
+    };
+    let mark = |cf| -> Result<u64, StorageError> {
+        Ok(db
+            .get_pinned_cf(cf, MARK)?
+            .and_then(|v| v.as_ref().try_into().ok())
+            .map_or(0, u64::from_be_bytes))
+    };
+    let safe = mark(meta)?.min(mark(sub)?);
+    let (mut n, mut last) = (0, safe);
+    let mut it = db.raw_iterator_cf(log);
+    it.seek((safe + 1).to_be_bytes());
+    while it.valid() {
+        let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+        let pos = k
+            .try_into()
+            .map(u64::from_be_bytes)
+            .map_err(|_| StorageError(format!("log of shard {i}: a key of {} bytes", k.len())))?;
+        db.write(WriteBatch::from_data(v))?;
+        (n, last) = (n + 1, pos.max(last));
+        it.next();
+    }
+    it.status()?;
+    let mut wb = WriteBatch::default();
+    wb.delete_range_cf(log, 0u64.to_be_bytes(), u64::MAX.to_be_bytes());
+    wb.put_cf(meta, MARK, last.to_be_bytes());
+    wb.put_cf(sub, MARK, last.to_be_bytes());
+    db.write(wb)?;
+    Ok((n, last))
 }
 
 #[cfg(test)]
@@ -327,5 +495,38 @@ mod tests {
         s.compact_all();
         assert_eq!(get(&s, &m), Some(b"newer".to_vec()));
         assert_eq!(peer(&p, &m), Some(b"newer".to_vec()));
+    }
+
+    /// Once both families persisted an apply's mark, the next apply cuts
+    /// the log below it.
+    #[test]
+    fn the_log_is_cut_below_what_both_families_persisted() {
+        let (_d, s, _p) = stores(2);
+        let log = s.wtier.log.unwrap();
+        let logged = |s: &ShardStore| {
+            let mut it = s.db.raw_iterator_cf(log);
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() {
+                n += 1;
+                it.next();
+            }
+            n
+        };
+        let turn = |k: &[u8]| {
+            s.begin_group();
+            put(&s, &keys::meta_key(0, k), b"v");
+            s.defer_group();
+            s.end_turn();
+        };
+        for i in 0..6u32 {
+            turn(&i.to_be_bytes());
+        }
+        assert_eq!(logged(&s), 6, "nothing persisted yet");
+        s.db.flush_cf(s.cf).unwrap();
+        s.db.flush_cf(s.sub).unwrap();
+        turn(b"a");
+        turn(b"b");
+        assert_eq!(logged(&s), 2, "cut below the persisted mark 6");
     }
 }
