@@ -24,8 +24,8 @@ use bytes::Bytes;
 use shards::Shard;
 
 use super::execute;
-use super::script::Job;
 use super::scriptco::{Resumed, Running};
+use super::scriptjob::Job;
 use crate::client::Client;
 use crate::clock;
 use crate::coord::gate;

@@ -59,6 +59,7 @@ pub mod group;
 pub mod probe;
 mod script;
 mod scriptco;
+mod scriptjob;
 mod spread;
 
 use std::rc::Rc;

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::script::{acl_check, checked, select, Job, What};
+use super::scriptjob::{acl_check, checked, select, Job, What};
 use super::{run_shard_cmd, Later};
 use crate::client::ClientInfo;
 use crate::cmd::{self, scripting::with_vm, Exec};

@@ -608,9 +608,8 @@ impl ShardStore {
         if let Some(c) = self.cache.as_ref().filter(|_| cache::is_meta(key)) {
             // No lock is held while `f` runs: `f` may read or write.
             let cached = c.get(key);
-            let v = match cached {
+            let v = match cached.or_else(|| self.wtier.get(key)) {
                 Some(v) => v,
-                None if self.wtier.on() && self.wtier.get(key).is_some() => self.wtier.get(key).flatten(),
                 None => {
                     let v = self.read_db(key)?.map(|v| Bytes::copy_from_slice(&v));
                     // Absent keys are not cached on a read: a stream of new

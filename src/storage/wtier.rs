@@ -2,7 +2,7 @@
 //! off by default): a turn's records reach RocksDB as one log record in the
 //! shard's log family (one WAL append, one memtable insert of a sequential
 //! key) and wait in a shard-owned hash table ("dirty") that every read of
-//! the owner looks in; once it holds [`ShardStore::tier_limit`] records
+//! the owner looks in; once it holds `StoreOptions::write_tier` records
 //! they are sorted and applied to the shard's families in one batch without
 //! the WAL, so the memtable inserts walk the skiplists in key order.
 //!
@@ -528,5 +528,10 @@ mod tests {
         turn(b"a");
         turn(b"b");
         assert_eq!(logged(&s), 2, "cut below the persisted mark 6");
+        // The compaction filters keep the marks.
+        s.compact_all();
+        for cf in [s.cf, s.sub] {
+            assert_eq!(s.db.get_cf(cf, MARK).unwrap(), Some(8u64.to_be_bytes().to_vec()));
+        }
     }
 }
