@@ -15,9 +15,9 @@ pub struct Reply {
     pub resp3: bool,
 }
 
-fn write_i64(buf: &mut Vec<u8>, v: i64) {
-    let mut tmp = [0u8; 20];
-    let mut n = v.unsigned_abs();
+/// The decimal digits of `n`, written at the end of `tmp`.
+#[inline]
+pub fn u64_digits(mut n: u64, tmp: &mut [u8; 20]) -> &[u8] {
     let mut i = tmp.len();
     loop {
         i -= 1;
@@ -27,10 +27,15 @@ fn write_i64(buf: &mut Vec<u8>, v: i64) {
             break;
         }
     }
+    &tmp[i..]
+}
+
+fn write_i64(buf: &mut Vec<u8>, v: i64) {
+    let mut tmp = [0u8; 20];
     if v < 0 {
         buf.push(b'-');
     }
-    buf.extend_from_slice(&tmp[i..]);
+    buf.extend_from_slice(u64_digits(v.unsigned_abs(), &mut tmp));
 }
 
 /// Formats a double the way Redis 7.2+ replies with one (`d2string`): an

@@ -95,20 +95,11 @@ impl Id {
 
     /// `ms-seq` written into `buf` without allocating; the bytes written.
     pub fn format(self, buf: &mut [u8; 41]) -> &[u8] {
-        fn digits(mut n: u64, out: &mut [u8]) -> usize {
+        fn digits(n: u64, out: &mut [u8]) -> usize {
             let mut tmp = [0u8; 20];
-            let mut i = tmp.len();
-            loop {
-                i -= 1;
-                tmp[i] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            let len = tmp.len() - i;
-            out[..len].copy_from_slice(&tmp[i..]);
-            len
+            let d = crate::resp::reply::u64_digits(n, &mut tmp);
+            out[..d.len()].copy_from_slice(d);
+            d.len()
         }
         let a = digits(self.ms, &mut buf[..]);
         buf[a] = b'-';

@@ -1,0 +1,151 @@
+//! The engine's durability: each write batch, the WAL's group flushes and
+//! syncs (`appendfsync`), the disk guard's probe, memtable flushes,
+//! compactions and checkpoints.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use rocksdb::WriteBatch;
+
+use super::{disk, shard_cf_names, Engine, Fsync, StorageError};
+
+impl Engine {
+    /// The disk guard's periodic check (about once a second): free space of
+    /// the data directory, and a probe write while writes are refused.
+    pub fn check_disk(&self) {
+        let free = disk::free_bytes(&self.dir).unwrap_or(u64::MAX);
+        self.disk.check(free, || {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            self.db
+                .put(b"basalt:disk-probe", stamp.to_be_bytes())
+                .map_err(|e| e.into_string())?;
+            // With a buffered WAL the put alone does not touch the disk.
+            self.db.flush_wal(false).map_err(|e| e.into_string())
+        });
+    }
+
+    /// Syncs the WAL to disk.
+    pub fn sync_wal(&self) -> Result<(), StorageError> {
+        Ok(self.db.flush_wal(true)?)
+    }
+
+    /// True when a write made so far is not yet where a reply may promise
+    /// it is: in the WAL file (with `manual_wal_flush`), synced (under
+    /// `appendfsync always`). The connection must call
+    /// [`Engine::flush_written`] before it replies.
+    pub fn unflushed(&self) -> bool {
+        let w = self.written.load(Ordering::Acquire);
+        if self.fsync() == Fsync::Always {
+            return self.synced.load(Ordering::Acquire) < w;
+        }
+        self.manual_wal_flush && self.flushed.load(Ordering::Acquire) < w
+    }
+
+    /// Group commit: one WAL write (and under `always` one sync) covers
+    /// every write made before it, from any shard. Connections call this
+    /// after running their batch (having first let the other ready
+    /// connections run theirs) and before replying; the first pays, the
+    /// rest find their writes already flushed.
+    pub fn flush_written(&self) -> Result<(), StorageError> {
+        let target = self.written.load(Ordering::Acquire);
+        if self.fsync() == Fsync::Always {
+            if self.synced.load(Ordering::Acquire) >= target {
+                return Ok(());
+            }
+            self.flush_wal(true)?;
+            self.synced.fetch_max(target, Ordering::AcqRel);
+            self.group_syncs.fetch_add(1, Ordering::Relaxed);
+        } else if self.manual_wal_flush && self.flushed.load(Ordering::Acquire) < target {
+            self.flush_wal(false)?;
+        }
+        self.flushed.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Writes RocksDB's buffered WAL records to the file (with `manual_wal_flush`;
+    /// the every-second thread calls it so background writes such as
+    /// expirations reach the file too).
+    pub fn flush_buffered(&self) -> Result<(), StorageError> {
+        if self.manual_wal_flush {
+            let target = self.written.load(Ordering::Acquire);
+            self.flush_wal(false)?;
+            self.flushed.fetch_max(target, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    pub(super) fn flush_wal(&self, sync: bool) -> Result<(), StorageError> {
+        self.db.flush_wal(sync).map_err(|e| {
+            let e = StorageError::from(e);
+            self.disk.note_write_error(&e.0);
+            e
+        })
+    }
+
+    /// Flushes memtables and syncs the WAL: used at shutdown.
+    pub fn shutdown(&self) -> Result<(), StorageError> {
+        self.db.flush_wal(true)?;
+        self.flush_memtables()
+    }
+
+    /// Flushes every column family's memtable to SST files, after which
+    /// RocksDB drops the WAL files they covered (BGREWRITEAOF, DEBUG RELOAD).
+    pub fn flush_memtables(&self) -> Result<(), StorageError> {
+        // Every column family: `DB::flush` alone flushes only the default
+        // one, and the shards' memtables came back from the WAL on restart.
+        for name in shard_cf_names(self.meta_caches.len()) {
+            if let Some(cf) = self.db.cf_handle(&name) {
+                self.db.flush_cf(cf)?;
+            }
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Compacts every shard's column families whole, down to and through
+    /// the last level, so the compaction filters (`gc`) see every record and
+    /// range tombstones give their space back (COMPACT, DEBUG COMPACT).
+    /// Blocking: run it off the shards' threads.
+    pub fn compact_all(&self) -> Result<(), StorageError> {
+        self.flush_memtables()?;
+        let mut o = rocksdb::CompactOptions::default();
+        o.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        o.set_exclusive_manual_compaction(false);
+        for name in shard_cf_names(self.meta_caches.len()) {
+            if let Some(cf) = self.db.cf_handle(&name) {
+                self.db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &o);
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a RocksDB checkpoint (hard links, consistent) at `path`.
+    pub fn checkpoint(&self, path: &Path) -> Result<(), StorageError> {
+        if path.exists() {
+            std::fs::remove_dir_all(path).map_err(|e| StorageError(e.to_string()))?;
+        }
+        let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
+        cp.create_checkpoint(path)?;
+        Ok(())
+    }
+
+    /// Writes one batch, whatever it holds (a command's, a write group, a
+    /// transaction). A failure is noted by the disk guard; a success spends
+    /// the guard's budget and moves `written`, so the connection flushes
+    /// the WAL before it replies.
+    pub(super) fn write_batch(&self, wb: WriteBatch) -> Result<(), StorageError> {
+        let bytes = wb.size_in_bytes();
+        if let Err(e) = self.db.write(wb) {
+            let e = StorageError::from(e);
+            self.disk.note_write_error(&e.0);
+            return Err(e);
+        }
+        if self.disk.spend(bytes) {
+            self.check_disk();
+        }
+        self.written.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+}
