@@ -169,7 +169,7 @@ pub fn run(config: Config) -> Result<(), String> {
             memtables_bytes: mem.memtables as usize,
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
-            write_tier: write_tier(shards),
+            write_tier: write_tier(),
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));
@@ -341,19 +341,11 @@ fn load_functions(g: &Global) -> Result<(), String> {
 }
 
 /// The write tier's size in records from `BASALT_TIER` (`storage::wtier`):
-/// a prototype for measurements, for one shard only (other shards do not
-/// read it) and off unless asked for.
-fn write_tier(shards: usize) -> usize {
+/// a prototype for measurements, off unless asked for.
+fn write_tier() -> usize {
     let Some(n) = std::env::var("BASALT_TIER").ok().and_then(|v| v.parse::<usize>().ok()) else {
         return 0;
     };
-    if shards > 1 {
-        tracing::warn!("BASALT_TIER ignored: the write tier prototype runs on one shard only");
-        return 0;
-    }
-    tracing::warn!(
-        records = n,
-        "write tier prototype on (one shard; not in INFO or the memory budget yet)"
-    );
+    tracing::warn!(records = n, "write tier prototype on (not in the memory budget yet)");
     n
 }

@@ -116,8 +116,7 @@ pub struct StoreOptions {
     /// Which of RocksDB's thread pools run at the lowest CPU priority
     /// (`background-priority`).
     pub background: Background,
-    /// The write tier's size in records (`wtier`, a prototype for one
-    /// shard; 0: off).
+    /// The write tier's size in records (`wtier`, a prototype; 0: off).
     pub write_tier: usize,
 }
 
@@ -202,6 +201,9 @@ pub struct Engine {
     write_tier: usize,
     /// Per shard with a log: where its write tier goes on (`wtier::replay`).
     tier_starts: Vec<(usize, u64)>,
+    /// Per shard, with the tier on and several shards: what its tier may
+    /// hold, for other shards' reads.
+    tier_held: Vec<Option<Arc<wtier::Held>>>,
 }
 
 impl Engine {
@@ -338,6 +340,9 @@ impl Engine {
             memtables,
             write_tier: opts.write_tier,
             tier_starts,
+            tier_held: (0..opts.shards)
+                .map(|_| (opts.write_tier > 0 && opts.shards > 1).then(|| Arc::new(wtier::Held::new())))
+                .collect(),
         })
     }
 
@@ -386,6 +391,7 @@ impl Engine {
                 self.db.cf_handle(&wtier::log_cf_name(i)),
                 self.write_tier,
                 self.tier_starts.iter().find(|(s, _)| *s == i).map_or(0, |(_, p)| *p),
+                self.tier_held.get(i).cloned().flatten(),
             ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
         })
@@ -452,15 +458,20 @@ pub struct ShardStore {
 pub struct PeerStore(ShardStore);
 
 impl PeerStore {
+    /// Reads a meta record as the owner would: None when only the owner
+    /// can answer (its write tier may hold the record, `wtier::Held`).
     #[inline]
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, StorageError> {
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<Option<R>, StorageError> {
         let s = &self.0;
         // A cached absence (a deleted key) is as exact as a cached record.
         if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
-            return Ok(f(v.as_deref()));
+            return Ok(Some(f(v.as_deref())));
+        }
+        if s.wtier.held.as_ref().is_some_and(|h| h.may_hold(key)) {
+            return Ok(None);
         }
         let v = s.read_db(key)?;
-        Ok(f(v.as_deref()))
+        Ok(Some(f(v.as_deref())))
     }
 
     /// The probe and the read pool, as [`ShardStore`]'s, for this view's
@@ -471,6 +482,11 @@ impl PeerStore {
 }
 
 impl ShardStore {
+    /// Records and key and value bytes the write tier holds (`wtier`).
+    pub fn write_tier_size(&self) -> (u64, u64) {
+        self.wtier.size()
+    }
+
     /// The meta cache's counters, if this store has one.
     pub fn meta_cache_stats(&self) -> Option<cache::CacheStats> {
         self.cache.as_ref().map(|c| c.stats())
@@ -669,7 +685,7 @@ mod testkit {
 
     /// What another shard reads: RocksDB and the owner's cache only.
     pub fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
-        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
+        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap().expect("a peer can read it")
     }
 
     /// One put, as one batch.

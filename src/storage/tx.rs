@@ -127,9 +127,9 @@ pub(super) struct Records {
 }
 
 impl Records {
-    fn append(&mut self, b: &Batch) {
-        self.rep.extend_from_slice(b.wb.data().get(HEADER..).unwrap_or_default());
-        self.count += b.wb.len() as u32;
+    fn append(&mut self, wb: &WriteBatch) {
+        self.rep.extend_from_slice(wb.data().get(HEADER..).unwrap_or_default());
+        self.count += wb.len() as u32;
     }
 
     /// Writes them as one batch and empties them.
@@ -203,9 +203,14 @@ impl ShardStore {
     pub(super) fn tx_stage(&self, b: &Batch) {
         let mut j = self.tx.journal.borrow_mut();
         if self.tx.shared.get() {
-            self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner()).append(b);
+            let log = self.tier_log_part(b.wb.data());
+            let mut sink = self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner());
+            sink.append(&b.wb);
+            if let Some(log) = &log {
+                sink.append(log);
+            }
         } else {
-            j.own.append(b);
+            j.own.append(&b.wb);
         }
         j.clears_meta |= b.clears_meta;
         for op in &b.ops {

@@ -19,11 +19,25 @@
 //! tier is applied, and carries its own log record in the same batch: a
 //! replay after a crash would otherwise write older log records over it.
 //!
-//! Not yet: peers' reads (other shards read RocksDB and the meta cache, not
-//! the tier) and transactions over several shards, so one shard only; INFO
-//! and the memory budget do not count it. Off by default.
+//! Other shards read a GET's meta record straight from the owner's meta
+//! cache and RocksDB (`PeerStore`), not from the tier. So each tier keeps a
+//! [`Held`] filter other shards can read: a bit per hashed meta key the
+//! tier holds, set before the write is acknowledged and cleared only after
+//! an apply put everything in RocksDB. A peer that misses the meta cache
+//! and finds the key's bit set leaves the read to the owner (a false
+//! positive costs a hop, never a wrong answer).
+//!
+//! A transaction over several shards writes every shard's part in one
+//! batch (`tx`): each shard with a tier applies it when the transaction
+//! opens, and each part it stages carries a log record of its own in the
+//! same batch, as a direct write's does.
+//!
+//! Not yet: the memory budget does not count it; INFO shows what it holds
+//! (`wtier_records`, `wtier_bytes`). Off by default.
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
@@ -45,9 +59,59 @@ pub(super) fn log_cf_name(i: usize) -> String {
     format!("shard-{i}-log")
 }
 
+/// Bits in a [`Held`] filter (512 KiB): with the default limit of 262144
+/// records, about 6% of the meta keys the tier does not hold look held.
+const HELD_BITS: usize = 1 << 22;
+
+/// Which meta keys a shard's tier may hold, for other shards' reads (see
+/// the module doc). Only the owner sets and clears bits.
+pub(super) struct Held {
+    words: Box<[AtomicU64]>,
+    hasher: ahash::RandomState,
+}
+
+impl Held {
+    pub(super) fn new() -> Held {
+        Held {
+            words: (0..HELD_BITS / 64).map(|_| AtomicU64::new(0)).collect(),
+            hasher: ahash::RandomState::new(),
+        }
+    }
+
+    fn bit(&self, key: &[u8]) -> (usize, u64) {
+        let h = self.hasher.hash_one(key) as usize % HELD_BITS;
+        (h / 64, 1 << (h % 64))
+    }
+
+    /// The owner, before the write is acknowledged.
+    fn set(&self, key: &[u8]) {
+        let (w, b) = self.bit(key);
+        if self.words[w].load(Ordering::Relaxed) & b == 0 {
+            self.words[w].fetch_or(b, Ordering::Release);
+        }
+    }
+
+    /// The owner, once RocksDB holds everything the tier held.
+    fn clear(&self) {
+        for w in self.words.iter() {
+            w.store(0, Ordering::Release);
+        }
+    }
+
+    /// A peer: whether the owner's tier may hold `key`.
+    pub(super) fn may_hold(&self, key: &[u8]) -> bool {
+        let (w, b) = self.bit(key);
+        self.words[w].load(Ordering::Acquire) & b != 0
+    }
+}
+
 /// The shard's write tier.
 pub(super) struct WriteTier {
     pub(super) log: Option<&'static ColumnFamily>,
+    /// What other shards consult (None with one shard).
+    pub(super) held: Option<Arc<Held>>,
+    /// Key and value bytes in `dirty`, for INFO.
+    bytes: Cell<u64>,
     limit: usize,
     pos: Cell<u64>,
     /// The log holds no record at or below this position.
@@ -77,9 +141,11 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
 
 impl WriteTier {
     /// `start`: the log position replay reached (`replay`).
-    pub(super) fn new(log: Option<&'static ColumnFamily>, limit: usize, start: u64) -> WriteTier {
+    pub(super) fn new(log: Option<&'static ColumnFamily>, limit: usize, start: u64, held: Option<Arc<Held>>) -> WriteTier {
         WriteTier {
             log: log.filter(|_| limit > 0),
+            held,
+            bytes: Cell::new(0),
             limit,
             pos: Cell::new(start),
             cut: Cell::new(start),
@@ -130,6 +196,18 @@ impl WriteTier {
     #[inline]
     pub(super) fn on(&self) -> bool {
         self.log.is_some()
+    }
+
+    /// Records and key and value bytes it holds (INFO).
+    pub(super) fn size(&self) -> (u64, u64) {
+        (self.dirty.borrow().len() as u64, self.bytes.get())
+    }
+
+    /// The next log position, taken (a record written there, or a gap).
+    pub(super) fn next_pos(&self) -> u64 {
+        let pos = self.pos.get() + 1;
+        self.pos.set(pos);
+        pos
     }
 
     /// The tier's latest value of `key`, if it holds one.
@@ -191,6 +269,63 @@ fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
     Some(out)
 }
 
+/// A log record's batch without its default-family records (intents, the
+/// db map): those went through the WAL and only it says whether they
+/// survived; writing one again would bring back an intent another shard's
+/// part already deleted. A record it cannot parse is kept whole.
+fn own_records(rep: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let varint = |i: &mut usize| -> Option<u32> {
+        let mut v = 0u32;
+        for shift in (0..35).step_by(7) {
+            let byte = *rep.get(*i)?;
+            *i += 1;
+            v |= ((byte & 0x7f) as u32) << shift;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    };
+    let skip = |i: &mut usize| -> Option<()> {
+        let n = varint(i)? as usize;
+        *i = i.checked_add(n).filter(|&e| e <= rep.len())?;
+        Some(())
+    };
+    let mut out = Vec::with_capacity(rep.len());
+    let mut kept = 0u32;
+    let mut i = 12;
+    while i < rep.len() {
+        let start = i;
+        let tag = rep[i];
+        i += 1;
+        let own = match tag {
+            // Default family: delete, put, single delete, range delete.
+            0x0 | 0x7 => skip(&mut i).map(|_| false),
+            0x1 | 0xF => skip(&mut i).and_then(|_| skip(&mut i)).map(|_| false),
+            // A family's delete, single delete; put, range delete.
+            0x4 | 0x8 => varint(&mut i).and_then(|_| skip(&mut i)).map(|_| true),
+            0x5 | 0xE => varint(&mut i).and_then(|_| skip(&mut i)).and_then(|_| skip(&mut i)).map(|_| true),
+            _ => None,
+        };
+        match own {
+            None => return std::borrow::Cow::Borrowed(rep),
+            Some(true) => {
+                if out.is_empty() {
+                    out.extend_from_slice(&[0; 12]);
+                }
+                out.extend_from_slice(&rep[start..i]);
+                kept += 1;
+            }
+            Some(false) => {}
+        }
+    }
+    if out.is_empty() {
+        out.extend_from_slice(&[0; 12]);
+    }
+    out[8..12].copy_from_slice(&kept.to_le_bytes());
+    std::borrow::Cow::Owned(out)
+}
+
 impl ShardStore {
     /// Writes a group's records (`rep`, a WriteBatch representation with
     /// its count set) as one log record; they wait in the tier.
@@ -209,10 +344,19 @@ impl ShardStore {
         self.wtier.pos.set(pos);
         let full = {
             let mut d = self.wtier.dirty.borrow_mut();
+            let mut bytes = self.wtier.bytes.get();
             for (k, v) in recs {
                 self.wtier.note(&k);
-                d.insert(k, v);
+                if let Some(h) = self.wtier.held.as_ref().filter(|_| super::cache::is_meta(&k)) {
+                    h.set(&k);
+                }
+                let (kl, vl) = (k.len() as u64, v.as_ref().map_or(0, |v| v.len()) as u64);
+                match d.insert(k, v) {
+                    Some(old) => bytes = bytes + vl - old.map_or(0, |v| v.len()) as u64,
+                    None => bytes += kl + vl,
+                }
             }
+            self.wtier.bytes.set(bytes);
             d.len() >= self.wtier.limit
         };
         self.wtier.any.set(true);
@@ -258,6 +402,7 @@ impl ShardStore {
             return Ok(());
         }
         let map = std::mem::take(&mut *self.wtier.dirty.borrow_mut());
+        self.wtier.bytes.set(0);
         self.wtier.any.set(false);
         self.wtier.colls.borrow_mut().clear();
         self.wtier.meta.set(false);
@@ -286,7 +431,20 @@ impl ShardStore {
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
         self.db.write_opt(wb, &wo)?;
+        if let Some(h) = &self.wtier.held {
+            h.clear();
+        }
         self.tier_cut()
+    }
+
+    /// A part of a transaction over several shards, staged in the engine's
+    /// sink (`tx`): with the tier on, its log record too, so that a replay
+    /// after a crash writes it again after the tier's older records.
+    pub(super) fn tier_log_part(&self, rep: &[u8]) -> Option<WriteBatch> {
+        let log = self.wtier.log?;
+        let mut wb = WriteBatch::default();
+        wb.put_cf(log, self.wtier.next_pos().to_be_bytes(), rep);
+        Some(wb)
     }
 
     /// Cuts the log below what both families persisted.
@@ -383,7 +541,7 @@ pub(super) fn replay(db: &DB, i: usize) -> Result<(usize, u64), StorageError> {
             .try_into()
             .map(u64::from_be_bytes)
             .map_err(|_| StorageError(format!("log of shard {i}: a key of {} bytes", k.len())))?;
-        db.write(WriteBatch::from_data(v))?;
+        db.write(WriteBatch::from_data(&own_records(v)))?;
         (n, last) = (n + 1, pos.max(last));
         it.next();
     }
@@ -435,6 +593,34 @@ mod tests {
         wb.put_cf(s.cf, b"key", b"value");
         let data = wb.data();
         assert_eq!(records(&Bytes::copy_from_slice(&data[..data.len() - 2])), None);
+    }
+
+    /// Replay writes a log record's own families' records, not the
+    /// default family's (an intent), nor anything past a cut-short end.
+    #[test]
+    fn replay_keeps_only_the_shards_own_records() {
+        let (_d, s, _p) = stores(0);
+        let mut wb = WriteBatch::default();
+        wb.put(b"intent", b"part");
+        wb.put_cf(s.cf, b"k1", b"v1");
+        wb.delete(b"gone");
+        wb.delete_cf(s.sub, b"k2");
+        wb.delete_range_cf(s.sub, b"a", b"b");
+        wb.delete_range(b"x", b"y");
+        let own = own_records(wb.data());
+        let mut want = WriteBatch::default();
+        want.put_cf(s.cf, b"k1", b"v1");
+        want.delete_cf(s.sub, b"k2");
+        want.delete_range_cf(s.sub, b"a", b"b");
+        assert_eq!(&own[12..], &want.data()[12..]);
+        assert_eq!(own[8..12], 3u32.to_le_bytes());
+        // Only default-family records: an empty batch.
+        let mut wb = WriteBatch::default();
+        wb.put(b"intent", b"part");
+        assert_eq!(&own_records(wb.data())[..], &[0u8; 12][..]);
+        // Cut short: kept whole (RocksDB refuses it, as before).
+        let data = want.data();
+        assert_eq!(&own_records(&data[..data.len() - 1])[..], &data[..data.len() - 1]);
     }
 
     /// Records wait in the tier (the owner reads them, RocksDB does not
@@ -495,6 +681,34 @@ mod tests {
         s.compact_all();
         assert_eq!(get(&s, &m), Some(b"newer".to_vec()));
         assert_eq!(peer(&p, &m), Some(b"newer".to_vec()));
+    }
+
+    /// With several shards a peer that misses the meta cache leaves a key
+    /// the owner's tier may hold to the owner, until an apply wrote it.
+    #[test]
+    fn peers_leave_what_the_tier_holds_to_the_owner() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = test_opts(dir.path(), 2, 0);
+        opts.write_tier = 1000;
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
+        let (m, other) = (keys::meta_key(0, b"m"), keys::meta_key(0, b"other"));
+        put(&s, &m, b"old");
+        s.begin_group();
+        put(&s, &m, b"new");
+        s.defer_group();
+        s.end_turn();
+        assert_eq!(s.write_tier_size(), (1, m.len() as u64 + 3));
+        assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads its tier");
+        assert_eq!(
+            p.get_with(&m, |v| v.map(|v| v.to_vec())).unwrap(),
+            None,
+            "only the owner can answer"
+        );
+        assert_eq!(peer(&p, &other), None, "a key the tier does not hold is read from RocksDB");
+        s.tier_apply().unwrap();
+        assert_eq!(s.write_tier_size(), (0, 0));
+        assert_eq!(peer(&p, &m), Some(b"new".to_vec()));
     }
 
     /// Once both families persisted an apply's mark, the next apply cuts

@@ -157,8 +157,9 @@ pub fn with_value<R>(ks: &Keyspace, db: u8, key: &[u8], now: u64, f: impl FnOnce
 /// (RocksDB is thread-safe; the owner applied every write acknowledged
 /// before): `f` sees the value, None for a missing key. It writes nothing,
 /// so an expired key reads as missing and is left for its owner to delete.
-/// None when only the owner can answer: a big string, or another type (a
-/// hash whose fields all expired reads as missing there, not WRONGTYPE).
+/// None when only the owner can answer: a big string, another type (a
+/// hash whose fields all expired reads as missing there, not WRONGTYPE), or
+/// a record the owner's write tier may hold.
 pub fn peek<R>(store: &PeerStore, db: u8, key: &[u8], now: u64, f: impl FnOnce(Option<&[u8]>) -> R) -> Option<CmdResult<R>> {
     let found = store.get_with(&keys::meta_key(db, key), |v| match v.map(Meta::decode) {
         None => Some(Ok(f(None))),
@@ -171,7 +172,7 @@ pub fn peek<R>(store: &PeerStore, db: u8, key: &[u8], now: u64, f: impl FnOnce(O
     });
     match found {
         Err(e) => Some(Err(e.into())),
-        Ok(found) => found,
+        Ok(found) => found.flatten(),
     }
 }
 

@@ -480,6 +480,11 @@ impl Keyspace {
         self.store.meta_cache_stats().unwrap_or_default()
     }
 
+    /// Records and key and value bytes the shard's write tier holds.
+    pub fn write_tier_size(&self) -> (u64, u64) {
+        self.store.write_tier_size()
+    }
+
     /// Sets the expiry of live key `stored` (`at` in ms, 0: none),
     /// rewriting only its meta record (a collection's members stay).
     pub fn set_expire(&self, db: u8, key: &[u8], stored: &Stored, at: u64) -> CmdResult<()> {
