@@ -203,7 +203,7 @@ pub struct Engine {
     tier_starts: Vec<(usize, u64)>,
     /// Per shard, with the tier on and several shards: what its tier may
     /// hold, for other shards' reads.
-    tier_held: Vec<Option<Arc<wtier::Held>>>,
+    tier_held: Vec<Option<Arc<[wtier::Held; 2]>>>,
 }
 
 impl Engine {
@@ -260,6 +260,7 @@ impl Engine {
         let existing = DB::list_cf(&db_opts, &path).unwrap_or_default();
         let logs = wtier::logs(&existing, opts);
         let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default" && !n.ends_with("-log")).collect();
+        let same_shards = names.len() == 2 * opts.shards && shard_cf_names(opts.shards).all(|n| names.contains(&n));
         for n in shard_cf_names(opts.shards) {
             if !names.contains(&n) {
                 names.push(n);
@@ -302,7 +303,7 @@ impl Engine {
         let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
         // What the write tier's logs hold past what the families persisted
         // goes back first, with the shard count it was written with.
-        let tier_starts = wtier::replay_all(&db, &logs)?;
+        let tier_starts = wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?;
         families::reshard(&mut db, &names, opts.shards)?;
         Self::load_db_map(&db)?;
         let mut wanted: Vec<String> = shard_cf_names(opts.shards).collect();
@@ -341,7 +342,7 @@ impl Engine {
             write_tier: opts.write_tier,
             tier_starts,
             tier_held: (0..opts.shards)
-                .map(|_| (opts.write_tier > 0 && opts.shards > 1).then(|| Arc::new(wtier::Held::new())))
+                .map(|_| (opts.write_tier > 0 && opts.shards > 1).then(|| Arc::new([wtier::Held::new(), wtier::Held::new()])))
                 .collect(),
         })
     }
@@ -467,7 +468,7 @@ impl PeerStore {
         if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(Some(f(v.as_deref())));
         }
-        if s.wtier.held.as_ref().is_some_and(|h| h.may_hold(key)) {
+        if s.wtier.may_hold(key) {
             return Ok(None);
         }
         let v = s.read_db(key)?;

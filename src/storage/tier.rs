@@ -319,7 +319,8 @@ impl ShardStore {
         Fetch(done.clone()).await;
         let values = done.values.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
         if let Some(c) = self.cache.as_ref().filter(|_| self.probe.writes.get() == writes) {
-            for (k, v) in values {
+            // What the write tier holds is newer than what RocksDB gave.
+            for (k, v) in values.into_iter().filter(|(k, _)| self.wtier.get(k).is_none()) {
                 c.insert(k.into(), v);
             }
         }

@@ -1,0 +1,198 @@
+//! The write tier's log family: parsing a log record (a WriteBatch
+//! representation), and writing at startup what the log holds past the
+//! families' persisted marks (`replay`).
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use rocksdb::{WriteBatch, WriteOptions, DB};
+
+use super::{log_cf_name, MARK};
+use crate::storage::StorageError;
+
+/// A WriteBatch representation's varint at `*i`, moving past it.
+fn varint(b: &[u8], i: &mut usize) -> Option<u32> {
+    let mut v = 0u32;
+    for shift in (0..35).step_by(7) {
+        let byte = *b.get(*i)?;
+        *i += 1;
+        v |= ((byte & 0x7f) as u32) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The records of a WriteBatch representation (after its 12-byte header):
+/// (key, value or None for a delete). None if it holds anything else.
+pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
+    let mut out = Vec::new();
+    let mut i = 12;
+    let b = rep.as_ref();
+    let slice = |i: &mut usize, n: u32| -> Option<Bytes> {
+        let end = i.checked_add(n as usize)?;
+        (end <= b.len()).then(|| {
+            let s = rep.slice(*i..end);
+            *i = end;
+            s
+        })
+    };
+    while i < b.len() {
+        let tag = b[i];
+        i += 1;
+        match tag {
+            // Column-family value / deletion.
+            0x5 | 0x4 => {
+                varint(b, &mut i)?;
+                let kl = varint(b, &mut i)?;
+                let k = slice(&mut i, kl)?;
+                let v = if tag == 0x5 {
+                    let vl = varint(b, &mut i)?;
+                    Some(slice(&mut i, vl)?)
+                } else {
+                    None
+                };
+                out.push((k, v));
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// A log record's batch without its default-family records (intents, the
+/// db map): those went through the WAL and only it says whether they
+/// survived; writing one again would bring back an intent another shard's
+/// part already deleted. A record it cannot parse is kept whole.
+pub(super) fn own_records(rep: &[u8]) -> Cow<'_, [u8]> {
+    let skip = |i: &mut usize| -> Option<()> {
+        let n = varint(rep, i)? as usize;
+        *i = i.checked_add(n).filter(|&e| e <= rep.len())?;
+        Some(())
+    };
+    let mut out = Vec::with_capacity(rep.len());
+    let mut kept = 0u32;
+    let mut i = 12;
+    while i < rep.len() {
+        let start = i;
+        let tag = rep[i];
+        i += 1;
+        let own = match tag {
+            // Default family: delete, put, single delete, range delete.
+            0x0 | 0x7 => skip(&mut i).map(|_| false),
+            0x1 | 0xF => skip(&mut i).and_then(|_| skip(&mut i)).map(|_| false),
+            // A family's delete, single delete; put, range delete.
+            0x4 | 0x8 => varint(rep, &mut i).and_then(|_| skip(&mut i)).map(|_| true),
+            0x5 | 0xE => varint(rep, &mut i)
+                .and_then(|_| skip(&mut i))
+                .and_then(|_| skip(&mut i))
+                .map(|_| true),
+            _ => None,
+        };
+        match own {
+            None => return Cow::Borrowed(rep),
+            Some(true) => {
+                if out.is_empty() {
+                    out.extend_from_slice(&[0; 12]);
+                }
+                out.extend_from_slice(&rep[start..i]);
+                kept += 1;
+            }
+            Some(false) => {}
+        }
+    }
+    if out.is_empty() {
+        out.extend_from_slice(&[0; 12]);
+    }
+    out[8..12].copy_from_slice(&kept.to_le_bytes());
+    Cow::Owned(out)
+}
+
+/// The write tier's log families to open: those a run left, and this
+/// run's (`opts.write_tier`).
+pub(in crate::storage) fn logs(existing: &[String], opts: &crate::storage::StoreOptions) -> Vec<String> {
+    let mut logs: Vec<String> = existing.iter().filter(|n| n.ends_with("-log")).cloned().collect();
+    if opts.write_tier > 0 {
+        for n in (0..opts.shards).map(log_cf_name) {
+            if !logs.contains(&n) {
+                logs.push(n);
+            }
+        }
+    }
+    logs
+}
+
+/// [`replay`] of every log in `logs`: per shard, where its tier goes on.
+/// `keep`: the tier stays on with the same shards (see [`replay`]).
+pub(in crate::storage) fn replay_all(db: &DB, logs: &[String], keep: bool) -> Result<Vec<(usize, u64)>, StorageError> {
+    let mut starts = Vec::new();
+    for n in logs {
+        let Some(i) = n
+            .strip_prefix("shard-")
+            .and_then(|r| r.strip_suffix("-log"))
+            .and_then(|i| i.parse().ok())
+        else {
+            continue;
+        };
+        let (records, last) = replay(db, i, keep)?;
+        if records > 0 {
+            tracing::info!(shard = i, records, "write tier: log records written again");
+        }
+        starts.push((i, last));
+    }
+    Ok(starts)
+}
+
+/// At startup, before anything reads shard `i`'s families: writes again
+/// every record its log holds past what both families persisted. Returns
+/// how many log records it wrote and the position to go on from.
+///
+/// With `keep` (the tier stays on, same shards) they are written without
+/// the WAL and the log stays as it is: the tier's next applies write the
+/// marks past them, and the log is cut once those are persisted, as in
+/// any run (a replay with the WAL filled a nearly full disk again, and the
+/// server could not start: tests/full_disk.rs). Without, they go through
+/// the WAL and the log is emptied (the tier is off, or the shards change
+/// and their records move).
+pub(super) fn replay(db: &DB, i: usize, keep: bool) -> Result<(usize, u64), StorageError> {
+    let (Some(log), Some(meta), Some(sub)) = (
+        db.cf_handle(&log_cf_name(i)),
+        db.cf_handle(&crate::storage::cf_name(i)),
+        db.cf_handle(&crate::storage::sub_cf_name(i)),
+    ) else {
+        return Ok((0, 0));
+    };
+    let mark = |cf| -> Result<u64, StorageError> {
+        Ok(db
+            .get_pinned_cf(cf, MARK)?
+            .and_then(|v| v.as_ref().try_into().ok())
+            .map_or(0, u64::from_be_bytes))
+    };
+    let safe = mark(meta)?.min(mark(sub)?);
+    let mut wo = WriteOptions::default();
+    wo.disable_wal(keep);
+    let (mut n, mut last) = (0, safe);
+    let mut it = db.raw_iterator_cf(log);
+    it.seek((safe + 1).to_be_bytes());
+    while it.valid() {
+        let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
+        let pos = k
+            .try_into()
+            .map(u64::from_be_bytes)
+            .map_err(|_| StorageError(format!("log of shard {i}: a key of {} bytes", k.len())))?;
+        db.write_opt(WriteBatch::from_data(&own_records(v)), &wo)?;
+        (n, last) = (n + 1, pos.max(last));
+        it.next();
+    }
+    it.status()?;
+    if keep {
+        return Ok((n, last));
+    }
+    let mut wb = WriteBatch::default();
+    wb.delete_range_cf(log, 0u64.to_be_bytes(), u64::MAX.to_be_bytes());
+    wb.put_cf(meta, MARK, last.to_be_bytes());
+    wb.put_cf(sub, MARK, last.to_be_bytes());
+    db.write(wb)?;
+    Ok((n, last))
+}

@@ -1,0 +1,430 @@
+//! The write tier (issue 35, item 3; a prototype behind `BASALT_TIER`,
+//! off by default): a turn's records reach RocksDB as one log record in the
+//! shard's log family (one WAL append, one memtable insert of a sequential
+//! key) and wait in a shard-owned hash table ("dirty") that every read of
+//! the owner looks in. Once it holds `StoreOptions::write_tier` records it
+//! becomes the draining generation: its keys are sorted once, and each
+//! later write of the tier applies the next slice of them ([`SLICE`], or a
+//! quarter of the limit) to the shard's families in one batch without the
+//! WAL, so the memtable inserts walk the skiplists in key order and no
+//! write stops the shard for a whole generation. Reads look in dirty, then
+//! in the draining generation. A write that must come after everything the
+//! tier holds (one that skips it, a transaction, a range read that could
+//! meet a record it holds) applies both at once first
+//! ([`ShardStore::tier_apply`]).
+//!
+//! The last slice of a generation also writes, in both families, the log
+//! position the generation reached (the mark, [`MARK`]); RocksDB persists a
+//! family's records in order, so a mark found in the family's SST files
+//! says that family holds every record up to it. After each apply the log
+//! is cut below the lower of the two persisted marks, and at startup
+//! (`log::replay`) whatever the log still holds past it is written again (a
+//! record is a whole value, so writing it twice is harmless), before
+//! anything else reads the families.
+//!
+//! A write that skips the tier (a range delete, a transaction, a write
+//! while no group is open) goes to the families with the WAL after the
+//! tier is applied, and carries its own log record in the same batch: a
+//! replay after a crash would otherwise write older log records over it.
+//!
+//! Other shards read a GET's meta record straight from the owner's meta
+//! cache and RocksDB (`PeerStore`), not from the tier. So each tier keeps
+//! two [`held::Held`] filters other shards read, one per generation: a bit
+//! per hashed meta key the generation holds, set before the write is
+//! acknowledged and cleared once the generation is applied. A peer that
+//! misses the meta cache and finds the key's bit set leaves the read to
+//! the owner (a false positive costs a hop, never a wrong answer).
+//!
+//! A transaction over several shards writes every shard's part in one
+//! batch (`tx`): each shard with a tier applies it when the transaction
+//! opens, and each part it stages carries a log record of its own in the
+//! same batch, as a direct write's does.
+//!
+//! Not yet: the memory budget does not count it; INFO shows what it holds
+//! (`wtier_records`, `wtier_bytes`). Off by default.
+
+mod held;
+mod log;
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+use ahash::{AHashMap, AHashSet};
+use bytes::Bytes;
+use rocksdb::{ColumnFamily, ReadOptions, WriteBatch, WriteOptions};
+
+use super::keys::{TAG_META, TAG_SUB};
+use super::{ShardStore, StorageError};
+pub(super) use held::Held;
+pub(super) use log::{logs, replay_all};
+
+/// Where each family keeps the log position its applies reached (sorts
+/// before the TTL indexes, `0xFF 'T'`; the compaction filters keep it).
+pub(super) const MARK: &[u8] = &[0xFF, b'A'];
+
+/// Log records past the persisted marks after which the family holding the
+/// log back is flushed.
+const LOG_FLUSH_AFTER: u64 = 4096;
+
+/// Records of the draining generation each write of the tier applies, at
+/// most (a quarter of the limit when that is less, so that it drains well
+/// before dirty fills again).
+const SLICE: usize = 4096;
+
+/// The log family of shard `i`.
+pub(super) fn log_cf_name(i: usize) -> String {
+    format!("shard-{i}-log")
+}
+
+/// One generation of records: the latest value of each key (None: deleted)
+/// and what classes of record it holds, for range reads that need not
+/// apply it: the collections with members there (hashed prefixes), whether
+/// meta records, whether anything else (the TTL index).
+#[derive(Default)]
+struct Gen {
+    map: AHashMap<Bytes, Option<Bytes>>,
+    colls: AHashSet<u64>,
+    meta: bool,
+    other: bool,
+    /// Key and value bytes, for INFO.
+    bytes: u64,
+}
+
+impl Gen {
+    fn insert(&mut self, k: Bytes, v: Option<Bytes>, hasher: &ahash::RandomState) {
+        match coll_prefix_len(&k) {
+            Some(n) => {
+                self.colls.insert(hasher.hash_one(&k[..n]));
+            }
+            None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
+            None => self.other = true,
+        }
+        let (kl, vl) = (k.len() as u64, v.as_ref().map_or(0, |v| v.len()) as u64);
+        match self.map.insert(k, v) {
+            Some(old) => self.bytes = self.bytes + vl - old.map_or(0, |v| v.len()) as u64,
+            None => self.bytes += kl + vl,
+        }
+    }
+
+    /// Whether a range read of `[from, to)` may meet one of its records.
+    fn meets(&self, from: &[u8], to: &[u8], hasher: &ahash::RandomState) -> bool {
+        if self.map.is_empty() {
+            return false;
+        }
+        if let Some(n) = coll_prefix_len(from) {
+            // Inside one collection: up to the next version's prefix.
+            let same_key = to.len() >= n && to[..n - 8] == from[..n - 8];
+            let version = |k: &[u8]| u64::from_be_bytes(k[n - 8..n].try_into().unwrap_or([0xFF; 8]));
+            if same_key && version(to) <= version(from).saturating_add(1) {
+                return self.colls.contains(&hasher.hash_one(&from[..n]));
+            }
+            return true;
+        }
+        let meta_block = |k: &[u8], db: u8| k.len() >= 2 && k[0] == db && (k[1] == TAG_META || (k[1] == TAG_META + 1 && k.len() == 2));
+        if from.len() >= 2 && from[0] != 0xFF && from[1] == TAG_META && meta_block(to, from[0]) {
+            return self.meta;
+        }
+        if from.first() == Some(&0xFF) && to.first() == Some(&0xFF) {
+            return self.other;
+        }
+        true
+    }
+}
+
+/// A generation being applied slice by slice.
+struct Drain {
+    gen: Gen,
+    /// Its keys in key order; those before `next` are applied.
+    order: Vec<Bytes>,
+    next: usize,
+    /// The log position it reached: the mark its last slice writes.
+    mark: u64,
+    /// Which of the two `Held` filters stands for it.
+    filter: usize,
+}
+
+/// The shard's write tier.
+pub(super) struct WriteTier {
+    pub(super) log: Option<&'static ColumnFamily>,
+    /// What other shards consult, a filter per generation (None with one
+    /// shard); `cur` is dirty's.
+    pub(super) held: Option<Arc<[Held; 2]>>,
+    cur: Cell<usize>,
+    limit: usize,
+    pos: Cell<u64>,
+    /// The log holds no record at or below this position.
+    cut: Cell<u64>,
+    dirty: RefCell<Gen>,
+    drain: RefCell<Option<Drain>>,
+    /// Whether dirty or the draining generation holds anything (a cheap
+    /// check for every read).
+    any: Cell<bool>,
+    hasher: ahash::RandomState,
+}
+
+/// The length of `k`'s collection prefix (`db 'S' slot keylen key
+/// version`), if `k` is a member record's key or a prefix that long.
+fn coll_prefix_len(k: &[u8]) -> Option<usize> {
+    if k.len() < 8 || k[0] == 0xFF || k[1] != TAG_SUB {
+        return None;
+    }
+    let keylen = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
+    let n = 8 + keylen + 8;
+    (k.len() >= n).then_some(n)
+}
+
+/// `recs` in key order: by each key's first 16 bytes held inline (one read
+/// of each key, then a sort that stays in the CPU's caches), whole keys
+/// compared only on a tie.
+fn in_order(keys: impl Iterator<Item = Bytes>) -> Vec<Bytes> {
+    let head = |k: &[u8]| {
+        let mut h = [0u8; 16];
+        let n = k.len().min(16);
+        h[..n].copy_from_slice(&k[..n]);
+        u128::from_be_bytes(h)
+    };
+    let mut v: Vec<(u128, Bytes)> = keys.map(|k| (head(&k), k)).collect();
+    v.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    v.into_iter().map(|(_, k)| k).collect()
+}
+
+impl WriteTier {
+    /// `start`: the log position replay reached (`log::replay`).
+    pub(super) fn new(log: Option<&'static ColumnFamily>, limit: usize, start: u64, held: Option<Arc<[Held; 2]>>) -> WriteTier {
+        WriteTier {
+            log: log.filter(|_| limit > 0),
+            held,
+            cur: Cell::new(0),
+            limit,
+            pos: Cell::new(start),
+            cut: Cell::new(start),
+            dirty: RefCell::default(),
+            drain: RefCell::default(),
+            any: Cell::new(false),
+            hasher: ahash::RandomState::new(),
+        }
+    }
+
+    /// Whether a range read of `[from, to)` may meet a record the tier holds.
+    pub(super) fn meets(&self, from: &[u8], to: &[u8]) -> bool {
+        self.any.get()
+            && (self.dirty.borrow().meets(from, to, &self.hasher)
+                || self.drain.borrow().as_ref().is_some_and(|d| d.gen.meets(from, to, &self.hasher)))
+    }
+
+    #[inline]
+    pub(super) fn on(&self) -> bool {
+        self.log.is_some()
+    }
+
+    /// Records and key and value bytes it holds in memory (INFO).
+    pub(super) fn size(&self) -> (u64, u64) {
+        let (d, g) = (self.dirty.borrow(), self.drain.borrow());
+        let (n, b) = g.as_ref().map_or((0, 0), |g| (g.gen.map.len() as u64, g.gen.bytes));
+        (d.map.len() as u64 + n, d.bytes + b)
+    }
+
+    /// The next log position, taken (a record written there, or a gap).
+    pub(super) fn next_pos(&self) -> u64 {
+        let pos = self.pos.get() + 1;
+        self.pos.set(pos);
+        pos
+    }
+
+    /// Whether another shard must leave `key` to the owner (`Held`).
+    #[inline]
+    pub(super) fn may_hold(&self, key: &[u8]) -> bool {
+        self.held.as_ref().is_some_and(|h| h[0].may_hold(key) || h[1].may_hold(key))
+    }
+
+    /// The tier's latest value of `key`, if it holds one.
+    #[inline]
+    pub(super) fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        if !self.any.get() {
+            return None;
+        }
+        if let Some(v) = self.dirty.borrow().map.get(key) {
+            return Some(v.clone());
+        }
+        self.drain.borrow().as_ref().and_then(|d| d.gen.map.get(key).cloned())
+    }
+}
+
+impl ShardStore {
+    /// Writes a group's records (`rep`, a WriteBatch representation with
+    /// its count set) as one log record; they wait in the tier.
+    pub(super) fn tier_write(&self, rep: Bytes) -> Result<(), StorageError> {
+        let t = &self.wtier;
+        let Some(logcf) = t.log else {
+            return self.engine.write_batch(WriteBatch::from_data(&rep));
+        };
+        let Some(recs) = log::records(&rep) else {
+            // Not a plain batch of puts and deletes: written as it is.
+            return self.tier_direct(WriteBatch::from_data(&rep));
+        };
+        let pos = t.pos.get() + 1;
+        let mut wb = WriteBatch::default();
+        wb.put_cf(logcf, pos.to_be_bytes(), &rep);
+        self.engine.write_batch(wb)?;
+        t.pos.set(pos);
+        let full = {
+            let mut d = t.dirty.borrow_mut();
+            let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
+            for (k, v) in recs {
+                if let Some(h) = held.filter(|_| super::cache::is_meta(&k)) {
+                    h.set(&k);
+                }
+                d.insert(k, v, &t.hasher);
+            }
+            d.map.len() >= t.limit
+        };
+        t.any.set(true);
+        if full {
+            if t.drain.borrow().is_some() {
+                // Written faster than it drains: the rest goes at once.
+                self.tier_drain(usize::MAX)?;
+            }
+            self.tier_start_drain();
+        }
+        self.tier_drain((t.limit / 4).clamp(1, SLICE))
+    }
+
+    /// Makes dirty the draining generation, its keys sorted.
+    fn tier_start_drain(&self) {
+        let t = &self.wtier;
+        let gen = std::mem::take(&mut *t.dirty.borrow_mut());
+        let order = in_order(gen.map.keys().cloned());
+        let filter = t.cur.get();
+        t.cur.set(1 - filter);
+        *t.drain.borrow_mut() = Some(Drain {
+            gen,
+            order,
+            next: 0,
+            mark: t.pos.get(),
+            filter,
+        });
+    }
+
+    /// Applies up to `n` more records of the draining generation, without
+    /// the WAL (the log has them); its last slice writes its marks, clears
+    /// its filter and cuts the log.
+    fn tier_drain(&self, n: usize) -> Result<(), StorageError> {
+        let t = &self.wtier;
+        let mut slot = t.drain.borrow_mut();
+        let Some(d) = slot.as_mut() else { return Ok(()) };
+        let end = d.order.len().min(d.next.saturating_add(n));
+        let mut wb = WriteBatch::default();
+        for k in &d.order[d.next..end] {
+            match d.gen.map.get(k) {
+                Some(Some(v)) => wb.put_cf(self.cf_of(k), k, v),
+                _ => wb.delete_cf(self.cf_of(k), k),
+            }
+        }
+        let last = end == d.order.len();
+        if last {
+            wb.put_cf(self.cf, MARK, d.mark.to_be_bytes());
+            wb.put_cf(self.sub, MARK, d.mark.to_be_bytes());
+        }
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db.write_opt(wb, &wo)?;
+        d.next = end;
+        if !last {
+            return Ok(());
+        }
+        if let Some(h) = &t.held {
+            h[d.filter].clear();
+        }
+        *slot = None;
+        drop(slot);
+        t.any.set(!t.dirty.borrow().map.is_empty());
+        self.tier_cut()
+    }
+
+    /// Writes `wb` to the families at once (with the WAL), after what the
+    /// tier holds; with the tier on, the same batch carries it as a log
+    /// record too, so that a replay after a crash writes it again after
+    /// the tier's older records, not before them.
+    pub(super) fn tier_direct(&self, mut wb: WriteBatch) -> Result<(), StorageError> {
+        let Some(logcf) = self.wtier.log else {
+            return self.engine.write_batch(wb);
+        };
+        self.tier_apply()?;
+        let rep = wb.data().to_vec();
+        let pos = self.wtier.pos.get() + 1;
+        wb.put_cf(logcf, pos.to_be_bytes(), rep);
+        self.engine.write_batch(wb)?;
+        self.wtier.pos.set(pos);
+        // The marks without the WAL, as an apply writes them: one recovered
+        // from the WAL would claim records that earlier applies wrote
+        // without it and a crash lost (a test lost writes that way).
+        let mut marks = WriteBatch::default();
+        marks.put_cf(self.cf, MARK, pos.to_be_bytes());
+        marks.put_cf(self.sub, MARK, pos.to_be_bytes());
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db.write_opt(marks, &wo)?;
+        if pos.is_multiple_of(64) {
+            self.tier_cut()?;
+        }
+        Ok(())
+    }
+
+    /// Applies everything the tier holds to the shard's families: the
+    /// draining generation's rest, then dirty, in key order, without the
+    /// WAL (the log has it).
+    pub(super) fn tier_apply(&self) -> Result<(), StorageError> {
+        if !self.wtier.any.get() {
+            return Ok(());
+        }
+        self.tier_drain(usize::MAX)?;
+        if self.wtier.dirty.borrow().map.is_empty() {
+            return Ok(());
+        }
+        self.tier_start_drain();
+        self.tier_drain(usize::MAX)
+    }
+
+    /// A part of a transaction over several shards, staged in the engine's
+    /// sink (`tx`): with the tier on, its log record too, so that a replay
+    /// after a crash writes it again after the tier's older records.
+    pub(super) fn tier_log_part(&self, rep: &[u8]) -> Option<WriteBatch> {
+        let logcf = self.wtier.log?;
+        let mut wb = WriteBatch::default();
+        wb.put_cf(logcf, self.wtier.next_pos().to_be_bytes(), rep);
+        Some(wb)
+    }
+
+    /// Cuts the log below what both families persisted.
+    fn tier_cut(&self) -> Result<(), StorageError> {
+        let Some(logcf) = self.wtier.log else { return Ok(()) };
+        let mut ro = ReadOptions::default();
+        ro.set_read_tier(rocksdb::ReadTier::Persisted);
+        let mark = |cf| -> Result<u64, StorageError> {
+            Ok(self
+                .db
+                .get_pinned_cf_opt(cf, MARK, &ro)?
+                .and_then(|v| v.as_ref().try_into().ok())
+                .map_or(0, u64::from_be_bytes))
+        };
+        let (meta, sub) = (mark(self.cf)?, mark(self.sub)?);
+        let safe = meta.min(sub);
+        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER {
+            // A family written little flushes seldom and holds the log
+            // back: flush it now (in the background).
+            let mut fo = rocksdb::FlushOptions::default();
+            fo.set_wait(false);
+            self.db.flush_cf_opt(if meta <= sub { self.cf } else { self.sub }, &fo)?;
+        }
+        if safe <= self.wtier.cut.get() {
+            return Ok(());
+        }
+        let mut wb = WriteBatch::default();
+        wb.delete_range_cf(logcf, 0u64.to_be_bytes(), (safe + 1).to_be_bytes());
+        self.engine.write_batch(wb)?;
+        self.wtier.cut.set(safe);
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+use super::log::{own_records, records};
+use super::*;
+use crate::storage::testkit::{get, peer, put};
+use crate::storage::{keys, test_opts, Engine};
+
+fn stores(limit: usize) -> (tempfile::TempDir, ShardStore, crate::storage::PeerStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = test_opts(dir.path(), 1, 1 << 20);
+    opts.write_tier = limit;
+    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
+}
+
+#[test]
+fn a_batch_representation_parses_into_its_records() {
+    let (_d, s, _p) = stores(0);
+    let mut wb = WriteBatch::default();
+    wb.put_cf(s.cf, b"k1", b"v1");
+    wb.delete_cf(s.sub, b"k2");
+    wb.put_cf(s.sub, b"k3", vec![7u8; 300]);
+    let recs = records(&Bytes::copy_from_slice(wb.data())).unwrap();
+    assert_eq!(
+        recs,
+        vec![
+            (Bytes::from_static(b"k1"), Some(Bytes::from_static(b"v1"))),
+            (Bytes::from_static(b"k2"), None),
+            (Bytes::from_static(b"k3"), Some(Bytes::from(vec![7u8; 300]))),
+        ]
+    );
+    // A range delete is not a record the tier can hold.
+    let mut wb = WriteBatch::default();
+    wb.delete_range_cf(s.cf, b"a", b"b");
+    assert_eq!(records(&Bytes::copy_from_slice(wb.data())), None);
+    // Cut short: refused, not read past its end.
+    let mut wb = WriteBatch::default();
+    wb.put_cf(s.cf, b"key", b"value");
+    let data = wb.data();
+    assert_eq!(records(&Bytes::copy_from_slice(&data[..data.len() - 2])), None);
+}
+
+/// Replay writes a log record's own families' records, not the
+/// default family's (an intent), nor anything past a cut-short end.
+#[test]
+fn replay_keeps_only_the_shards_own_records() {
+    let (_d, s, _p) = stores(0);
+    let mut wb = WriteBatch::default();
+    wb.put(b"intent", b"part");
+    wb.put_cf(s.cf, b"k1", b"v1");
+    wb.delete(b"gone");
+    wb.delete_cf(s.sub, b"k2");
+    wb.delete_range_cf(s.sub, b"a", b"b");
+    wb.delete_range(b"x", b"y");
+    let own = own_records(wb.data());
+    let mut want = WriteBatch::default();
+    want.put_cf(s.cf, b"k1", b"v1");
+    want.delete_cf(s.sub, b"k2");
+    want.delete_range_cf(s.sub, b"a", b"b");
+    assert_eq!(&own[12..], &want.data()[12..]);
+    assert_eq!(own[8..12], 3u32.to_le_bytes());
+    // Only default-family records: an empty batch.
+    let mut wb = WriteBatch::default();
+    wb.put(b"intent", b"part");
+    assert_eq!(&own_records(wb.data())[..], &[0u8; 12][..]);
+    // Cut short: kept whole (RocksDB refuses it, as before).
+    let data = want.data();
+    assert_eq!(&own_records(&data[..data.len() - 1])[..], &data[..data.len() - 1]);
+}
+
+/// Records wait in the tier (the owner reads them, RocksDB does not
+/// have them yet) and reach the families in one sorted apply, at the
+/// limit or before a range read that could meet them.
+#[test]
+fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
+    let (_d, s, p) = stores(4);
+    let h = |f: &str| keys::sub_key(0, b"h", 1, f.as_bytes());
+    let other = keys::sub_key(0, b"other", 1, b"x");
+    let m = keys::meta_key(0, b"m");
+    s.begin_group();
+    put(&s, &h("b"), b"2");
+    put(&s, &h("a"), b"1");
+    put(&s, &m, b"meta");
+    assert!(s.end_group().is_empty());
+    assert_eq!(get(&s, &h("a")), Some(b"1".to_vec()));
+    assert_eq!(peer(&p, &h("a")), None, "in the tier only");
+    assert!(s.wtier.meets(&keys::sub_range(0, b"h", 1).0, &keys::sub_range(0, b"h", 1).1));
+    assert!(!s
+        .wtier
+        .meets(&keys::sub_range(0, b"other", 1).0, &keys::sub_range(0, b"other", 1).1));
+    // A scan of another collection does not apply the tier...
+    let (lo, hi) = keys::sub_range(0, b"other", 1);
+    s.scan(&lo, &hi, |_, _| true).unwrap();
+    assert_eq!(peer(&p, &h("a")), None);
+    // ...a scan of this one does, in order.
+    let (lo, hi) = keys::sub_range(0, b"h", 1);
+    let mut seen = Vec::new();
+    s.scan(&lo, &hi, |k, _| {
+        seen.push(k.to_vec());
+        true
+    })
+    .unwrap();
+    assert_eq!(seen, vec![h("a"), h("b")]);
+    assert_eq!(peer(&p, &h("b")), Some(b"2".to_vec()));
+    // At the limit (4 records) dirty starts draining: a slice (a quarter
+    // of the limit) per write of the tier, in key order.
+    s.begin_group();
+    for f in ["c", "d", "e", "f"] {
+        put(&s, &h(f), f.as_bytes());
+    }
+    assert!(s.end_group().is_empty());
+    assert_eq!(peer(&p, &h("c")), Some(b"c".to_vec()));
+    assert_eq!(peer(&p, &h("d")), None);
+    assert_eq!(get(&s, &h("f")), Some(b"f".to_vec()), "the owner reads the draining generation");
+    assert_eq!(s.write_tier_size().0, 4);
+    s.begin_group();
+    put(&s, &h("g"), b"g");
+    assert!(s.end_group().is_empty());
+    assert_eq!(peer(&p, &h("d")), Some(b"d".to_vec()));
+    assert_eq!(peer(&p, &h("e")), None);
+    assert_eq!(s.write_tier_size().0, 5, "dirty's g and the generation");
+    // A delete wins over the put before it.
+    s.begin_group();
+    put(&s, &other, b"x");
+    let mut b = s.batch();
+    s.delete(&mut b, &other);
+    s.write(b).unwrap();
+    assert!(s.end_group().is_empty());
+    assert_eq!(get(&s, &other), None);
+    assert_eq!(peer(&p, &h("e")), Some(b"e".to_vec()));
+    // A range read that meets it applies everything.
+    let (lo, hi) = keys::sub_range(0, b"h", 1);
+    s.scan(&lo, &hi, |_, _| true).unwrap();
+    assert_eq!(s.write_tier_size(), (0, 0));
+    assert_eq!(peer(&p, &h("f")), Some(b"f".to_vec()));
+    assert_eq!(peer(&p, &h("g")), Some(b"g".to_vec()));
+    assert_eq!(peer(&p, &other), None);
+    // A write that is not staged applies the tier first: order holds.
+    s.begin_group();
+    put(&s, &m, b"older");
+    assert!(s.end_group().is_empty());
+    put(&s, &m, b"newer");
+    s.compact_all();
+    assert_eq!(get(&s, &m), Some(b"newer".to_vec()));
+    assert_eq!(peer(&p, &m), Some(b"newer".to_vec()));
+}
+
+/// With several shards a peer that misses the meta cache leaves a key
+/// the owner's tier may hold to the owner, until an apply wrote it.
+#[test]
+fn peers_leave_what_the_tier_holds_to_the_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = test_opts(dir.path(), 2, 0);
+    opts.write_tier = 1000;
+    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
+    let (m, other) = (keys::meta_key(0, b"m"), keys::meta_key(0, b"other"));
+    put(&s, &m, b"old");
+    s.begin_group();
+    put(&s, &m, b"new");
+    s.defer_group();
+    s.end_turn();
+    assert_eq!(s.write_tier_size(), (1, m.len() as u64 + 3));
+    assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads its tier");
+    assert_eq!(
+        p.get_with(&m, |v| v.map(|v| v.to_vec())).unwrap(),
+        None,
+        "only the owner can answer"
+    );
+    assert_eq!(peer(&p, &other), None, "a key the tier does not hold is read from RocksDB");
+    s.tier_apply().unwrap();
+    assert_eq!(s.write_tier_size(), (0, 0));
+    assert_eq!(peer(&p, &m), Some(b"new".to_vec()));
+}
+
+/// Once both families persisted an apply's mark, the next apply cuts
+/// the log below it.
+#[test]
+fn the_log_is_cut_below_what_both_families_persisted() {
+    let (_d, s, _p) = stores(1);
+    let log = s.wtier.log.unwrap();
+    let logged = |s: &ShardStore| {
+        let mut it = s.db.raw_iterator_cf(log);
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        n
+    };
+    let turn = |k: &[u8]| {
+        s.begin_group();
+        put(&s, &keys::meta_key(0, k), b"v");
+        s.defer_group();
+        s.end_turn();
+    };
+    for i in 0..6u32 {
+        turn(&i.to_be_bytes());
+    }
+    assert_eq!(logged(&s), 6, "nothing persisted yet");
+    s.db.flush_cf(s.cf).unwrap();
+    s.db.flush_cf(s.sub).unwrap();
+    turn(b"a");
+    turn(b"b");
+    assert_eq!(logged(&s), 2, "cut below the persisted mark 6");
+    // The compaction filters keep the marks.
+    s.compact_all();
+    for cf in [s.cf, s.sub] {
+        assert_eq!(s.db.get_cf(cf, MARK).unwrap(), Some(8u64.to_be_bytes().to_vec()));
+    }
+}
