@@ -155,7 +155,9 @@ pub(super) struct WriteTier {
     cur: Cell<usize>,
     limit: usize,
     pos: Cell<u64>,
-    /// The log holds no record at or below this position.
+    /// The persisted mark the log was last cut below (at start, where
+    /// replay ended: a replay that kept the log leaves older records in it
+    /// until a mark past them is persisted and the next cut takes them).
     cut: Cell<u64>,
     dirty: RefCell<Gen>,
     drain: RefCell<Option<Drain>>,
