@@ -680,7 +680,9 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
     let mut later = Vec::new();
     let mut marks = Vec::with_capacity(share.len());
     let tiered = st.ks.store.tiered();
-    let mut g = (share.len() > 1).then(|| Grouped::begin(st));
+    // One command is a group too with the write tier on: only a group's
+    // writes go through the tier, any other write applies all of it first.
+    let mut g = (share.len() > 1 || st.ks.store.write_tier_on()).then(|| Grouped::begin(st));
     let mut from = share.len();
     for (k, (idx, f, argv)) in share.iter().enumerate() {
         let spec = &cmd::TABLE[*idx];

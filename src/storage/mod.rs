@@ -483,6 +483,12 @@ impl PeerStore {
 }
 
 impl ShardStore {
+    /// Whether the write tier is on (`wtier`): writes go through it only
+    /// from a group.
+    pub fn write_tier_on(&self) -> bool {
+        self.wtier.on()
+    }
+
     /// Records and key and value bytes the write tier holds (`wtier`).
     pub fn write_tier_size(&self) -> (u64, u64) {
         self.wtier.size()
