@@ -285,8 +285,21 @@ impl ShardStore {
             d.map.len() >= t.limit
         };
         t.any.set(true);
+        // The write is in the log from here on: a failed apply does not
+        // undo it (reads find it in the tier, a restart writes it again),
+        // so the failure is logged, not returned; the next log append
+        // reports a disk that stopped taking writes.
+        if let Err(e) = self.tier_settle(full, added) {
+            tracing::warn!("write tier: applying to the families failed: {e}");
+        }
+        Ok(())
+    }
+
+    /// After a write of the tier: at the limit dirty starts draining, and
+    /// the draining generation takes its next slice.
+    fn tier_settle(&self, full: bool, added: usize) -> Result<(), StorageError> {
         if full {
-            if t.drain.borrow().is_some() {
+            if self.wtier.drain.borrow().is_some() {
                 // Written faster than it drains: the rest goes at once.
                 self.tier_drain(usize::MAX)?;
             }
