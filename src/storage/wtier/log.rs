@@ -72,6 +72,7 @@ pub(super) fn own_records(rep: &[u8]) -> Cow<'_, [u8]> {
         Some(())
     };
     let mut out = Vec::with_capacity(rep.len());
+    out.extend_from_slice(&[0; 12]);
     let mut kept = 0u32;
     let mut i = 12;
     while i < rep.len() {
@@ -93,17 +94,11 @@ pub(super) fn own_records(rep: &[u8]) -> Cow<'_, [u8]> {
         match own {
             None => return Cow::Borrowed(rep),
             Some(true) => {
-                if out.is_empty() {
-                    out.extend_from_slice(&[0; 12]);
-                }
                 out.extend_from_slice(&rep[start..i]);
                 kept += 1;
             }
             Some(false) => {}
         }
-    }
-    if out.is_empty() {
-        out.extend_from_slice(&[0; 12]);
     }
     out[8..12].copy_from_slice(&kept.to_le_bytes());
     Cow::Owned(out)
