@@ -253,7 +253,7 @@ fn restarts_on_the_same_port_right_after_shutdown() {
         assert!(b.wait_exit().success());
         b.port
     };
-    let b = Basalt::start_at(tmp.path(), port, 2, &[]).expect("restart on the same port");
+    let b = Basalt::start_at(tmp.path(), port, 2, &[]).unwrap_or_else(|e| panic!("restart on the same port: {e}"));
     let mut c = b.client();
     let v: String = c.get("k").unwrap();
     assert_eq!(v, "before");

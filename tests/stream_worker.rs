@@ -28,7 +28,7 @@ fn a_redis_py_worker_survives_kill_9_and_acknowledges_every_entry() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     let port = free_port();
-    let mut b = Basalt::start_at(&data, port, 2, &[]).expect("start");
+    let mut b = Basalt::start_at(&data, port, 2, &[]).unwrap_or_else(|e| panic!("start: {e}"));
     let mut c = Raw::connect(port);
     assert_eq!(show(&c.cmd(&["XGROUP", "CREATE", "jobs", "workers", "$", "MKSTREAM"])), "+OK\\r\\n");
     // The entries, 1000 per pipeline.
@@ -61,7 +61,7 @@ fn a_redis_py_worker_survives_kill_9_and_acknowledges_every_entry() {
     b.signal_and_wait("-KILL");
     drop(b);
     std::thread::sleep(Duration::from_millis(300));
-    let _b = Basalt::start_at(&data, port, 2, &[]).expect("restart on the same port");
+    let _b = Basalt::start_at(&data, port, 2, &[]).unwrap_or_else(|e| panic!("restart on the same port: {e}"));
     let done = worker.wait_with_output().expect("worker");
     assert!(
         done.status.success() && String::from_utf8_lossy(&done.stdout).trim() == "ok",

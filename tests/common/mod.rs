@@ -33,6 +33,16 @@ fn wait_ready(port: u16, child: &mut Child, what: &str) -> bool {
     panic!("{what} did not start on port {port}");
 }
 
+/// What `ss` shows on `port` (listeners and connections), for a failure
+/// message: a restart that could not bind says who held the port.
+fn listeners_on(port: u16) -> String {
+    Command::new("ss")
+        .args(["-tanp", &format!("sport = :{port}")])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|e| format!("(ss: {e})"))
+}
+
 /// One PING on a fresh connection; any I/O error means "not ready yet".
 fn answers_ping(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
@@ -119,14 +129,21 @@ impl Basalt {
     }
 
     /// Starts on `port` exactly (a restart on the port a stopped server
-    /// used); None when the server exits instead of answering.
-    pub fn start_at(dir: &Path, port: u16, shards: usize, extra: &[&str]) -> Option<Basalt> {
-        let mut child = Self::spawn(dir, port, shards, extra, None);
+    /// used). Err carries what the server printed when it exited instead of
+    /// answering, so a failure in CI names its cause.
+    pub fn start_at(dir: &Path, port: u16, shards: usize, extra: &[&str]) -> Result<Basalt, String> {
+        let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+        let stderr = log.reopen().map_err(|e| e.to_string())?;
+        let mut child = Self::spawn_logged(dir, port, shards, extra, None, Stdio::from(stderr));
         if !wait_ready(port, &mut child, "basalt") {
-            let _ = child.wait();
-            return None;
+            let status = child.wait().map_err(|e| e.to_string())?;
+            let printed = std::fs::read_to_string(log.path()).unwrap_or_default();
+            let others = listeners_on(port);
+            return Err(format!(
+                "exited with {status} on port {port}; it printed:\n{printed}\nsockets on the port: {others}"
+            ));
         }
-        Some(Basalt {
+        Ok(Basalt {
             port,
             dir: dir.to_path_buf(),
             _tmp: None,
@@ -136,6 +153,15 @@ impl Basalt {
     }
 
     fn spawn(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>) -> Child {
+        let stderr = if std::env::var("BASALT_TEST_LOG").is_ok() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
+        Self::spawn_logged(dir, port, shards, extra, file, stderr)
+    }
+
+    fn spawn_logged(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>, stderr: Stdio) -> Child {
         {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
             cmd.args(file);
@@ -150,11 +176,7 @@ impl Basalt {
             .args(["--block-cache-size", "16mb", "--write-buffer-size", "4mb"])
             .args(extra)
             .stdout(Stdio::null())
-            .stderr(if std::env::var("BASALT_TEST_LOG").is_ok() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            });
+            .stderr(stderr);
             cmd.spawn().expect("spawn basalt")
         }
     }
