@@ -36,12 +36,12 @@ impl Engine {
         }
         let mut map = keys::db_map();
         map.swap(a as usize, b as usize);
-        self.db.put(DBMAP_RECORD, &map).map_err(|e| {
+        self.main().put(DBMAP_RECORD, &map).map_err(|e| {
             let e = StorageError::from(e);
             self.disk.note_write_error(&e.0);
             e
         })?;
-        self.flush_wal(true)?;
+        self.sync_main()?;
         keys::swap_dbs(a, b);
         Ok(())
     }

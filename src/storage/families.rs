@@ -105,7 +105,7 @@ mod tests {
     /// The column families holding `key`.
     fn where_is(e: &Engine, shards: usize, key: &[u8]) -> Vec<String> {
         shard_cf_names(shards)
-            .filter(|n| e.db.get_cf(e.db.cf_handle(n).unwrap(), key).unwrap().is_some())
+            .filter(|n| e.main().get_cf(e.main().cf_handle(n).unwrap(), key).unwrap().is_some())
             .collect()
     }
 
@@ -154,10 +154,10 @@ mod tests {
             // in `shard-<i>`, no layout record.
             let e = open(dir.path(), 2);
             let owner = shard_of_slot(keys::slot_of_record(&member).unwrap(), 2);
-            let cf = e.db.cf_handle(&cf_name(owner)).unwrap();
-            e.db.put_cf(cf, &member, b"m").unwrap();
-            e.db.put_cf(cf, &meta, b"x").unwrap();
-            e.db.delete(LAYOUT_RECORD).unwrap();
+            let cf = e.main().cf_handle(&cf_name(owner)).unwrap();
+            e.main().put_cf(cf, &member, b"m").unwrap();
+            e.main().put_cf(cf, &meta, b"x").unwrap();
+            e.main().delete(LAYOUT_RECORD).unwrap();
         }
         let e = open(dir.path(), 2);
         let owner = shard_of_slot(keys::slot_of_record(&member).unwrap(), 2);
@@ -176,7 +176,7 @@ mod tests {
         {
             let e = open(dir.path(), 1);
             for r in &records {
-                e.db.put_cf(e.db.cf_handle(&home_of(r, 0)).unwrap(), r, b"v").unwrap();
+                e.main().put_cf(e.main().cf_handle(&home_of(r, 0)).unwrap(), r, b"v").unwrap();
             }
         }
         for shards in [4, 3, 1] {

@@ -18,7 +18,7 @@ impl Engine {
     /// Every stored library: (name, code), by name.
     pub fn function_libraries(&self) -> Result<Libraries, StorageError> {
         let mut out = Vec::new();
-        let mut it = self.db.raw_iterator();
+        let mut it = self.main().raw_iterator();
         it.seek(PREFIX);
         while it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
@@ -42,11 +42,11 @@ impl Engine {
         for (name, code) in libs {
             b.put([PREFIX, name].concat(), code);
         }
-        self.db.write(b).map_err(|e| {
+        self.main().write(b).map_err(|e| {
             let e = StorageError::from(e);
             self.disk.note_write_error(&e.0);
             e
         })?;
-        self.flush_wal(true)
+        self.sync_main()
     }
 }

@@ -348,7 +348,7 @@ impl ShardStore {
         drop(p);
         self.group.held.set(false);
         let written = match wb {
-            Ok(wb) => self.engine.write_batch(wb),
+            Ok(wb) => self.engine.write_in(self.home, wb),
             Err(rep) => self.tier_write(rep),
         };
         if let Err(e) = written {

@@ -69,7 +69,7 @@ impl Engine {
     /// Every intent part left on disk (after a crash), in id order.
     pub fn pending_intents(&self) -> Result<Vec<(IntentRef, Vec<u8>)>, StorageError> {
         let mut out = Vec::new();
-        let mut it = self.db.raw_iterator();
+        let mut it = self.main().raw_iterator();
         it.seek(PREFIX);
         let end = end_of_intents();
         while it.valid() {
@@ -88,7 +88,7 @@ impl Engine {
 
     /// Deletes one intent part (after its replay).
     pub fn drop_intent(&self, r: IntentRef) -> Result<(), StorageError> {
-        Ok(self.db.delete(r.key())?)
+        Ok(self.main().delete(r.key())?)
     }
 
     /// The largest intent id on disk, plus one (1 when none).

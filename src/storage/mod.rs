@@ -164,17 +164,38 @@ impl Compression {
     }
 }
 
-/// The open database, shared by every shard.
-pub struct Engine {
-    db: DB,
-    fsync: AtomicU8,
-    dir: PathBuf,
-    /// Group commit: writes made so far, and how many of them are known to
-    /// be written to the WAL file (`flushed`) and synced (`synced`),
-    /// process-wide, since every column family shares one WAL.
+/// One RocksDB database and what group commit knows of its WAL: writes
+/// made so far, and how many of them are known to be written to the WAL
+/// file (`flushed`) and synced (`synced`).
+pub(super) struct Db {
+    pub(super) db: DB,
     written: AtomicU64,
     flushed: AtomicU64,
     synced: AtomicU64,
+}
+
+impl Db {
+    fn new(db: DB) -> Db {
+        Db {
+            db,
+            written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The open databases, shared by every shard.
+pub struct Engine {
+    /// Every database: the first holds the default family (shard count,
+    /// intents, the db map, functions, the disk probe); each shard's
+    /// families live in its home database (`homes`). Today that is the
+    /// first for every shard (issue 35, item 0: a database per shard is
+    /// measured in tuning.md, "Two shards' writes").
+    dbs: Vec<Db>,
+    homes: Vec<usize>,
+    fsync: AtomicU8,
+    dir: PathBuf,
     manual_wal_flush: bool,
     /// Group-commit syncs done (INFO persistence `wal_group_syncs`).
     pub group_syncs: AtomicU64,
@@ -319,7 +340,8 @@ impl Engine {
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(&db));
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
         Ok(Engine {
-            db,
+            dbs: vec![Db::new(db)],
+            homes: vec![0; opts.shards],
             intent_ids,
             tx_sink: Default::default(),
             meta_caches: (0..opts.shards)
@@ -327,9 +349,6 @@ impl Engine {
                 .collect(),
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             dir: opts.dir.clone(),
-            written: AtomicU64::new(0),
-            flushed: AtomicU64::new(0),
-            synced: AtomicU64::new(0),
             manual_wal_flush: opts.manual_wal_flush,
             group_syncs: AtomicU64::new(0),
             gc_slots,
@@ -352,10 +371,41 @@ impl Engine {
     pub fn enable_gc(&'static self) {
         for (name, slot) in &self.gc_slots {
             let meta = name.strip_suffix("-sub").unwrap_or(name);
-            if let Some(cf) = self.db.cf_handle(meta) {
-                let _ = slot.set((&self.db, cf));
+            let db = &self.home_of_family(meta).db;
+            if let Some(cf) = db.cf_handle(meta) {
+                let _ = slot.set((db, cf));
             }
         }
+    }
+
+    /// The database holding the default family.
+    #[inline]
+    pub(super) fn main(&self) -> &DB {
+        &self.dbs[0].db
+    }
+
+    /// The database holding shard `i`'s families.
+    #[inline]
+    fn home(&self, i: usize) -> &Db {
+        self.homes.get(i).and_then(|&d| self.dbs.get(d)).unwrap_or(&self.dbs[0])
+    }
+
+    /// The database of the family named `name` (`shard-<i>...`; the first
+    /// for any other).
+    fn home_of_family(&self, name: &str) -> &Db {
+        let i = name
+            .strip_prefix("shard-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|n| n.parse::<usize>().ok());
+        i.map_or(&self.dbs[0], |i| self.home(i))
+    }
+
+    /// Every shard family of the first `shards` shards, with its database.
+    fn shard_families(&self, shards: usize) -> impl Iterator<Item = (&DB, &ColumnFamily)> {
+        shard_cf_names(shards).filter_map(move |n| {
+            let db = &self.home_of_family(&n).db;
+            db.cf_handle(&n).map(|cf| (db, cf))
+        })
     }
 
     pub fn set_fsync(&self, f: Fsync) {
@@ -372,14 +422,16 @@ impl Engine {
 
     /// The store of shard `i`.
     pub fn shard(&'static self, i: usize) -> Result<ShardStore, StorageError> {
+        let home = self.home(i);
+        let db = &home.db;
         let handle = |name: String| {
-            self.db
-                .cf_handle(&name)
+            db.cf_handle(&name)
                 .ok_or_else(|| StorageError(format!("missing column family {name}")))
         };
         Ok(ShardStore {
             engine: self,
-            db: &self.db,
+            home,
+            db,
             cf: handle(cf_name(i))?,
             sub: handle(sub_cf_name(i))?,
             cache: self.meta_caches.get(i).cloned().flatten(),
@@ -389,7 +441,7 @@ impl Engine {
             tx: Default::default(),
             probe: Default::default(),
             wtier: wtier::WriteTier::new(
-                self.db.cf_handle(&wtier::log_cf_name(i)),
+                db.cf_handle(&wtier::log_cf_name(i)),
                 self.write_tier,
                 self.tier_starts.iter().find(|(s, _)| *s == i).map_or(0, |(_, p)| *p),
                 self.tier_held.get(i).cloned().flatten(),
@@ -436,6 +488,8 @@ pub struct Batch {
 /// start, intent replay): the cache is exact only under that rule.
 pub struct ShardStore {
     engine: &'static Engine,
+    /// The database of its families (`db` is its RocksDB handle).
+    home: &'static Db,
     db: &'static DB,
     /// Meta records and the indexes.
     cf: &'static ColumnFamily,

@@ -97,7 +97,7 @@ mod tests {
             let got = s.get_with(&member(i), |v| v.map(|v| v.to_vec())).unwrap();
             assert_eq!(got.as_deref(), Some(value(i)));
         }
-        e.db.live_files().unwrap().iter().map(|f| f.size).sum()
+        e.main().live_files().unwrap().iter().map(|f| f.size).sum()
     }
 
     #[test]

@@ -1,13 +1,12 @@
 //! RocksDB's statistics as INFO reports them.
 
-use super::{cf_name, shard_cf_names, Engine};
+use super::Engine;
 
 impl Engine {
     /// A RocksDB integer property summed over every shard column family.
     pub fn property_sum(&self, shards: usize, name: &str) -> u64 {
-        shard_cf_names(shards)
-            .filter_map(|n| self.db.cf_handle(&n))
-            .filter_map(|cf| self.db.property_int_value_cf(cf, name).ok().flatten())
+        self.shard_families(shards)
+            .filter_map(|(db, cf)| db.property_int_value_cf(cf, name).ok().flatten())
             .sum()
     }
 
@@ -15,9 +14,9 @@ impl Engine {
     /// by flushes and compactions per byte flushed), averaged over the column families
     /// that have flushed. 0 before the first flush.
     pub fn write_amp(&self, shards: usize) -> f64 {
-        let amps: Vec<f64> = shard_cf_names(shards)
-            .filter_map(|n| self.db.cf_handle(&n))
-            .filter_map(|cf| self.db.property_value_cf(cf, "rocksdb.cfstats").ok().flatten())
+        let amps: Vec<f64> = self
+            .shard_families(shards)
+            .filter_map(|(db, cf)| db.property_value_cf(cf, "rocksdb.cfstats").ok().flatten())
             .filter_map(|text| sum_row_w_amp(&text))
             .filter(|a| *a > 0.0)
             .collect();
@@ -34,9 +33,8 @@ impl Engine {
     /// column family (RocksDB's "Cumulative compaction: N GB write" line,
     /// so to 10 MB).
     pub fn compaction_written(&self, shards: usize) -> u64 {
-        shard_cf_names(shards)
-            .filter_map(|n| self.db.cf_handle(&n))
-            .filter_map(|cf| self.db.property_value_cf(cf, "rocksdb.cfstats").ok().flatten())
+        self.shard_families(shards)
+            .filter_map(|(db, cf)| db.property_value_cf(cf, "rocksdb.cfstats").ok().flatten())
             .filter_map(|text| cumulative_compaction_gb(&text))
             .map(|gb| (gb * 1e9) as u64)
             .sum()
@@ -87,9 +85,9 @@ pub struct RocksMemory {
 
 impl Engine {
     pub fn memory(&self, shards: usize) -> RocksMemory {
-        let stats = (0..shards)
-            .filter_map(|i| self.db.cf_handle(&cf_name(i)))
-            .find_map(|cf| self.db.property_value_cf(cf, "rocksdb.block-cache-entry-stats").ok().flatten())
+        let stats = self
+            .shard_families(shards)
+            .find_map(|(db, cf)| db.property_value_cf(cf, "rocksdb.block-cache-entry-stats").ok().flatten())
             .unwrap_or_default();
         RocksMemory {
             block_cache_capacity: self.block_cache_bytes,
@@ -133,6 +131,7 @@ fn role_bytes(stats: &str, role: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::families::cf_name;
 
     #[test]
     fn compaction_bytes_come_from_the_cumulative_line() {
@@ -146,16 +145,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = Engine::open(&super::super::test_opts(dir.path(), 1, 1 << 20)).unwrap();
         assert_eq!(e.write_amp(1), 0.0);
-        let cf = e.db.cf_handle(&cf_name(0)).unwrap();
+        let cf = e.main().cf_handle(&cf_name(0)).unwrap();
         for round in 0..6u32 {
             for i in 0..20_000u32 {
-                e.db.put_cf(cf, format!("k{i:08}").as_bytes(), round.to_be_bytes().repeat(16))
+                e.main().put_cf(cf, format!("k{i:08}").as_bytes(), round.to_be_bytes().repeat(16))
                     .unwrap();
             }
-            e.db.flush_cf(cf).unwrap();
+            e.main().flush_cf(cf).unwrap();
         }
-        e.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
-        let text = e.db.property_value_cf(cf, "rocksdb.cfstats").unwrap().unwrap();
+        e.main().compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+        let text = e.main().property_value_cf(cf, "rocksdb.cfstats").unwrap().unwrap();
         let amp = sum_row_w_amp(&text).unwrap_or_else(|| panic!("{text}"));
         assert!(amp >= 1.0, "{amp}\n{text}");
         let wa = e.write_amp(1);

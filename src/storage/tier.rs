@@ -83,10 +83,8 @@ impl super::Engine {
     /// the shards' memtables, empties the block cache (but what tables pin)
     /// and the meta caches.
     pub fn drop_caches(&self) -> Result<(), StorageError> {
-        for name in super::shard_cf_names(self.meta_caches.len()) {
-            if let Some(cf) = self.db.cf_handle(&name) {
-                self.db.flush_cf(cf)?;
-            }
+        for (db, cf) in self.shard_families(self.meta_caches.len()) {
+            db.flush_cf(cf)?;
         }
         let mut cache = self.block_cache.clone();
         cache.set_capacity(0);
@@ -610,7 +608,7 @@ mod tests {
         // In the memtable: memory.
         assert_eq!(s.get_in_memory(&k(5), copy).unwrap(), InMemory::Done(Some(100)));
         // Flushed to an SST whose data blocks were never read: disk only.
-        e.db.flush_cf(e.db.cf_handle(&sub_cf_name(0)).unwrap()).unwrap();
+        e.main().flush_cf(e.main().cf_handle(&sub_cf_name(0)).unwrap()).unwrap();
         assert_eq!(s.get_in_memory(&k(5), copy).unwrap(), InMemory::NeedsIo);
         // A normal read loads the block; then memory answers, and so it
         // does for the neighbours in the same 4 KiB block.
@@ -694,7 +692,7 @@ mod tests {
         ];
         let dones: Vec<Arc<Done>> = jobs.iter().map(|j| j.done.clone()).collect();
         let batches = AtomicU64::new(0);
-        read_batch(&e.db, &batches, jobs);
+        read_batch(e.main(), &batches, jobs);
         // One read per column family: shard 0's meta and member families,
         // shard 1's meta family.
         assert_eq!(batches.load(Ordering::Relaxed), 3);

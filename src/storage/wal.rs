@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use rocksdb::WriteBatch;
 
-use super::{disk, shard_cf_names, Engine, Fsync, StorageError};
+use super::{disk, Db, Engine, Fsync, StorageError};
 
 impl Engine {
     /// The disk guard's periodic check (about once a second): free space of
@@ -18,17 +18,19 @@ impl Engine {
             let stamp = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
-            self.db
-                .put(b"basalt:disk-probe", stamp.to_be_bytes())
-                .map_err(|e| e.into_string())?;
+            let db = self.main();
+            db.put(b"basalt:disk-probe", stamp.to_be_bytes()).map_err(|e| e.into_string())?;
             // With a buffered WAL the put alone does not touch the disk.
-            self.db.flush_wal(false).map_err(|e| e.into_string())
+            db.flush_wal(false).map_err(|e| e.into_string())
         });
     }
 
-    /// Syncs the WAL to disk.
+    /// Syncs every database's WAL to disk.
     pub fn sync_wal(&self) -> Result<(), StorageError> {
-        Ok(self.db.flush_wal(true)?)
+        for d in &self.dbs {
+            d.db.flush_wal(true)?;
+        }
+        Ok(())
     }
 
     /// True when a write made so far is not yet where a reply may promise
@@ -36,31 +38,38 @@ impl Engine {
     /// `appendfsync always`). The connection must call
     /// [`Engine::flush_written`] before it replies.
     pub fn unflushed(&self) -> bool {
-        let w = self.written.load(Ordering::Acquire);
-        if self.fsync() == Fsync::Always {
-            return self.synced.load(Ordering::Acquire) < w;
-        }
-        self.manual_wal_flush && self.flushed.load(Ordering::Acquire) < w
+        let always = self.fsync() == Fsync::Always;
+        self.dbs.iter().any(|d| {
+            let w = d.written.load(Ordering::Acquire);
+            if always {
+                d.synced.load(Ordering::Acquire) < w
+            } else {
+                self.manual_wal_flush && d.flushed.load(Ordering::Acquire) < w
+            }
+        })
     }
 
-    /// Group commit: one WAL write (and under `always` one sync) covers
-    /// every write made before it, from any shard. Connections call this
-    /// after running their batch (having first let the other ready
-    /// connections run theirs) and before replying; the first pays, the
-    /// rest find their writes already flushed.
+    /// Group commit: one WAL write (and under `always` one sync) per
+    /// database covers every write made in it before, from any shard.
+    /// Connections call this after running their batch (having first let
+    /// the other ready connections run theirs) and before replying; the
+    /// first pays, the rest find their writes already flushed.
     pub fn flush_written(&self) -> Result<(), StorageError> {
-        let target = self.written.load(Ordering::Acquire);
-        if self.fsync() == Fsync::Always {
-            if self.synced.load(Ordering::Acquire) >= target {
-                return Ok(());
+        let always = self.fsync() == Fsync::Always;
+        for d in &self.dbs {
+            let target = d.written.load(Ordering::Acquire);
+            if always {
+                if d.synced.load(Ordering::Acquire) >= target {
+                    continue;
+                }
+                self.flush_wal(d, true)?;
+                d.synced.fetch_max(target, Ordering::AcqRel);
+                self.group_syncs.fetch_add(1, Ordering::Relaxed);
+            } else if self.manual_wal_flush && d.flushed.load(Ordering::Acquire) < target {
+                self.flush_wal(d, false)?;
             }
-            self.flush_wal(true)?;
-            self.synced.fetch_max(target, Ordering::AcqRel);
-            self.group_syncs.fetch_add(1, Ordering::Relaxed);
-        } else if self.manual_wal_flush && self.flushed.load(Ordering::Acquire) < target {
-            self.flush_wal(false)?;
+            d.flushed.fetch_max(target, Ordering::AcqRel);
         }
-        self.flushed.fetch_max(target, Ordering::AcqRel);
         Ok(())
     }
 
@@ -69,15 +78,23 @@ impl Engine {
     /// expirations reach the file too).
     pub fn flush_buffered(&self) -> Result<(), StorageError> {
         if self.manual_wal_flush {
-            let target = self.written.load(Ordering::Acquire);
-            self.flush_wal(false)?;
-            self.flushed.fetch_max(target, Ordering::AcqRel);
+            for d in &self.dbs {
+                let target = d.written.load(Ordering::Acquire);
+                self.flush_wal(d, false)?;
+                d.flushed.fetch_max(target, Ordering::AcqRel);
+            }
         }
         Ok(())
     }
 
-    pub(super) fn flush_wal(&self, sync: bool) -> Result<(), StorageError> {
-        self.db.flush_wal(sync).map_err(|e| {
+    /// Syncs the first database's WAL (a write of the default family that
+    /// must be on disk before it takes effect: SWAPDB, FUNCTION).
+    pub(super) fn sync_main(&self) -> Result<(), StorageError> {
+        self.flush_wal(&self.dbs[0], true)
+    }
+
+    fn flush_wal(&self, d: &Db, sync: bool) -> Result<(), StorageError> {
+        d.db.flush_wal(sync).map_err(|e| {
             let e = StorageError::from(e);
             self.disk.note_write_error(&e.0);
             e
@@ -86,7 +103,7 @@ impl Engine {
 
     /// Flushes memtables and syncs the WAL: used at shutdown.
     pub fn shutdown(&self) -> Result<(), StorageError> {
-        self.db.flush_wal(true)?;
+        self.sync_wal()?;
         self.flush_memtables()
     }
 
@@ -95,12 +112,12 @@ impl Engine {
     pub fn flush_memtables(&self) -> Result<(), StorageError> {
         // Every column family: `DB::flush` alone flushes only the default
         // one, and the shards' memtables came back from the WAL on restart.
-        for name in shard_cf_names(self.meta_caches.len()) {
-            if let Some(cf) = self.db.cf_handle(&name) {
-                self.db.flush_cf(cf)?;
-            }
+        for (db, cf) in self.shard_families(self.meta_caches.len()) {
+            db.flush_cf(cf)?;
         }
-        self.db.flush()?;
+        for d in &self.dbs {
+            d.db.flush()?;
+        }
         Ok(())
     }
 
@@ -113,10 +130,8 @@ impl Engine {
         let mut o = rocksdb::CompactOptions::default();
         o.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
         o.set_exclusive_manual_compaction(false);
-        for name in shard_cf_names(self.meta_caches.len()) {
-            if let Some(cf) = self.db.cf_handle(&name) {
-                self.db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &o);
-            }
+        for (db, cf) in self.shard_families(self.meta_caches.len()) {
+            db.compact_range_cf_opt(cf, None::<&[u8]>, None::<&[u8]>, &o);
         }
         Ok(())
     }
@@ -126,7 +141,7 @@ impl Engine {
         if path.exists() {
             std::fs::remove_dir_all(path).map_err(|e| StorageError(e.to_string()))?;
         }
-        let cp = rocksdb::checkpoint::Checkpoint::new(&self.db)?;
+        let cp = rocksdb::checkpoint::Checkpoint::new(self.main())?;
         cp.create_checkpoint(path)?;
         Ok(())
     }
@@ -136,8 +151,13 @@ impl Engine {
     /// the guard's budget and moves `written`, so the connection flushes
     /// the WAL before it replies.
     pub(super) fn write_batch(&self, wb: WriteBatch) -> Result<(), StorageError> {
+        self.write_in(&self.dbs[0], wb)
+    }
+
+    /// [`Engine::write_batch`] to database `d` (a shard's home).
+    pub(super) fn write_in(&self, d: &Db, wb: WriteBatch) -> Result<(), StorageError> {
         let bytes = wb.size_in_bytes();
-        if let Err(e) = self.db.write(wb) {
+        if let Err(e) = d.db.write(wb) {
             let e = StorageError::from(e);
             self.disk.note_write_error(&e.0);
             return Err(e);
@@ -145,7 +165,7 @@ impl Engine {
         if self.disk.spend(bytes) {
             self.check_disk();
         }
-        self.written.fetch_add(1, Ordering::AcqRel);
+        d.written.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 }

@@ -261,7 +261,7 @@ impl ShardStore {
     pub(super) fn tier_write(&self, rep: Bytes) -> Result<(), StorageError> {
         let t = &self.wtier;
         let Some(logcf) = t.log else {
-            return self.engine.write_batch(WriteBatch::from_data(&rep));
+            return self.engine.write_in(self.home, WriteBatch::from_data(&rep));
         };
         let Some(recs) = log::records(&rep) else {
             // Not a plain batch of puts and deletes: written as it is.
@@ -270,7 +270,7 @@ impl ShardStore {
         let pos = t.pos.get() + 1;
         let mut wb = WriteBatch::default();
         wb.put_cf(logcf, pos.to_be_bytes(), &rep);
-        self.engine.write_batch(wb)?;
+        self.engine.write_in(self.home, wb)?;
         t.pos.set(pos);
         let added = recs.len();
         let full = {
@@ -366,13 +366,13 @@ impl ShardStore {
     /// the tier's older records, not before them.
     pub(super) fn tier_direct(&self, mut wb: WriteBatch) -> Result<(), StorageError> {
         let Some(logcf) = self.wtier.log else {
-            return self.engine.write_batch(wb);
+            return self.engine.write_in(self.home, wb);
         };
         self.tier_apply()?;
         let rep = wb.data().to_vec();
         let pos = self.wtier.pos.get() + 1;
         wb.put_cf(logcf, pos.to_be_bytes(), rep);
-        self.engine.write_batch(wb)?;
+        self.engine.write_in(self.home, wb)?;
         self.wtier.pos.set(pos);
         // The marks without the WAL, as an apply writes them: one recovered
         // from the WAL would claim records that earlier applies wrote
@@ -440,7 +440,7 @@ impl ShardStore {
         }
         let mut wb = WriteBatch::default();
         wb.delete_range_cf(logcf, 0u64.to_be_bytes(), (safe + 1).to_be_bytes());
-        self.engine.write_batch(wb)?;
+        self.engine.write_in(self.home, wb)?;
         self.wtier.cut.set(safe);
         Ok(())
     }
