@@ -170,6 +170,7 @@ pub fn run(config: Config) -> Result<(), String> {
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
             write_tier: write_tier(),
+            split: false,
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));

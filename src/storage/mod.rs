@@ -25,6 +25,7 @@ pub mod group;
 pub mod intent;
 pub mod keys;
 pub mod meta;
+mod open;
 mod options;
 mod scan;
 mod stats;
@@ -40,9 +41,9 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, WriteBatch, DB};
+use rocksdb::{Cache, ColumnFamily, Options, WriteBatch, DB};
 
-use families::{cf_name, shard_cf_names, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
+use families::{cf_name, shard_cf_names, sub_cf_name};
 
 /// A storage failure, reported to the client as `ERR` and logged.
 #[derive(Debug, Clone)]
@@ -118,6 +119,9 @@ pub struct StoreOptions {
     pub background: Background,
     /// The write tier's size in records (`wtier`, a prototype; 0: off).
     pub write_tier: usize,
+    /// A database per shard (`open`); not yet for use: cross-shard writes
+    /// do not carry across databases.
+    pub split: bool,
 }
 
 /// Which RocksDB thread pools run at the lowest CPU priority
@@ -277,71 +281,19 @@ impl Engine {
         if let Some(m) = &memtables {
             db_opts.set_write_buffer_manager(m);
         }
-        let path = opts.dir.join("db");
-        let existing = DB::list_cf(&db_opts, &path).unwrap_or_default();
-        let logs = wtier::logs(&existing, opts);
-        let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default" && !n.ends_with("-log")).collect();
-        let same_shards = names.len() == 2 * opts.shards && shard_cf_names(opts.shards).all(|n| names.contains(&n));
-        for n in shard_cf_names(opts.shards) {
-            if !names.contains(&n) {
-                names.push(n);
-            }
-        }
-        // Every shard family gets a compaction filter; each reads the meta
-        // family of its shard (`enable_gc`). The meta families' hand the
-        // long-expired keys they meet to their shard (`gc_found`).
-        let gc_found: Vec<(String, gc::Found)> = names
-            .iter()
-            .filter(|n| !n.ends_with("-sub"))
-            .map(|n| (n.clone(), gc::Found::default()))
-            .collect();
-        let gc_slots: Vec<(String, gc::Slot)> = names.iter().map(|n| (n.clone(), gc::Slot::default())).collect();
-        let mut descriptors: Vec<ColumnFamilyDescriptor> = names
-            .iter()
-            .map(|n| {
-                let slot = gc_slots.iter().find(|(m, _)| m == n).map(|(_, s)| s.clone());
-                let family = match gc_found.iter().find(|(m, _)| m == n) {
-                    Some((_, f)) => gc::Family::Meta(f.clone()),
-                    None => gc::Family::Members,
-                };
-                ColumnFamilyDescriptor::new(n, options::cf_options(&cache, opts, slot.map(|s| (s, family))))
-            })
-            .collect();
-        // The default column family (shard count, intents, the disk probe)
-        // gets the shards' write buffer size. RocksDB resumes writes after a
-        // no-space error only once the largest write buffer of any column
-        // family is free on disk, and rust-rocksdb opens an unnamed default
-        // column family with RocksDB's 64 MB: a 96 MB disk with 24 MB freed
-        // refused writes forever (tests/full_disk.rs).
-        let mut default_cf = Options::default();
-        default_cf.set_write_buffer_size(opts.write_buffer_bytes);
-        descriptors.push(ColumnFamilyDescriptor::new("default", default_cf));
-        for n in &logs {
-            let mut o = Options::default();
-            o.set_write_buffer_size(opts.write_buffer_bytes);
-            descriptors.push(ColumnFamilyDescriptor::new(n, o));
-        }
-        let mut db = DB::open_cf_descriptors(&db_opts, &path, descriptors)?;
-        // What the write tier's logs hold past what the families persisted
-        // goes back first, with the shard count it was written with.
-        let tier_starts = wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?;
-        families::reshard(&mut db, &names, opts.shards)?;
-        Self::load_db_map(&db)?;
-        let mut wanted: Vec<String> = shard_cf_names(opts.shards).collect();
-        if opts.write_tier > 0 {
-            wanted.extend((0..opts.shards).map(wtier::log_cf_name));
-        }
-        for stale in names.iter().chain(&logs).filter(|n| !wanted.contains(n)) {
-            db.drop_cf(stale)?;
-        }
-        db.put(SHARDS_RECORD, opts.shards.to_string())?;
-        db.put(LAYOUT_RECORD, LAYOUT)?;
-        db.flush_wal(true)?;
-        let intent_ids = AtomicU64::new(Self::first_free_intent_id(&db));
+        let opened = if opts.split {
+            open::open_split(&db_opts, &cache, opts)?
+        } else {
+            open::open_shared(&db_opts, &cache, opts)?
+        };
+        let main = &opened.dbs[0];
+        Self::load_db_map(main)?;
+        Self::record_layout(main, opts.shards)?;
+        let intent_ids = AtomicU64::new(Self::first_free_intent_id(main));
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
         Ok(Engine {
-            dbs: vec![Db::new(db)],
-            homes: vec![0; opts.shards],
+            dbs: opened.dbs.into_iter().map(Db::new).collect(),
+            homes: opened.homes,
             intent_ids,
             tx_sink: Default::default(),
             meta_caches: (0..opts.shards)
@@ -351,15 +303,15 @@ impl Engine {
             dir: opts.dir.clone(),
             manual_wal_flush: opts.manual_wal_flush,
             group_syncs: AtomicU64::new(0),
-            gc_slots,
-            gc_found,
+            gc_slots: opened.gc_slots,
+            gc_found: opened.gc_found,
             disk: disk::DiskGuard::default(),
             tier: tier::Tier::new(opts.io_threads),
             block_cache: cache,
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
             write_tier: opts.write_tier,
-            tier_starts,
+            tier_starts: opened.tier_starts,
             tier_held: (0..opts.shards)
                 .map(|_| (opts.write_tier > 0 && opts.shards > 1).then(|| Arc::new([wtier::Held::new(), wtier::Held::new()])))
                 .collect(),
@@ -731,6 +683,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         bottommost: Compression::Zstd,
         background: Background::LowFlush,
         write_tier: 0,
+        split: false,
     }
 }
 

@@ -148,7 +148,8 @@ mod tests {
         let cf = e.main().cf_handle(&cf_name(0)).unwrap();
         for round in 0..6u32 {
             for i in 0..20_000u32 {
-                e.main().put_cf(cf, format!("k{i:08}").as_bytes(), round.to_be_bytes().repeat(16))
+                e.main()
+                    .put_cf(cf, format!("k{i:08}").as_bytes(), round.to_be_bytes().repeat(16))
                     .unwrap();
             }
             e.main().flush_cf(cf).unwrap();

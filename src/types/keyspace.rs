@@ -694,6 +694,7 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
         bottommost: Default::default(),
         background: Default::default(),
         write_tier: 0,
+        split: false,
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));
     engine.enable_gc();
