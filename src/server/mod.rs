@@ -55,9 +55,10 @@ fn install_signal_thread(g: Arc<Global>, set: libc::sigset_t) {
     }
 }
 
-/// Once a second: the disk guard's check (`storage::disk`) and, under
-/// `appendfsync everysec`, a WAL sync; a sync slower than
-/// `latency-monitor-threshold` is a "wal-fsync" latency event.
+/// Once a second: the disk guard's check (`storage::disk`), under
+/// `appendfsync everysec` a WAL sync (a sync slower than
+/// `latency-monitor-threshold` is a "wal-fsync" latency event), and a step
+/// of the redo records' removal (`storage::redo`).
 fn start_fsync_thread(g: Arc<Global>) {
     std::thread::Builder::new()
         .name("wal-sync".into())
@@ -78,6 +79,9 @@ fn start_fsync_thread(g: Arc<Global>) {
                 if threshold > 0 && ms >= threshold {
                     g.latency.add("wal-fsync", now_ms() / 1000, ms);
                 }
+            }
+            if let Err(e) = g.engine.redo_tick() {
+                tracing::error!(error = %e, "removing redo records failed");
             }
         })
         .ok();

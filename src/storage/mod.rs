@@ -27,6 +27,7 @@ pub mod keys;
 pub mod meta;
 mod open;
 mod options;
+mod redo;
 mod scan;
 mod stats;
 mod tx;
@@ -213,6 +214,8 @@ pub struct Engine {
     intent_ids: AtomicU64,
     /// What a transaction over several shards stages (`tx`).
     tx_sink: tx::Sink,
+    /// Redo records on their way out (`redo`).
+    redo_queue: redo::Queue,
     /// Each shard's meta cache (see `cache`), shared by its store and its
     /// peers' read-only views.
     meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
@@ -296,6 +299,7 @@ impl Engine {
             homes: opened.homes,
             intent_ids,
             tx_sink: Default::default(),
+            redo_queue: Default::default(),
             meta_caches: (0..opts.shards)
                 .map(|_| (per_shard > 0).then(|| Arc::new(cache::MetaCache::new(per_shard))))
                 .collect(),
@@ -375,6 +379,7 @@ impl Engine {
     /// The store of shard `i`.
     pub fn shard(&'static self, i: usize) -> Result<ShardStore, StorageError> {
         let home = self.home(i);
+        let home_index = self.homes.get(i).copied().unwrap_or(0);
         let db = &home.db;
         let handle = |name: String| {
             db.cf_handle(&name)
@@ -383,6 +388,7 @@ impl Engine {
         Ok(ShardStore {
             engine: self,
             home,
+            home_index,
             db,
             cf: handle(cf_name(i))?,
             sub: handle(sub_cf_name(i))?,
@@ -440,8 +446,10 @@ pub struct Batch {
 /// start, intent replay): the cache is exact only under that rule.
 pub struct ShardStore {
     engine: &'static Engine,
-    /// The database of its families (`db` is its RocksDB handle).
+    /// The database of its families (`db` is its RocksDB handle), and its
+    /// index in the engine's.
     home: &'static Db,
+    home_index: usize,
     db: &'static DB,
     /// Meta records and the indexes.
     cf: &'static ColumnFamily,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use rocksdb::{Cache, ColumnFamilyDescriptor, Options, WriteBatch, DB};
 
 use super::families::{cf_name, home_of, reshard, shard_cf_names, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
-use super::{gc, keys, options, wtier, Engine, StorageError, StoreOptions};
+use super::{gc, keys, options, redo, wtier, Engine, StorageError, StoreOptions};
 use crate::slot::shard_of_slot;
 
 /// How many records a move across databases carries per round.
@@ -133,10 +133,16 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
     // What the write tier's logs hold past what the families persisted
     // goes back first, with the shard count it was written with.
     let tier_starts = wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?;
-    // Records a split layout left in shard databases come back here.
-    let split = shard_dbs_in(&opts.dir);
-    for &i in &split {
-        let sdb = open_to_drop(db_opts, cache, opts, i)?;
+    // Records a split layout left in shard databases come back here, once
+    // the writes over several of them a crash cut short are whole.
+    let mut left = Vec::new();
+    for i in shard_dbs_in(&opts.dir) {
+        left.push((i, open_to_drop(db_opts, cache, opts, i)?));
+    }
+    let mut all: Vec<(usize, &DB)> = vec![(0, &db)];
+    all.extend(left.iter().map(|(i, d)| (i + 1, d)));
+    redo::recover(&all)?;
+    for (i, sdb) in left {
         let sources = shard_families_at(db_opts, &shard_dir(&opts.dir, i));
         move_out(&sdb, &sources, &|_| Some(&db), opts.shards)?;
         drop_shard_db(sdb, &opts.dir, i)?;
@@ -199,6 +205,18 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
         tier_starts.extend(wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?);
         shard_dbs.push(db);
     }
+    let mut extra = Vec::new();
+    for i in shard_dbs_in(&opts.dir).into_iter().filter(|&i| i >= opts.shards) {
+        extra.push((i, open_to_drop(db_opts, cache, opts, i)?));
+    }
+    // Writes over several databases a crash cut short are made whole
+    // before any record moves (their batches name the families where
+    // they were).
+    let mut all: Vec<(usize, &DB)> = vec![(0, &main)];
+    all.extend(shard_dbs.iter().enumerate().map(|(i, d)| (i + 1, d)));
+    all.extend(extra.iter().map(|(i, d)| (i + 1, d)));
+    redo::recover(&all)?;
+    drop(all);
     let home = |s: usize| shard_dbs.get(s);
     // The shared layout's families, then shard databases past the shard
     // count, then (when the count changed) each shard's own.
@@ -206,8 +224,7 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
     for n in &main_names {
         main.drop_cf(n)?;
     }
-    for i in shard_dbs_in(&opts.dir).into_iter().filter(|&i| i >= opts.shards) {
-        let sdb = open_to_drop(db_opts, cache, opts, i)?;
+    for (i, sdb) in extra {
         let sources = shard_families_at(db_opts, &shard_dir(&opts.dir, i));
         move_out(&sdb, &sources, &home, opts.shards)?;
         drop_shard_db(sdb, &opts.dir, i)?;

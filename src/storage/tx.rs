@@ -132,11 +132,6 @@ impl Records {
         self.count += wb.len() as u32;
     }
 
-    /// Writes them as one batch and empties them.
-    fn write(&mut self, engine: &Engine) -> Result<(), StorageError> {
-        self.take().map_or(Ok(()), |wb| engine.write_batch(wb))
-    }
-
     /// Them as one batch (None: nothing staged), emptied.
     fn take(&mut self) -> Option<WriteBatch> {
         let count = std::mem::take(&mut self.count);
@@ -152,8 +147,9 @@ impl Records {
     }
 }
 
-/// The engine's sink for transactions over several shards (one at a time).
-pub(super) type Sink = Mutex<Records>;
+/// The engine's sink for transactions over several shards (one at a
+/// time): per database (by index), what its shards staged.
+pub(super) type Sink = Mutex<Vec<(usize, Records)>>;
 
 /// A shard's open transaction.
 #[derive(Default)]
@@ -205,9 +201,17 @@ impl ShardStore {
         if self.tx.shared.get() {
             let log = self.tier_log_part(b.wb.data());
             let mut sink = self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner());
-            sink.append(&b.wb);
+            let at = match sink.iter().position(|(d, _)| *d == self.home_index) {
+                Some(at) => at,
+                None => {
+                    sink.push((self.home_index, Records::default()));
+                    sink.len() - 1
+                }
+            };
+            let records = &mut sink[at].1;
+            records.append(&b.wb);
             if let Some(log) = &log {
-                sink.append(log);
+                records.append(log);
             }
         } else {
             j.own.append(&b.wb);
@@ -288,13 +292,23 @@ impl ShardStore {
 impl Engine {
     /// Writes what a transaction over several shards staged, as one batch
     /// (see the module doc), and empties the sink.
+    /// With the shards' families in several databases, one batch per
+    /// database, all or nothing through redo records (`redo`).
     pub fn write_tx(&self) -> Result<(), StorageError> {
-        self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()).write(self)
+        let staged = std::mem::take(&mut *self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()));
+        let parts: Vec<(usize, Vec<u8>)> = staged
+            .into_iter()
+            .filter_map(|(d, mut r)| r.take().map(|wb| (d, wb.data().to_vec())))
+            .collect();
+        if parts.is_empty() {
+            return Ok(());
+        }
+        self.write_across(parts)
     }
 
     /// Empties the sink unwritten (a transaction abandoned).
     pub fn drop_tx(&self) {
-        *self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()) = Records::default();
+        self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
@@ -510,6 +524,43 @@ mod tests {
         assert_eq!(get(&s0, &keys::meta_key(0, b"k0")), Some(b"v0".to_vec()));
         assert_eq!(get(&s1, &keys::meta_key(0, b"k1")), Some(b"v1".to_vec()));
         assert_eq!(get(&s1, &keys::meta_key(0, b"early")), Some(b"x".to_vec()));
+    }
+
+    /// With a database per shard, each shard's part goes to its own, with
+    /// a copy of the whole write (`redo`) in each.
+    #[test]
+    fn with_a_database_per_shard_each_part_goes_to_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = test_opts(dir.path(), 2, 1 << 20);
+        opts.split = true;
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+        let (s0, s1) = (e.shard(0).unwrap(), e.shard(1).unwrap());
+        s0.begin_tx(true);
+        s1.begin_tx(true);
+        put(&s0, &keys::meta_key(0, b"k0"), b"v0");
+        put(&s1, &keys::meta_key(0, b"k1"), b"v1");
+        put(&s0, &keys::meta_key(0, b"k2"), b"v2");
+        let in_db = |d: usize, shard: usize, k: &[u8]| {
+            let db = &e.dbs[d].db;
+            db.get_cf(db.cf_handle(&crate::storage::cf_name(shard)).unwrap(), k).unwrap()
+        };
+        assert_eq!(in_db(1, 0, &keys::meta_key(0, b"k0")), None, "nothing written before the commit");
+        let w = e.write_tx();
+        s0.end_tx(&w);
+        s1.end_tx(&w);
+        w.unwrap();
+        assert_eq!(in_db(1, 0, &keys::meta_key(0, b"k0")), Some(b"v0".to_vec()));
+        assert_eq!(in_db(1, 0, &keys::meta_key(0, b"k2")), Some(b"v2".to_vec()));
+        assert_eq!(in_db(2, 1, &keys::meta_key(0, b"k1")), Some(b"v1".to_vec()));
+        let redo = |d: usize| {
+            e.dbs[d]
+                .db
+                .prefix_iterator(b"basalt:redo:")
+                .filter_map(Result::ok)
+                .filter(|(k, _)| k.starts_with(b"basalt:redo:"))
+                .count()
+        };
+        assert_eq!((redo(1), redo(2)), (1, 1));
     }
 
     /// What waits for the write (keyspace notifications) runs at the commit.

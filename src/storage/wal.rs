@@ -146,15 +146,11 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes one batch, whatever it holds (a command's, a write group, a
-    /// transaction). A failure is noted by the disk guard; a success spends
-    /// the guard's budget and moves `written`, so the connection flushes
-    /// the WAL before it replies.
-    pub(super) fn write_batch(&self, wb: WriteBatch) -> Result<(), StorageError> {
-        self.write_in(&self.dbs[0], wb)
-    }
-
-    /// [`Engine::write_batch`] to database `d` (a shard's home).
+    /// Writes one batch to database `d` (a shard's home, or the first),
+    /// whatever it holds (a command's, a write group, a transaction). A
+    /// failure is noted by the disk guard; a success spends the guard's
+    /// budget and moves the database's `written`, so the connection
+    /// flushes its WAL before it replies.
     pub(super) fn write_in(&self, d: &Db, wb: WriteBatch) -> Result<(), StorageError> {
         let bytes = wb.size_in_bytes();
         if let Err(e) = d.db.write(wb) {
