@@ -104,17 +104,29 @@ fn big_strings_answer_like_redis() {
     }
 }
 
-/// Bytes in the write-ahead log files of a data dir.
+/// Bytes in the write-ahead log files of a data dir (its databases: `db`,
+/// and `shard-<i>` with a database per shard).
 fn wal_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir.join("db"))
+    let logs = |d: &Path| -> u64 {
+        std::fs::read_dir(d)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    let shard_dbs = std::fs::read_dir(dir)
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.len())
+                .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("shard-")))
+                .map(|e| logs(&e.path()))
                 .sum()
         })
-        .unwrap_or(0)
+        .unwrap_or(0);
+    logs(&dir.join("db")) + shard_dbs
 }
 
 /// Runs `args` and returns its reply and the WAL bytes it wrote.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{show, Basalt, Raw};
+use common::{show, Basalt, Raw, Rng};
 
 /// A tmpfs of `mb` MiB mounted on a temp dir; unmounted on drop.
 struct Tmpfs {
@@ -45,10 +45,20 @@ fn info_field(c: &mut Raw, name: &str) -> String {
         .to_string()
 }
 
+/// `n` random letters and digits: a value the disk must hold at close to
+/// its size (a repeated letter compresses to nothing, and with a database
+/// per shard, whose WAL goes with each memtable flush, such values never
+/// filled the disk).
+fn incompressible(n: usize) -> String {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let chars = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    (0..n).map(|_| chars[rng.below(chars.len())] as char).collect()
+}
+
 /// Writes 64 KiB values until the server refuses one; returns how many it
 /// took and the refusal.
 fn fill(c: &mut Raw) -> (usize, Vec<u8>) {
-    let value = "v".repeat(64 * 1024);
+    let value = incompressible(64 * 1024);
     for i in 0..100_000 {
         let reply = c.cmd(&["SET", &format!("fill:{i}"), &value]);
         if reply != b"+OK\r\n" {
@@ -63,7 +73,7 @@ fn fill(c: &mut Raw) -> (usize, Vec<u8>) {
 /// acknowledged must be readable: a group that failed to write turns all of
 /// its commands' replies into the error, not only the last one's.
 fn fill_pipelined(b: &Basalt) -> usize {
-    let value = "p".repeat(64 * 1024);
+    let value = incompressible(64 * 1024);
     let mut c = b.raw();
     for round in 0..100_000 {
         // One hash tag: all 8 keys on one shard, so they run as one group.
@@ -96,7 +106,7 @@ fn fill_pipelined(b: &Basalt) -> usize {
 /// "Turns"): every SET acknowledged must be readable, and a SET whose
 /// write was lost with a turn gets the error.
 fn fill_concurrently(b: &Basalt) {
-    let value = "c".repeat(64 * 1024);
+    let value = incompressible(64 * 1024);
     let acknowledged: Vec<Vec<String>> = std::thread::scope(|s| {
         let clients: Vec<_> = (0..4)
             .map(|t| {

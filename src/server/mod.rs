@@ -174,7 +174,7 @@ pub fn run(config: Config) -> Result<(), String> {
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
             write_tier: write_tier(),
-            split: false,
+            split: std::env::var("BASALT_SPLIT").is_ok_and(|v| v == "1"),
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));

@@ -10,7 +10,10 @@
 //! WAL, so after a crash either no intent was written (nothing of the
 //! command was applied: the client had no reply), or the intent's surviving
 //! parts are exactly the parts not applied yet, and replaying them at the
-//! next start completes the command. A shard may also write a later part in
+//! next start completes the command. With a database per shard the intent
+//! records stay in the first database, and a batch that writes or deletes
+//! one is a write over two databases, whole through its redo records
+//! (`redo`), so the same holds. A shard may also write a later part in
 //! the batch that applies an earlier one (RENAME: the source's delete
 //! carries the destination's part).
 //!
@@ -130,13 +133,25 @@ impl ShardStore {
 
     /// Adds intent part `r` with `body` to `b`.
     pub fn stage_intent(&self, b: &mut Batch, r: IntentRef, body: &[u8]) {
-        b.wb.put(r.key(), body);
+        self.intent_batch(b).put(r.key(), body);
     }
 
     /// Adds the delete of intent part `r` to `b`: the batch that applies a
     /// part carries it.
     pub fn stage_intent_done(&self, b: &mut Batch, r: IntentRef) {
-        b.wb.delete(r.key());
+        self.intent_batch(b).delete(r.key());
+    }
+
+    /// Where `b`'s intent records go: its own batch, or with a database
+    /// per shard the part for the first database (where every intent
+    /// lives), which [`ShardStore::write`] writes with the rest through a
+    /// redo record (`redo`).
+    fn intent_batch<'b>(&self, b: &'b mut Batch) -> &'b mut rocksdb::WriteBatch {
+        if self.home_index == 0 {
+            &mut b.wb
+        } else {
+            &mut b.main
+        }
     }
 }
 

@@ -120,8 +120,8 @@ pub struct StoreOptions {
     pub background: Background,
     /// The write tier's size in records (`wtier`, a prototype; 0: off).
     pub write_tier: usize,
-    /// A database per shard (`open`); not yet for use: cross-shard writes
-    /// do not carry across databases.
+    /// A database per shard (`open`, `redo`): `BASALT_SPLIT=1`, off by
+    /// default while it is measured.
     pub split: bool,
 }
 
@@ -439,6 +439,9 @@ pub struct Batch {
     hashes: Vec<u64>,
     /// The writes, while a transaction is open (`tx`).
     ops: Vec<tx::Op>,
+    /// With a database per shard: records for the first database's
+    /// default family (intents, `intent`), written with `wb` as one write.
+    main: WriteBatch,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -636,7 +639,7 @@ impl ShardStore {
     /// Applies a batch atomically, synced according to `appendfsync`.
     /// With a group open (`group`), the batch joins the group instead.
     pub fn write(&self, b: Batch) -> Result<(), StorageError> {
-        if b.wb.is_empty() {
+        if b.wb.is_empty() && b.main.is_empty() {
             return Ok(());
         }
         self.note_write();
@@ -654,7 +657,12 @@ impl ShardStore {
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
-        if let Err(e) = self.tier_direct(b.wb) {
+        let written = if b.main.is_empty() {
+            self.tier_direct(b.wb)
+        } else {
+            self.write_with_main(b.wb, &b.main)
+        };
+        if let Err(e) = written {
             // RocksDB may hold the batch or not: forget what the cache knew.
             if let Some(c) = &self.cache {
                 c.clear();

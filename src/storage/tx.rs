@@ -154,8 +154,10 @@ pub(super) type Sink = Mutex<Vec<(usize, Records)>>;
 /// A shard's open transaction.
 #[derive(Default)]
 struct Journal {
-    /// Its records, unless they go to the engine's sink.
+    /// Its records, unless they go to the engine's sink; `main`: those
+    /// for the first database (`Batch::main`).
     own: Records,
+    main: Records,
     overlay: Overlay,
     /// A range delete reached meta records: the meta cache is cleared
     /// once the transaction is written.
@@ -213,8 +215,21 @@ impl ShardStore {
             if let Some(log) = &log {
                 records.append(log);
             }
+            if !b.main.is_empty() {
+                match sink.iter_mut().find(|(d, _)| *d == 0) {
+                    Some((_, r)) => r.append(&b.main),
+                    None => {
+                        let mut r = Records::default();
+                        r.append(&b.main);
+                        sink.push((0, r));
+                    }
+                }
+            }
         } else {
             j.own.append(&b.wb);
+            if !b.main.is_empty() {
+                j.main.append(&b.main);
+            }
         }
         j.clears_meta |= b.clears_meta;
         for op in &b.ops {
@@ -281,11 +296,39 @@ impl ShardStore {
         }
     }
 
+    /// A batch with records for the first database (`Batch::main`): after
+    /// what the write tier holds, both parts as one write over two
+    /// databases (`redo`), the home part with its log record when the tier
+    /// is on (as [`ShardStore::tier_direct`] carries one).
+    pub(super) fn write_with_main(&self, wb: WriteBatch, main: &WriteBatch) -> Result<(), StorageError> {
+        self.tier_apply()?;
+        let mut parts = Vec::with_capacity(2);
+        if !wb.is_empty() {
+            let mut home = Records::default();
+            home.append(&wb);
+            if let Some(log) = self.tier_log_part(wb.data()) {
+                home.append(&log);
+            }
+            if let Some(b) = home.take() {
+                parts.push((self.home_index, b.data().to_vec()));
+            }
+        }
+        parts.push((0, main.data().to_vec()));
+        self.engine.write_across(parts)
+    }
+
     /// A transaction on this shard alone: writes what it staged (close it
     /// with [`ShardStore::end_tx`]).
     pub fn write_own_tx(&self) -> Result<(), StorageError> {
-        let wb = self.tx.journal.borrow_mut().own.take();
-        wb.map_or(Ok(()), |wb| self.tier_direct(wb))
+        let (wb, main) = {
+            let mut j = self.tx.journal.borrow_mut();
+            (j.own.take(), j.main.take())
+        };
+        match (wb, main) {
+            (wb, Some(main)) => self.write_with_main(wb.unwrap_or_default(), &main),
+            (Some(wb), None) => self.tier_direct(wb),
+            (None, None) => Ok(()),
+        }
     }
 }
 
