@@ -174,7 +174,9 @@ pub fn run(config: Config) -> Result<(), String> {
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
             write_tier: write_tier(),
-            split: std::env::var("BASALT_SPLIT").is_ok_and(|v| v == "1"),
+            // A database per shard unless `BASALT_SPLIT=0` (tuning.md, "Two
+            // shards' writes"): the one-database layout stays as a fallback.
+            split: std::env::var("BASALT_SPLIT").map_or(true, |v| v != "0"),
         })
         .map_err(|e| format!("cannot open storage: {e}"))?,
     ));

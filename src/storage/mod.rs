@@ -1,8 +1,9 @@
 //! Storage: the only module that names `rocksdb`.
 //!
-//! One RocksDB instance holds two column families per shard, `shard-<i>`
-//! (meta records and the TTL indexes) and `shard-<i>-sub` (collection
-//! members); only the owning core writes them. This module opens the database,
+//! Each shard has two column families, `shard-<i>` (meta records and the
+//! TTL indexes) and `shard-<i>-sub` (collection members), in a RocksDB
+//! database of its own (`open`: the split layout; or all in one database);
+//! only the owning core writes them. This module opens the database,
 //! moves data when the shard count changes, and gives each shard a
 //! [`ShardStore`]: point reads, atomic write batches, bounded range
 //! iteration, range deletes. Key and value layouts live in [`keys`] and
@@ -120,8 +121,8 @@ pub struct StoreOptions {
     pub background: Background,
     /// The write tier's size in records (`wtier`, a prototype; 0: off).
     pub write_tier: usize,
-    /// A database per shard (`open`, `redo`): `BASALT_SPLIT=1`, off by
-    /// default while it is measured.
+    /// A database per shard (`open`, `redo`); the server's default, off
+    /// with `BASALT_SPLIT=0` (and in the unit tests unless they ask).
     pub split: bool,
 }
 
