@@ -195,9 +195,9 @@ impl Db {
 pub struct Engine {
     /// Every database: the first holds the default family (shard count,
     /// intents, the db map, functions, the disk probe); each shard's
-    /// families live in its home database (`homes`). Today that is the
-    /// first for every shard (issue 35, item 0: a database per shard is
-    /// measured in tuning.md, "Two shards' writes").
+    /// families live in its home database (`homes`): its own in the split
+    /// layout, the first otherwise (`open`; tuning.md, "Two shards'
+    /// writes").
     dbs: Vec<Db>,
     homes: Vec<usize>,
     fsync: AtomicU8,

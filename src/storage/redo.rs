@@ -107,11 +107,17 @@ impl Engine {
     /// One step of every pending cleanup, after syncing every database
     /// (so the last tick's step is on disk). Called once a second.
     pub fn redo_tick(&self) -> Result<(), StorageError> {
-        let mut q = self.redo_queue.lock().unwrap_or_else(|e| e.into_inner());
+        // Taken out of the queue: a shard that adds to it must not wait
+        // for this tick's syncs.
+        let mut q = std::mem::take(&mut *self.redo_queue.lock().unwrap_or_else(|e| e.into_inner()));
         if q.is_empty() {
             return Ok(());
         }
-        self.sync_wal()?;
+        let synced = self.sync_wal();
+        if synced.is_err() {
+            self.redo_queue.lock().unwrap_or_else(|e| e.into_inner()).append(&mut q);
+            return synced;
+        }
         let mut per_db: BTreeMap<usize, WriteBatch> = BTreeMap::new();
         for p in q.iter_mut() {
             let anchor = p.dbs[0];
@@ -130,11 +136,21 @@ impl Engine {
             }
             p.step += 1;
         }
+        let mut written = Ok(());
         for (d, b) in per_db {
-            self.write_in(&self.dbs[d], b)?;
+            if let Err(e) = self.write_in(&self.dbs[d], b) {
+                written = Err(e);
+            }
+        }
+        // A step whose write failed is taken again (each is idempotent).
+        if written.is_err() {
+            for p in q.iter_mut() {
+                p.step -= 1;
+            }
         }
         q.retain(|p| p.step < 3);
-        Ok(())
+        self.redo_queue.lock().unwrap_or_else(|e| e.into_inner()).append(&mut q);
+        written
     }
 }
 

@@ -128,6 +128,22 @@ impl Basalt {
         }
     }
 
+    /// [`Basalt::start_in`] with `envs` set for the server (`BASALT_SPLIT`).
+    pub fn start_in_env(dir: &Path, shards: usize, extra: &[&str], envs: &[(&str, &str)]) -> Basalt {
+        let (port, child) = spawn_on_free_port("basalt", |port| {
+            let mut c = Self::command(dir, port, shards, extra, None, Stdio::null());
+            c.envs(envs.iter().copied());
+            c.spawn().expect("spawn basalt")
+        });
+        Basalt {
+            port,
+            dir: dir.to_path_buf(),
+            _tmp: None,
+            child: Some(child),
+            shards,
+        }
+    }
+
     /// Starts on `port` exactly (a restart on the port a stopped server
     /// used). Err carries what the server printed when it exited instead of
     /// answering, so a failure in CI names its cause.
@@ -162,6 +178,10 @@ impl Basalt {
     }
 
     fn spawn_logged(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>, stderr: Stdio) -> Child {
+        Self::command(dir, port, shards, extra, file, stderr).spawn().expect("spawn basalt")
+    }
+
+    fn command(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>, stderr: Stdio) -> Command {
         {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_basalt"));
             cmd.args(file);
@@ -177,7 +197,7 @@ impl Basalt {
             .args(extra)
             .stdout(Stdio::null())
             .stderr(stderr);
-            cmd.spawn().expect("spawn basalt")
+            cmd
         }
     }
 
