@@ -23,7 +23,9 @@
 //!   a cross-shard command inside the transaction writes an intent record
 //!   on one shard and deletes it on another, and the delete comes after.
 //!
-//! Either is one RocksDB batch. [`ShardStore::end_tx`] then updates the
+//! Either is one RocksDB batch per database it reaches: one with a single
+//! database; with a database per shard, one each, made all or nothing by
+//! redo records (`redo`). [`ShardStore::end_tx`] then updates the
 //! meta cache and runs what waited for the write (keyspace notifications),
 //! or forgets it all if the write failed.
 //!
@@ -333,10 +335,9 @@ impl ShardStore {
 }
 
 impl Engine {
-    /// Writes what a transaction over several shards staged, as one batch
-    /// (see the module doc), and empties the sink.
-    /// With the shards' families in several databases, one batch per
-    /// database, all or nothing through redo records (`redo`).
+    /// Writes what a transaction over several shards staged and empties
+    /// the sink: one batch per database (one in all with a single
+    /// database), all or nothing through redo records (`redo`).
     pub fn write_tx(&self) -> Result<(), StorageError> {
         let staged = std::mem::take(&mut *self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()));
         let parts: Vec<(usize, Vec<u8>)> = staged
