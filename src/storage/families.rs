@@ -3,10 +3,9 @@
 //! docs/encoding.md), and the move of records to their families when the
 //! shard count or the layout changed since the data was written.
 
-use rocksdb::{WriteBatch, DB};
+use rocksdb::DB;
 
 use super::{keys, StorageError};
-use crate::slot::shard_of_slot;
 
 /// Where the shard count the data was written with is kept (default CF).
 pub(super) const SHARDS_RECORD: &[u8] = b"basalt:shards";
@@ -15,8 +14,6 @@ pub(super) const SHARDS_RECORD: &[u8] = b"basalt:shards";
 pub(super) const LAYOUT_RECORD: &[u8] = b"basalt:layout";
 /// Members in `shard-<i>-sub`, the rest in `shard-<i>`.
 pub(super) const LAYOUT: &str = "2";
-/// How many records a resharding write batch carries.
-const RESHARD_BATCH: usize = 4096;
 
 /// Shard `i`'s meta column family: meta records, the TTL indexes.
 pub(super) fn cf_name(i: usize) -> String {
@@ -47,46 +44,26 @@ pub(super) fn home_of(k: &[u8], shard: usize) -> String {
     }
 }
 
-/// Moves every record whose slot now belongs to another shard, or that
-/// was written before members had a family of their own. Safe to rerun
-/// after a crash: a record's target depends only on its slot and tag.
-pub(super) fn reshard(db: &mut DB, names: &[String], shards: usize) -> Result<(), StorageError> {
-    let stored = db
+/// The shard count the data was last opened with (None: a new data dir).
+pub(super) fn stored_shards(db: &DB) -> Result<Option<usize>, StorageError> {
+    Ok(db
         .get(SHARDS_RECORD)?
         .and_then(|v| String::from_utf8(v).ok())
-        .and_then(|s| s.parse::<usize>().ok());
+        .and_then(|s| s.parse::<usize>().ok()))
+}
+
+/// Moves every record whose slot now belongs to another shard, or that
+/// was written before members had a family of their own, within the one
+/// database (`open::move_out`). Safe to rerun after a crash: a record's
+/// target depends only on its slot and tag.
+pub(super) fn reshard(db: &DB, names: &[String], shards: usize) -> Result<(), StorageError> {
+    let stored = stored_shards(db)?;
     let layout = db.get(LAYOUT_RECORD)?;
     if stored.is_none() || (stored == Some(shards) && layout.as_deref() == Some(LAYOUT.as_bytes())) {
         return Ok(());
     }
     tracing::info!(from = ?stored, to = shards, "moving records to their column families (shard count or layout changed)");
-    let mut moved = 0usize;
-    for name in names {
-        let Some(src) = db.cf_handle(name) else { continue };
-        let mut it = db.raw_iterator_cf(src);
-        it.seek_to_first();
-        let mut batch = WriteBatch::default();
-        while it.valid() {
-            let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
-            if let Some(slot) = keys::slot_of_record(k) {
-                let target = home_of(k, shard_of_slot(slot, shards));
-                if &target != name {
-                    if let Some(dst) = db.cf_handle(&target) {
-                        batch.put_cf(dst, k, v);
-                        batch.delete_cf(src, k);
-                        moved += 1;
-                    }
-                }
-            }
-            if batch.len() >= RESHARD_BATCH {
-                db.write(std::mem::take(&mut batch))?;
-            }
-            it.next();
-        }
-        it.status()?;
-        db.write(batch)?;
-    }
-    tracing::info!(moved, "resharding done");
+    super::open::move_out(db, names, &|_| Some(db), shards)?;
     Ok(())
 }
 
@@ -96,6 +73,7 @@ mod tests {
 
     use super::super::{test_opts, Engine};
     use super::*;
+    use crate::slot::shard_of_slot;
     use rocksdb::Options;
 
     fn open(dir: &Path, shards: usize) -> Engine {

@@ -220,7 +220,7 @@ impl ShardStore {
             self.group.staged.set(self.group.staged.get() + 1);
             return true;
         }
-        if b.clears_meta || b.has_range || !b.main.is_empty() {
+        if b.clears_meta || b.has_range || b.main.is_some() {
             return false;
         }
         let full = {

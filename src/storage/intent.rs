@@ -150,7 +150,7 @@ impl ShardStore {
         if self.home_index == 0 {
             &mut b.wb
         } else {
-            &mut b.main
+            b.main.get_or_insert_with(Default::default)
         }
     }
 }

@@ -442,7 +442,9 @@ pub struct Batch {
     ops: Vec<tx::Op>,
     /// With a database per shard: records for the first database's
     /// default family (intents, `intent`), written with `wb` as one write.
-    main: WriteBatch,
+    /// Made only when needed: every command's batch would otherwise
+    /// allocate a second RocksDB batch.
+    main: Option<WriteBatch>,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -640,7 +642,7 @@ impl ShardStore {
     /// Applies a batch atomically, synced according to `appendfsync`.
     /// With a group open (`group`), the batch joins the group instead.
     pub fn write(&self, b: Batch) -> Result<(), StorageError> {
-        if b.wb.is_empty() && b.main.is_empty() {
+        if b.wb.is_empty() && b.main.is_none() {
             return Ok(());
         }
         self.note_write();
@@ -658,10 +660,9 @@ impl ShardStore {
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
-        let written = if b.main.is_empty() {
-            self.tier_direct(b.wb)
-        } else {
-            self.write_with_main(b.wb, &b.main)
+        let written = match &b.main {
+            None => self.tier_direct(b.wb),
+            Some(main) => self.write_with_main(b.wb, main),
         };
         if let Err(e) = written {
             // RocksDB may hold the batch or not: forget what the cache knew.

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 
 use rocksdb::{Cache, ColumnFamilyDescriptor, Options, WriteBatch, DB};
 
-use super::families::{cf_name, home_of, reshard, shard_cf_names, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
+use super::families::{cf_name, home_of, reshard, shard_cf_names, stored_shards, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
 use super::{gc, keys, options, redo, wtier, Engine, StorageError, StoreOptions};
 use crate::slot::shard_of_slot;
 
-/// How many records a move across databases carries per round.
+/// How many records a move carries per round.
 const MOVE_BATCH: usize = 4096;
 
 /// Each shard family's compaction filter slot, and what each meta
@@ -153,7 +153,7 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
         move_out(&sdb, &sources, &|_| Some(&db), opts.shards)?;
         drop_shard_db(sdb, &opts.dir, i)?;
     }
-    reshard(&mut db, &names, opts.shards)?;
+    reshard(&db, &names, opts.shards)?;
     let mut wanted: Vec<String> = shard_cf_names(opts.shards).collect();
     if opts.write_tier > 0 {
         wanted.extend((0..opts.shards).map(wtier::log_cf_name));
@@ -183,10 +183,7 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
     main_names.push("default".into());
     let mut main = DB::open_cf_descriptors(db_opts, &path, descriptors(cache, opts, &main_names, None))?;
     main_names.pop();
-    let stored = main
-        .get(SHARDS_RECORD)?
-        .and_then(|v| String::from_utf8(v).ok())
-        .and_then(|s| s.parse::<usize>().ok());
+    let stored = stored_shards(&main)?;
     let same_shards = stored == Some(opts.shards) && main_names.is_empty();
     let mut tier_starts = wtier::replay_all(&main, &main_logs, false)?;
     let names: Vec<String> = shard_cf_names(opts.shards).collect();

@@ -153,6 +153,18 @@ impl Records {
 /// time): per database (by index), what its shards staged.
 pub(super) type Sink = Mutex<Vec<(usize, Records)>>;
 
+/// The sink's records for database `d`, added on first use.
+fn sink_for(sink: &mut Vec<(usize, Records)>, d: usize) -> &mut Records {
+    let at = match sink.iter().position(|(i, _)| *i == d) {
+        Some(at) => at,
+        None => {
+            sink.push((d, Records::default()));
+            sink.len() - 1
+        }
+    };
+    &mut sink[at].1
+}
+
 /// A shard's open transaction.
 #[derive(Default)]
 struct Journal {
@@ -205,32 +217,18 @@ impl ShardStore {
         if self.tx.shared.get() {
             let log = self.tier_log_part(b.wb.data());
             let mut sink = self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner());
-            let at = match sink.iter().position(|(d, _)| *d == self.home_index) {
-                Some(at) => at,
-                None => {
-                    sink.push((self.home_index, Records::default()));
-                    sink.len() - 1
-                }
-            };
-            let records = &mut sink[at].1;
+            let records = sink_for(&mut sink, self.home_index);
             records.append(&b.wb);
             if let Some(log) = &log {
                 records.append(log);
             }
-            if !b.main.is_empty() {
-                match sink.iter_mut().find(|(d, _)| *d == 0) {
-                    Some((_, r)) => r.append(&b.main),
-                    None => {
-                        let mut r = Records::default();
-                        r.append(&b.main);
-                        sink.push((0, r));
-                    }
-                }
+            if let Some(main) = &b.main {
+                sink_for(&mut sink, 0).append(main);
             }
         } else {
             j.own.append(&b.wb);
-            if !b.main.is_empty() {
-                j.main.append(&b.main);
+            if let Some(main) = &b.main {
+                j.main.append(main);
             }
         }
         j.clears_meta |= b.clears_meta;

@@ -33,6 +33,15 @@ fn wait_ready(port: u16, child: &mut Child, what: &str) -> bool {
     panic!("{what} did not start on port {port}");
 }
 
+/// The server's stderr: the test's own with `BASALT_TEST_LOG` set.
+fn test_stderr() -> Stdio {
+    if std::env::var("BASALT_TEST_LOG").is_ok() {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    }
+}
+
 /// What `ss` shows on `port` (listeners and connections), for a failure
 /// message: a restart that could not bind says who held the port.
 fn listeners_on(port: u16) -> String {
@@ -118,20 +127,13 @@ impl Basalt {
 
     /// Starts on an existing data dir (restart tests keep the TempDir themselves).
     pub fn start_in(dir: &Path, shards: usize, extra: &[&str]) -> Basalt {
-        let (port, child) = spawn_on_free_port("basalt", |port| Self::spawn(dir, port, shards, extra, None));
-        Basalt {
-            port,
-            dir: dir.to_path_buf(),
-            _tmp: None,
-            child: Some(child),
-            shards,
-        }
+        Self::start_in_env(dir, shards, extra, &[])
     }
 
     /// [`Basalt::start_in`] with `envs` set for the server (`BASALT_SPLIT`).
     pub fn start_in_env(dir: &Path, shards: usize, extra: &[&str], envs: &[(&str, &str)]) -> Basalt {
         let (port, child) = spawn_on_free_port("basalt", |port| {
-            let mut c = Self::command(dir, port, shards, extra, None, Stdio::null());
+            let mut c = Self::command(dir, port, shards, extra, None, test_stderr());
             c.envs(envs.iter().copied());
             c.spawn().expect("spawn basalt")
         });
@@ -169,12 +171,7 @@ impl Basalt {
     }
 
     fn spawn(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>) -> Child {
-        let stderr = if std::env::var("BASALT_TEST_LOG").is_ok() {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        };
-        Self::spawn_logged(dir, port, shards, extra, file, stderr)
+        Self::spawn_logged(dir, port, shards, extra, file, test_stderr())
     }
 
     fn spawn_logged(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>, stderr: Stdio) -> Child {
