@@ -202,6 +202,39 @@ const SCRIPTS: &[(&str, &str)] = &[
         "#,
     ),
     (
+        "approximate trims after the first nodes change",
+        r#"
+        CONFIG SET stream-node-max-entries 4
+        EVAL "for i=1,20 do redis.call('xadd','h',i..'-0','x',i) end return redis.call('xlen','h')" 0
+        XDEL h 5-0 6-0 7-0 8-0
+        XDEL h 1-0 2-0 3-0 4-0
+        XTRIM h MAXLEN ~ 11
+        XADD h MAXLEN ~ 12 21-0 x 21
+        XDEL h 9-0 10-0
+        XTRIM h MAXLEN ~ 9
+        XTRIM h MAXLEN ~ 8
+        XRANGE h - + COUNT 1
+        XADD h MAXLEN ~ 100 22-0 x 22
+        XDEL h 14-0
+        XTRIM h MAXLEN ~ 7 LIMIT 2
+        XTRIM h MAXLEN ~ 7 LIMIT 3
+        XADD h MAXLEN ~ 4 23-0 x 23
+        XADD h MAXLEN ~ 4 24-0 x 24
+        XRANGE h - +
+        XTRIM h MINID ~ 19-0
+        XTRIM h MINID ~ 23-0
+        XRANGE h - +
+        XINFO STREAM h
+        EVAL "for i=1,12 do redis.call('xadd','j',i..'-0','x',i) end return redis.call('xlen','j')" 0
+        XADD j MAXLEN ~ 100 13-0 x 13
+        XDEL j 6-0 7-0 8-0
+        XDEL j 1-0 2-0 3-0 4-0
+        XTRIM j MAXLEN ~ 5
+        XRANGE j - +
+        CONFIG SET stream-node-max-entries 100
+        "#,
+    ),
+    (
         "xsetid",
         r#"
         XADD s 1-0 a 1

@@ -43,13 +43,19 @@ fn command(rng: &mut Rng, next_ms: &mut u64) -> Vec<String> {
             cmd
         }
         5 => s(&["XDEL", &k, &id(rng, top), &id(rng, top)]),
-        6 => s(&[
-            "XTRIM",
-            &k,
-            "MAXLEN",
-            if rng.below(2) == 0 { "~" } else { "=" },
-            &rng.below(10).to_string(),
-        ]),
+        6 => match rng.below(3) {
+            0 => s(&["XTRIM", &k, "MAXLEN", "=", &rng.below(10).to_string()]),
+            1 => s(&["XTRIM", &k, "MAXLEN", "~", &rng.below(10).to_string()]),
+            _ => s(&[
+                "XTRIM",
+                &k,
+                "MAXLEN",
+                "~",
+                &rng.below(10).to_string(),
+                "LIMIT",
+                &rng.below(9).to_string(),
+            ]),
+        },
         7 => s(&["XTRIM", &k, "MINID", &id(rng, top)]),
         8 => s(&["XRANGE", &k, &id(rng, top), "+", "COUNT", &rng.below(5).to_string()]),
         9 => s(&["XREVRANGE", &k, "+", &id(rng, top)]),

@@ -183,7 +183,8 @@ impl Sweep {
 ///   ... slower(8) supper(8) touched(8) exact(1) cursor(0-48)   the same, with a sweep under way
 /// version(8) size(8) mode(1)=2 head(8)                      list
 /// version(8) size(8) mode(1)=3                              sorted set with count blocks
-/// version(8) size(8) mode(1)=4 last first floor max_deleted tail_last (16 each) added groups nodes tail_node tail_total tail_bytes tail_valid head_node (8 each)   stream
+/// version(8) size(8) mode(1)=4 last first floor max_deleted tail_last (16 each) added groups nodes tail_node tail_total tail_bytes tail_valid head_node (8 each)
+///   ... [head_known(8) head_valid(8) head_last(16)]           stream (the bracket: a copy of the first closed node's record; older metas lack it)
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
 /// fields already expired or removed by compaction, see `types::hash`).
@@ -234,10 +235,16 @@ pub struct StreamMeta {
     /// No node below this number is left: node scans start here, not
     /// among the deleted records of trimmed nodes.
     pub head_node: u64,
+    /// The first closed node as its record says, (node, live entries,
+    /// last ID), when known: a trim at the cap reads it here, not with a
+    /// scan of the node records per XADD.
+    pub head: Option<(u64, u64, RawId)>,
 }
 
-/// The encoded length of a [`StreamMeta`].
-const STREAM_LEN: usize = 16 * 5 + 8 * 8;
+/// The encoded length of a [`StreamMeta`] (the head node's copy included),
+/// and that of one written before the copy existed.
+const STREAM_LEN: usize = STREAM_LEN_V1 + 32;
+const STREAM_LEN_V1: usize = 16 * 5 + 8 * 8;
 
 const MODE_HFE: u8 = 1;
 const MODE_LIST: u8 = 2;
@@ -372,10 +379,14 @@ impl Coll {
 
 impl StreamMeta {
     fn decode(b: &[u8]) -> Option<StreamMeta> {
-        if b.len() != STREAM_LEN {
+        if b.len() != STREAM_LEN && b.len() != STREAM_LEN_V1 {
             return None;
         }
         let id = |i: usize| (be64(&b[i..]), be64(&b[i + 8..]));
+        let head = match b.len() == STREAM_LEN && be64(&b[144..]) != 0 {
+            true => Some((be64(&b[144..]) - 1, be64(&b[152..]), id(160))),
+            false => None,
+        };
         Some(StreamMeta {
             last: id(0),
             first: id(16),
@@ -390,6 +401,7 @@ impl StreamMeta {
             tail_bytes: be64(&b[120..]),
             tail_valid: be64(&b[128..]),
             head_node: be64(&b[136..]),
+            head,
         })
     }
 
@@ -408,6 +420,13 @@ impl StreamMeta {
             self.tail_valid,
             self.head_node,
         ] {
+            v.extend_from_slice(&n.to_be_bytes());
+        }
+        let (known, valid, (ms, seq)) = match self.head {
+            Some((n, valid, last)) => (n.wrapping_add(1), valid, last),
+            None => (0, 0, (0, 0)),
+        };
+        for n in [known, valid, ms, seq] {
             v.extend_from_slice(&n.to_be_bytes());
         }
     }
@@ -494,7 +513,12 @@ mod tests {
             ..plain
         };
         assert_eq!(stream.encode_body().len(), 17 + STREAM_LEN);
-        for c in [plain, hfe, list, swept, long, stream] {
+        let mut headed = stream;
+        headed.stream.as_mut().unwrap().head = Some((4, 100, (7, 1)));
+        // A meta written before the head node's copy: the same fields, no copy.
+        let old = Coll::decode(&headed.encode_body()[..17 + STREAM_LEN_V1]).unwrap();
+        assert_eq!(old, stream);
+        for c in [plain, hfe, list, swept, long, stream, headed] {
             let raw = c.encode(KeyType::Hash, 0);
             assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
         }

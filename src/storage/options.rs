@@ -38,7 +38,13 @@ pub(super) fn cf_options(cache: &Cache, opts: &StoreOptions, gc: Option<(gc::Slo
     // Most writes read the key's meta first (to keep key counts exact) and
     // most of those keys are not in the memtable: a whole-key bloom filter
     // in the memtable skips the skiplist search that dominated SET's profile.
-    o.set_memtable_prefix_bloom_ratio(0.1);
+    // The filter is a share of the write buffer, zeroed when a memtable
+    // is made, on the writing shard's thread: 0.1 of 64 MiB was a 6.4 MiB
+    // memset and its page faults, a 3-8 ms pause at every memtable switch
+    // (86% of the switch). 0.02 is ~16 bits a key for 100-byte records,
+    // the switch 0.5-1.4 ms, SET -P16 unchanged (tuning.md, "Memtable
+    // switches").
+    o.set_memtable_prefix_bloom_ratio(0.02);
     o.set_memtable_whole_key_filtering(true);
     o.set_write_buffer_size(opts.write_buffer_bytes);
     o.set_max_write_buffer_number(4);

@@ -96,6 +96,10 @@ impl Stream<'_> {
     }
 
     fn put_node(&mut self, n: u64, r: &NodeRec) {
+        // The meta's copy of the first closed node follows its record.
+        if n == self.s.head_node || self.s.head.is_some_and(|h| h.0 == n) {
+            self.s.head = Some((n, r.valid, r.last.raw()));
+        }
         let k = self.record(&node_sub(n));
         self.ks.store.put(&mut self.b, &k, &r.encode());
         self.staged_nodes.insert(n, Some(*r));
@@ -113,6 +117,7 @@ impl Stream<'_> {
 
     /// Node `n` (closed) goes.
     fn drop_node(&mut self, n: u64) {
+        self.head_gone(n);
         let k = self.record(&node_sub(n));
         self.ks.store.delete(&mut self.b, &k);
         self.staged_nodes.insert(n, None);
@@ -121,6 +126,13 @@ impl Stream<'_> {
             self.s.head_node = n + 1;
         }
         self.dirty = true;
+    }
+
+    /// Node `n`'s record goes: the meta's copy of it too.
+    fn head_gone(&mut self, n: u64) {
+        if self.s.head.is_some_and(|h| h.0 == n) {
+            self.s.head = None;
+        }
     }
 
     /// The tail node went: the last closed node (if any) becomes the tail
@@ -160,6 +172,7 @@ impl Stream<'_> {
             (p, s) => p.or(s),
         };
         let (n, r) = prev.ok_or(CORRUPT)?;
+        self.head_gone(n);
         let k = self.record(&node_sub(n));
         self.ks.store.delete(&mut self.b, &k);
         self.staged_nodes.insert(n, None);
@@ -300,6 +313,15 @@ impl Stream<'_> {
                     TrimBy::MinId(min) => last < min,
                 }
         };
+        // At the cap, an approximate trim most often removes nothing: the
+        // meta's copy of the first node says so without a scan (a scan
+        // would also write the open group first, one write per XADD).
+        if let (true, true, Some((_, valid, last))) = (t.approx, self.s.nodes > 1, self.s.head) {
+            let last = Id::from_raw(last);
+            if (t.limit != 0 && valid > t.limit) || !whole(self.c.size, valid, last) {
+                return Ok(0);
+            }
+        }
         let (mut gone, mut size) = (0u64, self.c.size);
         let nodes = self.nodes_from_head(|valid, last| {
             if (t.limit != 0 && gone + valid > t.limit) || !whole(size, valid, last) {
@@ -309,6 +331,9 @@ impl Stream<'_> {
             size -= valid;
             true
         })?;
+        if let Some(&(n, valid, last)) = nodes.first().filter(|f| self.s.nodes > 1 && f.0 != self.s.tail_node) {
+            self.s.head = Some((n, valid, last.raw()));
+        }
         let mut removed = 0u64;
         let mut floor = Id::from_raw(self.s.floor);
         for (n, valid, last) in nodes {
