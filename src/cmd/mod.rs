@@ -13,6 +13,7 @@
 
 pub mod aclcats;
 pub mod args;
+pub mod bits;
 pub mod command;
 pub mod connection;
 pub mod functions;

@@ -12,8 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups, xread, zedit,
-    zmulti, zscan, zsets, CommandSpec,
+    bits, connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups, xread,
+    zedit, zmulti, zscan, zsets, CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -78,6 +78,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
     [
         connection::COMMANDS,
         strings::COMMANDS,
+        bits::COMMANDS,
         keys::COMMANDS,
         server::COMMANDS,
         hashes::COMMANDS,

@@ -220,8 +220,15 @@ pub fn put(ks: &Keyspace, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], pr
 /// [`INLINE_MAX`] is converted once; a big string has only the chunks
 /// `data` touches rewritten, plus its meta record.
 pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms: u64, offset: u64, data: &[u8]) -> CmdResult<u64> {
+    write_runs(ks, db, key, s, expire_ms, &[(offset, data.to_vec())])
+}
+
+/// [`write_at`] for several runs of bytes `(offset, data)` at once, in one
+/// batch (SETBIT, BITFIELD): each chunk they touch is read and rewritten
+/// once. Runs are in offset order and do not overlap; none is empty.
+pub fn write_runs(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms: u64, runs: &[(u64, Vec<u8>)]) -> CmdResult<u64> {
     let prior = s.map(|_| expire_ms);
-    let end = offset + data.len() as u64;
+    let end = runs.iter().map(|(o, d)| o + d.len() as u64).max().unwrap_or(0);
     let mut b = ks.store.batch();
     // `inline`: the bytes of an inline string being converted (they are
     // not in chunk records yet).
@@ -234,7 +241,9 @@ pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms
             };
             if end <= INLINE_MAX as u64 {
                 let mut v = cur.to_vec();
-                crate::types::string::set_range(&mut v, offset as usize, data);
+                for (offset, data) in runs {
+                    crate::types::string::set_range(&mut v, *offset as usize, data);
+                }
                 put(ks, db, key, expire_ms, &v, prior, None)?;
                 return Ok(v.len() as u64);
             }
@@ -242,33 +251,44 @@ pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms
             (version, cur.len() as u64, Some(cur))
         }
     };
-    let (first, last) = (offset / CHUNK as u64, (end - 1) / CHUNK as u64);
+    let new_len = len.max(end);
+    let chunk = CHUNK as u64;
+    // Every chunk a run touches, once.
+    let mut touched: Vec<u64> = runs
+        .iter()
+        .filter(|(_, d)| !d.is_empty())
+        .flat_map(|(o, d)| o / chunk..=(o + d.len() as u64 - 1) / chunk)
+        .collect();
+    touched.dedup();
     if let Some(cur) = inline {
-        // The converted string's chunks that `data` does not touch.
+        // The converted string's chunks that no run touches.
         for (i, part) in cur.chunks(CHUNK).enumerate() {
-            if !(first..=last).contains(&(i as u64)) {
+            if touched.binary_search(&(i as u64)).is_err() {
                 ks.store.put(&mut b, &chunk_key(db, key, version, i as u64), part);
             }
         }
     }
-    for index in first..=last {
-        let start = index * CHUNK as u64;
+    for index in touched {
+        let start = index * chunk;
         // The chunk as it will be: its old bytes (zeros where it had none),
-        // as far as the new length reaches into it, then `data` laid over.
-        let span = (end.max(len) - start).min(CHUNK as u64);
-        let mut chunk = match inline {
+        // as far as the new length reaches into it, then the runs laid over.
+        let span = (new_len - start).min(chunk);
+        let mut bytes = match inline {
             Some(cur) => cur
                 .get(start as usize..cur.len().min((start + span) as usize))
                 .unwrap_or(&[])
                 .to_vec(),
             None => read_range(ks, db, key, version, len, start, start + span)?,
         };
-        chunk.resize(span as usize, 0);
-        let (a, z) = (offset.max(start), end.min(start + span));
-        chunk[(a - start) as usize..(z - start) as usize].copy_from_slice(&data[(a - offset) as usize..(z - offset) as usize]);
-        ks.store.put(&mut b, &chunk_key(db, key, version, index), &chunk);
+        bytes.resize(span as usize, 0);
+        for (offset, data) in runs {
+            let (a, z) = ((*offset).max(start), (offset + data.len() as u64).min(start + span));
+            if a < z {
+                bytes[(a - start) as usize..(z - start) as usize].copy_from_slice(&data[(a - offset) as usize..(z - offset) as usize]);
+            }
+        }
+        ks.store.put(&mut b, &chunk_key(db, key, version, index), &bytes);
     }
-    let new_len = len.max(end);
     stage_big_meta(ks, &mut b, db, key, (version, new_len), expire_ms, prior);
     ks.store.write(b)?;
     Ok(new_len)

@@ -11,6 +11,7 @@ pub use crate::storage::meta::KeyType;
 
 pub mod access;
 pub mod bigstr;
+pub mod bitmap;
 pub mod coll;
 pub mod dump;
 mod expiry;
