@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{run_resp3_script, run_scripts, show, Basalt};
+use common::{run_resp3_script, run_scripts, show, Basalt, RedisServer, Rng};
 
 const SCRIPTS: &[(&str, &str)] = &[
     (
@@ -368,6 +368,120 @@ fn bitmap_commands_follow_redis_8() {
         check(&["GET", "{t}d"], &show(&c_bulk(&[0x7f])));
         check(&["BITOP", "DIFF1", "{t}d", "x", "nokey"], ":1");
         check(&["GET", "{t}d"], &show(&c_bulk(&[0])));
+    }
+}
+
+/// One random bitmap command over three keys (two on a shared hash tag)
+/// with small offsets, so ranges, fields and edges cross each other.
+fn random_command(rng: &mut Rng) -> Vec<String> {
+    const KEYS: &[&str] = &["a", "{t}b", "{t}c", "nokey"];
+    let k = rng.pick(KEYS).to_string();
+    let num = |rng: &mut Rng, span: i64| (rng.below(2 * span as usize + 1) as i64 - span).to_string();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    match rng.below(9) {
+        0 | 1 => s(&["SETBIT", &k, &rng.below(200).to_string(), &rng.below(2).to_string()]),
+        2 => s(&["GETBIT", &k, &rng.below(220).to_string()]),
+        3 => {
+            let mut c = s(&["BITCOUNT", &k]);
+            if rng.below(4) > 0 {
+                c.extend([num(rng, 40), num(rng, 40)]);
+                if rng.below(2) == 0 {
+                    c.push(rng.pick(&["BIT", "BYTE"]).to_string());
+                }
+            }
+            c
+        }
+        4 => {
+            let mut c = s(&["BITPOS", &k, &rng.below(2).to_string()]);
+            let n = rng.below(4);
+            if n >= 1 {
+                c.push(num(rng, 40));
+            }
+            if n >= 2 {
+                c.push(num(rng, 40));
+            }
+            if n == 3 {
+                c.push(rng.pick(&["BIT", "BYTE"]).to_string());
+            }
+            c
+        }
+        5 | 6 => {
+            let mut c = s(&["BITFIELD", &k]);
+            for _ in 0..1 + rng.below(3) {
+                if rng.below(4) == 0 {
+                    c.extend(s(&["OVERFLOW", rng.pick(&["WRAP", "SAT", "FAIL"])]));
+                }
+                let signed = rng.below(2) == 0;
+                let bits = 1 + rng.below(if signed { 64 } else { 63 });
+                let ty = format!("{}{bits}", if signed { 'i' } else { 'u' });
+                let offset = if rng.below(4) == 0 {
+                    format!("#{}", rng.below(5))
+                } else {
+                    rng.below(150).to_string()
+                };
+                let v = match rng.below(4) {
+                    0 => i64::MAX.to_string(),
+                    1 => i64::MIN.to_string(),
+                    _ => num(rng, 300),
+                };
+                match rng.below(3) {
+                    0 => c.extend([String::from("GET"), ty, offset]),
+                    1 => c.extend([String::from("SET"), ty, offset, v]),
+                    _ => c.extend([String::from("INCRBY"), ty, offset, v]),
+                }
+            }
+            c
+        }
+        7 => {
+            let op = rng.pick(&["AND", "OR", "XOR", "NOT"]);
+            let mut c = s(&["BITOP", op, rng.pick(KEYS)]);
+            let n = if op == "NOT" { 1 } else { 1 + rng.below(3) };
+            for _ in 0..n {
+                c.push(rng.pick(KEYS).to_string());
+            }
+            c
+        }
+        _ => s(&["GET", &k]),
+    }
+}
+
+/// Long random sequences of bitmap commands give the same replies on
+/// redis-server and Basalt (1 and 4 shards).
+#[test]
+fn random_bitmap_commands_match_redis() {
+    for (seed, shards) in [(11u64, 1), (12, 4), (13, 1), (14, 4)] {
+        fuzz(seed, shards, 2500);
+    }
+}
+
+/// The same with more seeds (`BITMAP_FUZZ_SEEDS`, default 40).
+#[test]
+#[ignore]
+fn random_bitmap_commands_match_redis_long() {
+    let seeds: u64 = std::env::var("BITMAP_FUZZ_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
+    for seed in 100..100 + seeds {
+        fuzz(seed, if seed % 3 == 0 { 4 } else { 1 }, 5000);
+    }
+}
+
+fn fuzz(seed: u64, shards: usize, steps: usize) {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(shards);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    let mut rng = Rng(seed * 2_654_435_761);
+    let mut log = Vec::new();
+    for step in 0..steps {
+        let cmd = random_command(&mut rng);
+        let (want, got) = (r.cmd(&cmd), b.cmd(&cmd));
+        log.push(cmd.join(" "));
+        assert!(
+            want == got,
+            "[seed {seed}, {shards} shards, step {step}] {}\n redis:  {}\n basalt: {}\nlast:\n{}",
+            cmd.join(" "),
+            show(&want),
+            show(&got),
+            log[log.len().saturating_sub(40)..].join("\n")
+        );
     }
 }
 

@@ -198,7 +198,8 @@ pub fn bitcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Ok(());
     };
     let (start, end, unit) = range.unwrap_or((0, -1, false));
-    let Some((first, last)) = bitmap::bit_range(s.len(), start, end, unit) else {
+    let wrong_way = start < 0 && end < 0 && start > end;
+    let Some((first, last)) = bitmap::bit_range(s.len(), start, end, unit).filter(|_| !wrong_way) else {
         r.int(0);
         return Ok(());
     };

@@ -34,22 +34,6 @@ impl Field {
         (1..=max).contains(&bits).then_some(Field { signed, bits })
     }
 
-    fn max(self) -> i128 {
-        if self.signed {
-            (1i128 << (self.bits - 1)) - 1
-        } else {
-            (1i128 << self.bits) - 1
-        }
-    }
-
-    fn min(self) -> i128 {
-        if self.signed {
-            -(1i128 << (self.bits - 1))
-        } else {
-            0
-        }
-    }
-
     /// The field's value from its raw bits (sign-extended when signed).
     pub fn value(self, raw: u64) -> i64 {
         if self.signed && self.bits < 64 && raw >> (self.bits - 1) & 1 == 1 {
@@ -61,28 +45,41 @@ impl Field {
 
     /// `value + incr` for this type under `ow`: Some(new value) to store,
     /// or None when it overflows and `ow` is FAIL. A SET is `incr` 0 with
-    /// `value` the argument (an unsigned SET reads it as a u64, as Redis
-    /// does, so `SET u8 0 -1` is an overflow upwards).
+    /// `value` the argument; an unsigned SET reads it as a u64, so
+    /// `SET u8 0 -1` overflows upwards.
+    ///
+    /// The overflow test is Redis's, with its 64-bit wrapping: the room
+    /// left above the value (`max - value`) wraps negative for a signed
+    /// value far below the type's minimum, so `SET i52 0 <i64::MIN>`
+    /// counts as an overflow upwards and saturates to the maximum, as in
+    /// redis-server.
     pub fn add(self, value: i64, incr: i64, ow: Overflow) -> Option<i64> {
-        let v = if self.signed { value as i128 } else { value as u64 as i128 };
-        self.settle(v, incr as i128, ow)
-    }
-
-    /// An unsigned SET or INCRBY whose current value is `value` (u64).
-    fn settle(self, v: i128, incr: i128, ow: Overflow) -> Option<i64> {
-        let r = v + incr;
-        let (max, min) = (self.max(), self.min());
-        let up = v > max || r > max;
-        let down = !up && (v < min || r < min);
-        if !up && !down {
-            return Some(r as i64);
-        }
-        match ow {
-            Overflow::Fail => None,
-            Overflow::Sat => Some(if up { max as i64 } else { min as i64 }),
-            Overflow::Wrap => {
-                let m = r.rem_euclid(1i128 << self.bits) as u64;
-                Some(self.value(m))
+        let (up, down) = if self.signed {
+            let max = if self.bits == 64 { i64::MAX } else { (1i64 << (self.bits - 1)) - 1 };
+            let min = -max - 1;
+            let room_up = (max as u64).wrapping_sub(value as u64) as i64;
+            let room_down = min.wrapping_sub(value);
+            let narrow = self.bits != 64;
+            let up = value > max || (narrow && incr > room_up) || (value >= 0 && incr > 0 && incr > room_up);
+            let down = !up && (value < min || (narrow && incr < room_down) || (value < 0 && incr < 0 && incr < room_down));
+            (up.then_some(max), down.then_some(min))
+        } else {
+            let v = value as u64;
+            let max = (1u64 << self.bits) - 1;
+            let room_up = max.wrapping_sub(v) as i64;
+            let room_down = v.wrapping_neg() as i64;
+            let up = v > max || (incr > 0 && incr > room_up);
+            let down = !up && incr < 0 && incr < room_down;
+            (up.then_some(max as i64), down.then_some(0))
+        };
+        let sum = (value as u64).wrapping_add(incr as u64);
+        match (up.or(down), ow) {
+            (None, _) => Some(sum as i64),
+            (Some(_), Overflow::Fail) => None,
+            (Some(limit), Overflow::Sat) => Some(limit),
+            (Some(_), Overflow::Wrap) => {
+                let low = if self.bits == 64 { sum } else { sum & !(u64::MAX << self.bits) };
+                Some(self.value(low))
             }
         }
     }
@@ -133,10 +130,9 @@ pub fn set_field(v: &mut [u8], base: u64, offset: u64, bits: u32, value: u64) {
 /// A range of BITCOUNT/BITPOS resolved to bits: `[first, last]` of the
 /// string, or None when empty. `start`/`end` count bytes, or bits when
 /// `bit`; negative ones count from the end; `len` is the string's bytes.
+/// (BITCOUNT alone also answers 0 at once for two negative bounds in the
+/// wrong order; BITPOS clamps them like any others.)
 pub fn bit_range(len: u64, start: i64, end: i64, bit: bool) -> Option<(u64, u64)> {
-    if start < 0 && end < 0 && start > end {
-        return None;
-    }
     let total = if bit { len as i128 * 8 } else { len as i128 };
     let (mut s, mut e) = (start as i128, end as i128);
     if s < 0 {
@@ -343,6 +339,7 @@ mod tests {
         assert_eq!(count_bits(&v, 0, a, b), 3 + 4);
         assert_eq!(count_bits(&v[2..], 2, a, b), 0);
         assert_eq!(bit_range(4, -1, -2, false), None);
+        assert_eq!(bit_range(4, -32, -33, false), Some((0, 7)), "both clamped to the first byte");
         assert_eq!(bit_range(4, 3, 1, false), None);
         assert_eq!(bit_range(0, 0, -1, false), None);
         assert_eq!(bit_range(4, -100, 100, false), Some((0, 31)));
