@@ -372,19 +372,21 @@ fn bitmap_commands_follow_redis_8() {
 }
 
 /// One random bitmap command over three keys (two on a shared hash tag)
-/// with small offsets, so ranges, fields and edges cross each other.
-fn random_command(rng: &mut Rng) -> Vec<String> {
+/// with offsets below `bits` (small, so ranges, fields and edges cross
+/// each other; or spread over big strings' chunks).
+fn random_command(rng: &mut Rng, bits: usize) -> Vec<String> {
+    let bytes = (bits / 8) as i64;
     const KEYS: &[&str] = &["a", "{t}b", "{t}c", "nokey"];
     let k = rng.pick(KEYS).to_string();
     let num = |rng: &mut Rng, span: i64| (rng.below(2 * span as usize + 1) as i64 - span).to_string();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     match rng.below(9) {
-        0 | 1 => s(&["SETBIT", &k, &rng.below(200).to_string(), &rng.below(2).to_string()]),
-        2 => s(&["GETBIT", &k, &rng.below(220).to_string()]),
+        0 | 1 => s(&["SETBIT", &k, &rng.below(bits).to_string(), &rng.below(2).to_string()]),
+        2 => s(&["GETBIT", &k, &rng.below(bits + 20).to_string()]),
         3 => {
             let mut c = s(&["BITCOUNT", &k]);
             if rng.below(4) > 0 {
-                c.extend([num(rng, 40), num(rng, 40)]);
+                c.extend([num(rng, bytes + 15), num(rng, bytes + 15)]);
                 if rng.below(2) == 0 {
                     c.push(rng.pick(&["BIT", "BYTE"]).to_string());
                 }
@@ -395,10 +397,10 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
             let mut c = s(&["BITPOS", &k, &rng.below(2).to_string()]);
             let n = rng.below(4);
             if n >= 1 {
-                c.push(num(rng, 40));
+                c.push(num(rng, bytes + 15));
             }
             if n >= 2 {
-                c.push(num(rng, 40));
+                c.push(num(rng, bytes + 15));
             }
             if n == 3 {
                 c.push(rng.pick(&["BIT", "BYTE"]).to_string());
@@ -450,7 +452,16 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
 #[test]
 fn random_bitmap_commands_match_redis() {
     for (seed, shards) in [(11u64, 1), (12, 4), (13, 1), (14, 4)] {
-        fuzz(seed, shards, 2500);
+        fuzz(seed, shards, 2500, 200);
+    }
+}
+
+/// The same over strings past the inline limit (128 KiB), so commands
+/// cross 64 KiB chunks and the inline-to-chunks conversion.
+#[test]
+fn random_bitmap_commands_on_big_strings_match_redis() {
+    for (seed, shards) in [(21u64, 1), (22, 4)] {
+        fuzz(seed, shards, 1500, 1_200_000);
     }
 }
 
@@ -460,18 +471,23 @@ fn random_bitmap_commands_match_redis() {
 fn random_bitmap_commands_match_redis_long() {
     let seeds: u64 = std::env::var("BITMAP_FUZZ_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
     for seed in 100..100 + seeds {
-        fuzz(seed, if seed % 3 == 0 { 4 } else { 1 }, 5000);
+        fuzz(
+            seed,
+            if seed % 3 == 0 { 4 } else { 1 },
+            5000,
+            if seed % 2 == 0 { 200 } else { 1_200_000 },
+        );
     }
 }
 
-fn fuzz(seed: u64, shards: usize, steps: usize) {
+fn fuzz(seed: u64, shards: usize, steps: usize, bits: usize) {
     let redis = RedisServer::start();
     let basalt = Basalt::start(shards);
     let (mut r, mut b) = (redis.raw(), basalt.raw());
     let mut rng = Rng(seed * 2_654_435_761);
     let mut log = Vec::new();
     for step in 0..steps {
-        let cmd = random_command(&mut rng);
+        let cmd = random_command(&mut rng, bits);
         let (want, got) = (r.cmd(&cmd), b.cmd(&cmd));
         log.push(cmd.join(" "));
         assert!(
