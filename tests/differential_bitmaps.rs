@@ -544,6 +544,40 @@ fn bitmap_events_follow_redis_7_2() {
     assert_eq!(events, ["setbit", "setbit", "set", "del", "set"], "{seen:?}");
 }
 
+/// A bitmap the bit commands grew past 4 KiB is kept in 4 KiB chunks:
+/// DUMP/RESTORE, RENAME, COPY, MOVE, APPEND, SETRANGE, GETRANGE and GET
+/// see the same bytes as redis-server does for the same writes.
+#[test]
+fn small_chunked_bitmaps_move_and_read_whole() {
+    let script = r#"
+        SETBIT bm 100000 1
+        SETBIT bm 7 1
+        SETBIT bm 40000 1
+        STRLEN bm
+        BITCOUNT bm
+        GETRANGE bm 4095 4097
+        APPEND bm tail
+        SETRANGE bm 8190 xyz
+        GETRANGE bm 8188 8194
+        EVAL "local v = redis.call('dump', KEYS[1]) redis.call('restore', KEYS[2], 0, v) return redis.call('get', KEYS[2]) == redis.call('get', KEYS[1])" 2 bm {bm}copy
+        RENAME bm {bm}renamed
+        COPY {bm}renamed {bm}copy2
+        BITCOUNT {bm}copy2
+        MOVE {bm}copy2 1
+        SELECT 1
+        BITCOUNT {bm}copy2
+        GETBIT {bm}copy2 100000
+        SELECT 0
+        GET {bm}renamed
+        SETBIT {bm}renamed 100000 0
+        BITPOS {bm}renamed 1 5000
+        OBJECT ENCODING {bm}renamed
+        "#;
+    for shards in [1, 4] {
+        run_scripts(&[("small chunks", script)], shards);
+    }
+}
+
 /// A bulk reply of `b`.
 fn c_bulk(b: &[u8]) -> Vec<u8> {
     let mut v = format!("${}\r\n", b.len()).into_bytes();

@@ -62,7 +62,7 @@ fn string_of(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Owned, u64)>> {
         None => Ok(None),
         Some(m) => match bigstr::of(&m)? {
             Some(Str::Inline(v)) => Ok(Some((Owned::Inline(v.to_vec()), m.expire_ms))),
-            Some(Str::Big { version, len }) => Ok(Some((Owned::Big { version, len }, m.expire_ms))),
+            Some(Str::Big { version, len, chunk }) => Ok(Some((Owned::Big { version, len, chunk }, m.expire_ms))),
             None => Err(WRONGTYPE),
         },
     })?
@@ -71,7 +71,7 @@ fn string_of(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Owned, u64)>> {
 /// [`Str`] without the borrow of the read.
 enum Owned {
     Inline(Vec<u8>),
-    Big { version: u64, len: u64 },
+    Big { version: u64, len: u64, chunk: u64 },
 }
 
 impl Owned {
@@ -85,22 +85,17 @@ impl Owned {
     fn as_str(&self) -> Str<'_> {
         match self {
             Owned::Inline(v) => Str::Inline(v),
-            Owned::Big { version, len } => Str::Big {
+            Owned::Big { version, len, chunk } => Str::Big {
                 version: *version,
                 len: *len,
+                chunk: *chunk,
             },
         }
     }
 
     /// Bytes `[from, to)` (clamped to the length).
     fn bytes(&self, ks: &Keyspace, db: u8, key: &[u8], from: u64, to: u64) -> CmdResult<Vec<u8>> {
-        match self {
-            Owned::Inline(v) => {
-                let to = to.min(v.len() as u64);
-                Ok(v.get(from as usize..to as usize).unwrap_or(&[]).to_vec())
-            }
-            Owned::Big { version, len } => bigstr::read_range(ks, db, key, *version, *len, from, to),
-        }
+        bigstr::read_range(ks, db, key, self.as_str(), from, to)
     }
 
     /// Visits the bytes `[from, to)` window by window, each with its
@@ -158,7 +153,7 @@ pub fn setbit(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 fn write_runs(ctx: &Ctx, key: &[u8], cur: Option<&(Owned, u64)>, runs: &[(u64, Vec<u8>)]) -> CmdResult<u64> {
     let s = cur.map(|(s, _)| s.as_str());
     let expire = cur.map_or(0, |(_, e)| *e);
-    bigstr::write_runs(ctx.ks(), ctx.db, key, s, expire, runs)
+    bigstr::write_runs(ctx.ks(), ctx.db, key, s, expire, runs, true)
 }
 
 pub fn getbit(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {

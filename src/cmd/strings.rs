@@ -426,9 +426,9 @@ pub fn getrange(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                 Ok(())
             }
             // Only the chunks the range overlaps are read.
-            bigstr::Str::Big { version, len } => {
+            big @ bigstr::Str::Big { len, .. } => {
                 let (from, to) = logic::range_bounds(len, start, end).unwrap_or((0, 0));
-                r.bulk(&bigstr::read_range(ctx.ks(), ctx.db, key, version, len, from, to)?);
+                r.bulk(&bigstr::read_range(ctx.ks(), ctx.db, key, big, from, to)?);
                 Ok(())
             }
         },

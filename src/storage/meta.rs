@@ -202,6 +202,9 @@ pub struct Coll {
     pub zblocks: bool,
     /// A stream's own fields (mode 4, `types::stream`).
     pub stream: Option<StreamMeta>,
+    /// A big string's chunk size as a power of two (mode 5); 0: the
+    /// default 64 KiB chunks (`types::bigstr`).
+    pub chunk_shift: u8,
 }
 
 /// A stream ID: milliseconds and sequence.
@@ -250,6 +253,7 @@ const MODE_HFE: u8 = 1;
 const MODE_LIST: u8 = 2;
 const MODE_ZBLOCKS: u8 = 3;
 const MODE_STREAM: u8 = 4;
+const MODE_CHUNKS: u8 = 5;
 
 fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
@@ -265,6 +269,7 @@ impl Coll {
             hfe: hfe.then(Hfe::default),
             list_head: None,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         }
     }
@@ -277,6 +282,7 @@ impl Coll {
             hfe: None,
             list_head: Some(head),
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         }
     }
@@ -294,7 +300,20 @@ impl Coll {
                 hfe: None,
                 list_head: None,
                 zblocks: false,
+                chunk_shift: 0,
                 stream: Some(s),
+            });
+        }
+        if body.len() == 18 && body[16] == MODE_CHUNKS {
+            // 1 KiB .. 64 KiB chunks.
+            return (10..=16).contains(&body[17]).then_some(Coll {
+                version,
+                size,
+                hfe: None,
+                list_head: None,
+                zblocks: false,
+                chunk_shift: body[17],
+                stream: None,
             });
         }
         if body.len() == 17 && body[16] == MODE_ZBLOCKS {
@@ -304,6 +323,7 @@ impl Coll {
                 hfe: None,
                 list_head: None,
                 zblocks: true,
+                chunk_shift: 0,
                 stream: None,
             });
         }
@@ -339,6 +359,7 @@ impl Coll {
             hfe,
             list_head,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         })
     }
@@ -367,6 +388,9 @@ impl Coll {
         } else if let Some(s) = &self.stream {
             v.push(MODE_STREAM);
             s.encode_into(&mut v);
+        } else if self.chunk_shift != 0 {
+            v.push(MODE_CHUNKS);
+            v.push(self.chunk_shift);
         }
         v
     }
@@ -473,6 +497,7 @@ mod tests {
             hfe: None,
             list_head: None,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         };
         assert_eq!(plain.encode_body().len(), 16);
@@ -487,6 +512,7 @@ mod tests {
             }),
             list_head: None,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         };
         let list = Coll::new_list(9, 1 << 63);
@@ -518,7 +544,12 @@ mod tests {
         // A meta written before the head node's copy: the same fields, no copy.
         let old = Coll::decode(&headed.encode_body()[..17 + STREAM_LEN_V1]).unwrap();
         assert_eq!(old, stream);
-        for c in [plain, hfe, list, swept, long, stream, headed] {
+        let chunked = Coll { chunk_shift: 12, ..plain };
+        assert_eq!(chunked.encode_body().len(), 18);
+        let mut bad = chunked.encode_body();
+        bad[17] = 9;
+        assert_eq!(Coll::decode(&bad), None, "chunks under 1 KiB");
+        for c in [plain, hfe, list, swept, long, stream, headed, chunked] {
             let raw = c.encode(KeyType::Hash, 0);
             assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
         }

@@ -21,8 +21,15 @@ use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::storage::{Batch, PeerStore};
 use crate::types::keyspace::{Keyspace, Prior};
 
-/// Bytes per chunk record.
+/// Bytes per chunk record (the default; a string the bit commands made
+/// big has [`BIT_CHUNK`]-byte chunks, named in its meta record).
 pub const CHUNK: usize = 64 * 1024;
+/// Chunk size of strings the bit commands grow past [`BIT_INLINE_MAX`]:
+/// SETBIT rewrites a whole chunk, so bitmaps keep them small.
+pub const BIT_CHUNK: usize = 4 * 1024;
+/// Longest string a bit command keeps inline (SETBIT rewrites an inline
+/// value whole).
+pub const BIT_INLINE_MAX: usize = 4 * 1024;
 /// Longest value stored inline in the meta record.
 pub const INLINE_MAX: usize = 128 * 1024;
 
@@ -30,7 +37,7 @@ pub const INLINE_MAX: usize = 128 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Str<'a> {
     Inline(&'a [u8]),
-    Big { version: u64, len: u64 },
+    Big { version: u64, len: u64, chunk: u64 },
 }
 
 impl Str<'_> {
@@ -56,9 +63,18 @@ pub fn of<'a>(m: &Meta<'a>) -> CmdResult<Option<Str<'a>>> {
             Ok(Some(Str::Big {
                 version: c.version,
                 len: c.size,
+                chunk: chunk_of(&c),
             }))
         }
         _ => Ok(None),
+    }
+}
+
+/// The chunk size of big string `c`.
+pub fn chunk_of(c: &Coll) -> u64 {
+    match c.chunk_shift {
+        0 => CHUNK as u64,
+        s => 1 << s,
     }
 }
 
@@ -66,15 +82,36 @@ fn chunk_key(db: u8, key: &[u8], version: u64, index: u64) -> Vec<u8> {
     keys::sub_key(db, key, version, &(index as u32).to_be_bytes())
 }
 
-/// Bytes `[from, to)` of big string `key` (version `version`, length
-/// `len`), reading only the chunks they overlap. `to` is clamped to `len`.
-pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], version: u64, len: u64, from: u64, to: u64) -> CmdResult<Vec<u8>> {
+/// Bytes `[from, to)` of big string `key` (`s`: its version, length and
+/// chunk size), reading only the chunks they overlap. `to` is clamped to
+/// the length.
+pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to: u64) -> CmdResult<Vec<u8>> {
+    let (version, len, chunk) = match s {
+        Str::Big { version, len, chunk } => (version, len, chunk),
+        Str::Inline(v) => {
+            let to = to.min(v.len() as u64);
+            return Ok(v.get(from as usize..to as usize).unwrap_or(&[]).to_vec());
+        }
+    };
     let to = to.min(len);
     if from >= to {
         return Ok(Vec::new());
     }
     let mut out = vec![0u8; (to - from) as usize];
-    let (first, last) = (from / CHUNK as u64, (to - 1) / CHUNK as u64);
+    let (first, last) = (from / chunk, (to - 1) / chunk);
+    if first == last {
+        // One chunk: a point read (GETBIT, SETBIT, a short GETRANGE).
+        let start = first * chunk;
+        ks.store.get_with(&chunk_key(db, key, version, first), |v| {
+            if let Some(v) = v {
+                let (a, b) = (from, (start + v.len() as u64).min(to));
+                if a < b {
+                    out[..(b - a) as usize].copy_from_slice(&v[(a - start) as usize..(b - start) as usize]);
+                }
+            }
+        })?;
+        return Ok(out);
+    }
     let lo = chunk_key(db, key, version, first);
     let hi = keys::sub_range(db, key, version).1;
     let prefix = keys::sub_prefix(db, key, version).len();
@@ -89,7 +126,7 @@ pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], version: u64, len: u64, fro
             return false;
         }
         // The chunk's bytes, placed where they belong in [from, to).
-        let start = index * CHUNK as u64;
+        let start = index * chunk;
         let (a, b) = (start.max(from), (start + v.len() as u64).min(to));
         if a < b {
             out[(a - from) as usize..(b - from) as usize].copy_from_slice(&v[(a - start) as usize..(b - start) as usize]);
@@ -106,7 +143,7 @@ pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], version: u64, len: u64, fro
 pub fn read_all(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>) -> CmdResult<Vec<u8>> {
     match s {
         Str::Inline(v) => Ok(v.to_vec()),
-        Str::Big { version, len } => read_range(ks, db, key, version, len, 0, len),
+        Str::Big { len, .. } => read_range(ks, db, key, s, 0, len),
     }
 }
 
@@ -189,16 +226,17 @@ pub fn stage_put(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], expire_ms: u6
     for (i, part) in payload.chunks(CHUNK).enumerate() {
         ks.store.put(b, &chunk_key(db, key, version, i as u64), part);
     }
-    stage_big_meta(ks, b, db, key, (version, payload.len() as u64), expire_ms, prior);
+    stage_big_meta(ks, b, db, key, (version, payload.len() as u64, CHUNK as u64), expire_ms, prior);
 }
 
-fn stage_big_meta(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], (version, len): (u64, u64), expire_ms: u64, prior: Prior) {
+fn stage_big_meta(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], (version, len, chunk): (u64, u64, u64), expire_ms: u64, prior: Prior) {
     let c = Coll {
         version,
         size: len,
         hfe: None,
         list_head: None,
         zblocks: false,
+        chunk_shift: if chunk == CHUNK as u64 { 0 } else { chunk.trailing_zeros() as u8 },
         stream: None,
     };
     ks.stage_put(b, db, key, &c.encode(KeyType::BigString, expire_ms), prior);
@@ -220,26 +258,38 @@ pub fn put(ks: &Keyspace, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], pr
 /// [`INLINE_MAX`] is converted once; a big string has only the chunks
 /// `data` touches rewritten, plus its meta record.
 pub fn write_at(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms: u64, offset: u64, data: &[u8]) -> CmdResult<u64> {
-    write_runs(ks, db, key, s, expire_ms, &[(offset, data.to_vec())])
+    write_runs(ks, db, key, s, expire_ms, &[(offset, data.to_vec())], false)
 }
 
 /// [`write_at`] for several runs of bytes `(offset, data)` at once, in one
-/// batch (SETBIT, BITFIELD): each chunk they touch is read and rewritten
-/// once. Runs are in offset order and do not overlap; none is empty.
-pub fn write_runs(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_ms: u64, runs: &[(u64, Vec<u8>)]) -> CmdResult<u64> {
+/// batch (SETBIT, BITFIELD: `bits`): each chunk they touch is read and
+/// rewritten once. Runs are in offset order and do not overlap; none is
+/// empty. For a bit command an inline string longer than
+/// [`BIT_INLINE_MAX`] (or growing past it) becomes chunks of
+/// [`BIT_CHUNK`] bytes, so each later SETBIT rewrites 4 KiB, not the value.
+pub fn write_runs(
+    ks: &Keyspace,
+    db: u8,
+    key: &[u8],
+    s: Option<Str<'_>>,
+    expire_ms: u64,
+    runs: &[(u64, Vec<u8>)],
+    bits: bool,
+) -> CmdResult<u64> {
     let prior = s.map(|_| expire_ms);
     let end = runs.iter().map(|(o, d)| o + d.len() as u64).max().unwrap_or(0);
     let mut b = ks.store.batch();
     // `inline`: the bytes of an inline string being converted (they are
     // not in chunk records yet).
-    let (version, len, inline) = match s {
-        Some(Str::Big { version, len }) => (version, len, None),
+    let (version, len, chunk, inline) = match s {
+        Some(Str::Big { version, len, chunk }) => (version, len, chunk, None),
         other => {
             let cur = match other {
                 Some(Str::Inline(v)) => v,
                 _ => &[][..],
             };
-            if end <= INLINE_MAX as u64 {
+            let (limit, chunk) = if bits { (BIT_INLINE_MAX, BIT_CHUNK) } else { (INLINE_MAX, CHUNK) };
+            if end.max(cur.len() as u64) <= limit as u64 {
                 let mut v = cur.to_vec();
                 for (offset, data) in runs {
                     crate::types::string::set_range(&mut v, *offset as usize, data);
@@ -248,11 +298,10 @@ pub fn write_runs(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_
                 return Ok(v.len() as u64);
             }
             let version = ks.next_version(crate::clock::now_us());
-            (version, cur.len() as u64, Some(cur))
+            (version, cur.len() as u64, chunk as u64, Some(cur))
         }
     };
     let new_len = len.max(end);
-    let chunk = CHUNK as u64;
     // Every chunk a run touches, once.
     let mut touched: Vec<u64> = runs
         .iter()
@@ -262,12 +311,13 @@ pub fn write_runs(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_
     touched.dedup();
     if let Some(cur) = inline {
         // The converted string's chunks that no run touches.
-        for (i, part) in cur.chunks(CHUNK).enumerate() {
+        for (i, part) in cur.chunks(chunk as usize).enumerate() {
             if touched.binary_search(&(i as u64)).is_err() {
                 ks.store.put(&mut b, &chunk_key(db, key, version, i as u64), part);
             }
         }
     }
+    let big = Str::Big { version, len, chunk };
     for index in touched {
         let start = index * chunk;
         // The chunk as it will be: its old bytes (zeros where it had none),
@@ -278,7 +328,7 @@ pub fn write_runs(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_
                 .get(start as usize..cur.len().min((start + span) as usize))
                 .unwrap_or(&[])
                 .to_vec(),
-            None => read_range(ks, db, key, version, len, start, start + span)?,
+            None => read_range(ks, db, key, big, start, start + span)?,
         };
         bytes.resize(span as usize, 0);
         for (offset, data) in runs {
@@ -289,7 +339,7 @@ pub fn write_runs(ks: &Keyspace, db: u8, key: &[u8], s: Option<Str<'_>>, expire_
         }
         ks.store.put(&mut b, &chunk_key(db, key, version, index), &bytes);
     }
-    stage_big_meta(ks, &mut b, db, key, (version, new_len), expire_ms, prior);
+    stage_big_meta(ks, &mut b, db, key, (version, new_len, chunk), expire_ms, prior);
     ks.store.write(b)?;
     Ok(new_len)
 }
@@ -307,14 +357,20 @@ mod tests {
     }
 
     fn write(ks: &Keyspace, key: &[u8], offset: u64, data: &[u8]) -> u64 {
+        write_as(ks, key, offset, data, false)
+    }
+
+    /// A write as SETRANGE does it, or as a bit command (`bits`).
+    fn write_as(ks: &Keyspace, key: &[u8], offset: u64, data: &[u8], bits: bool) -> u64 {
         let stored = ks.get(0, key, 1).unwrap();
         let m = stored.as_ref().map(|s| s.meta());
         let s = m.as_ref().map(|m| of(m).unwrap().unwrap());
-        write_at(ks, 0, key, s, 0, offset, data).unwrap()
+        write_runs(ks, 0, key, s, 0, &[(offset, data.to_vec())], bits).unwrap()
     }
 
-    /// Random SETRANGE/APPEND sequences agree with a plain vector, across
-    /// the inline/chunked boundary and chunk edges.
+    /// Random SETRANGE/APPEND sequences (and bit commands' writes, which
+    /// make 4 KiB chunks) agree with a plain vector, across the
+    /// inline/chunked boundary and chunk edges.
     #[test]
     fn writes_and_reads_agree_with_a_plain_vector() {
         let dir = tempfile::tempdir().unwrap();
@@ -326,7 +382,7 @@ mod tests {
             x ^= x << 17;
             x % n.max(1)
         };
-        for round in 0..6u8 {
+        for round in 0..10u8 {
             let key = [b'k', round];
             let mut model: Vec<u8> = Vec::new();
             for step in 0..40 {
@@ -338,16 +394,18 @@ mod tests {
                 };
                 let len = [1, 7, CHUNK as u64, CHUNK as u64 + 3, 40_000][next(5) as usize];
                 let data: Vec<u8> = (0..len).map(|i| (i as u8) ^ step ^ round).collect();
-                let n = write(&ks, &key, offset, &data);
+                // Rounds 6..: the string starts as a bit command made it.
+                let n = write_as(&ks, &key, offset, &data, round >= 6 && step < 3);
                 crate::types::string::set_range(&mut model, offset as usize, &data);
                 assert_eq!(n, model.len() as u64);
                 let (all, l) = current(&ks, &key).unwrap();
                 assert_eq!(l, model.len() as u64);
                 assert!(all == model, "round {round} step {step}");
-                if let Str::Big { version, len } = of(&ks.get(0, &key, 1).unwrap().unwrap().meta()).unwrap().unwrap() {
+                let m = ks.get(0, &key, 1).unwrap().unwrap();
+                if let big @ Str::Big { len, .. } = of(&m.meta()).unwrap().unwrap() {
                     let a = next(len);
                     let b = a + next(3 * CHUNK as u64);
-                    let part = read_range(&ks, 0, &key, version, len, a, b).unwrap();
+                    let part = read_range(&ks, 0, &key, big, a, b).unwrap();
                     assert_eq!(part, model[a as usize..(b.min(len)) as usize]);
                 }
             }
@@ -361,12 +419,50 @@ mod tests {
         let far = 536_870_911u64;
         assert_eq!(write(&ks, b"far", far, b"x"), far + 1);
         let m = ks.get(0, b"far", 1).unwrap().unwrap();
-        let Some(Str::Big { version, len }) = of(&m.meta()).unwrap() else {
+        let Some(big @ Str::Big { version, len, chunk }) = of(&m.meta()).unwrap() else {
             panic!("not big")
         };
-        assert_eq!(len, far + 1);
+        assert_eq!((len, chunk), (far + 1, CHUNK as u64));
         let (lo, hi) = keys::sub_range(0, b"far", version);
         assert_eq!(ks.store.count(&lo, &hi).unwrap(), 1);
-        assert_eq!(read_range(&ks, 0, b"far", version, len, far - 2, far + 5).unwrap(), b"\0\0x");
+        assert_eq!(read_range(&ks, 0, b"far", big, far - 2, far + 5).unwrap(), b"\0\0x");
+    }
+
+    #[test]
+    fn bit_writes_make_small_chunks_and_keep_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let ks = keyspace(dir.path());
+        // Short: inline.
+        assert_eq!(write_as(&ks, b"b", 100, b"\x01", true), 101);
+        assert!(matches!(
+            of(&ks.get(0, b"b", 1).unwrap().unwrap().meta()).unwrap(),
+            Some(Str::Inline(_))
+        ));
+        // Past 4 KiB: 4 KiB chunks, the inline bytes carried over.
+        assert_eq!(write_as(&ks, b"b", 10_000, b"\x02", true), 10_001);
+        let m = ks.get(0, b"b", 1).unwrap().unwrap();
+        let Some(big @ Str::Big { version, chunk, .. }) = of(&m.meta()).unwrap() else {
+            panic!("not big")
+        };
+        assert_eq!(chunk, BIT_CHUNK as u64);
+        let (lo, hi) = keys::sub_range(0, b"b", version);
+        assert_eq!(ks.store.count(&lo, &hi).unwrap(), 2, "chunks 0 and 2");
+        assert_eq!(read_range(&ks, 0, b"b", big, 99, 102).unwrap(), b"\0\x01\0");
+        // A SETRANGE later keeps the chunk size.
+        assert_eq!(write(&ks, b"b", 5000, b"xyz"), 10_001);
+        let m = ks.get(0, b"b", 1).unwrap().unwrap();
+        let Some(big @ Str::Big { chunk, .. }) = of(&m.meta()).unwrap() else {
+            panic!("not big")
+        };
+        assert_eq!(chunk, BIT_CHUNK as u64);
+        assert_eq!(read_range(&ks, 0, b"b", big, 4999, 5003).unwrap(), b"\0xyz");
+        // An inline string SET long (5 KiB) becomes chunks at its first bit write.
+        put(&ks, 0, b"s", 0, &[7u8; 5000], None, None).unwrap();
+        assert_eq!(write_as(&ks, b"s", 0, b"\x08", true), 5000);
+        let m = ks.get(0, b"s", 1).unwrap().unwrap();
+        let s = of(&m.meta()).unwrap().unwrap();
+        assert!(matches!(s, Str::Big { chunk: 4096, .. }));
+        let all = read_all(&ks, 0, b"s", s).unwrap();
+        assert_eq!((all[0], all[1], all[4999], all.len()), (8, 7, 7, 5000));
     }
 }

@@ -291,6 +291,7 @@ pub fn finish_store(ks: &Keyspace, db: u8, key: &[u8], ty: KeyType, version: u64
             hfe: None,
             list_head: None,
             zblocks: ty == KeyType::ZSet,
+            chunk_shift: 0,
             stream: None,
         };
         ks.stage_put(&mut b, db, key, &c.encode(ty, 0), None);
@@ -482,6 +483,7 @@ mod tests {
             hfe: None,
             list_head: None,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         };
         let mut b = ks.store.batch();

@@ -105,14 +105,22 @@ pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
         KeyType::BigString => {
             // Chunks named by a 4-byte index, none longer than a chunk or
             // past the length.
-            let len = m.coll()?.size;
+            let c = m.coll()?;
+            let (len, chunk) = (c.size, bigstr::chunk_of(&c));
             let ok = |(k, v): &(Vec<u8>, Vec<u8>)| {
                 <[u8; 4]>::try_from(&k[..]).is_ok_and(|i| {
-                    let start = u32::from_be_bytes(i) as u64 * bigstr::CHUNK as u64;
-                    v.len() <= bigstr::CHUNK && start + v.len() as u64 <= len
+                    let start = u32::from_be_bytes(i) as u64 * chunk;
+                    v.len() as u64 <= chunk && start + v.len() as u64 <= len
                 })
             };
-            if len <= bigstr::INLINE_MAX as u64 || !members.iter().all(ok) {
+            // Default chunks hold strings past the inline limit; the bit
+            // commands' small chunks, strings past theirs.
+            let least = if c.chunk_shift == 0 {
+                bigstr::INLINE_MAX
+            } else {
+                bigstr::BIT_INLINE_MAX
+            };
+            if len <= least as u64 || !members.iter().all(ok) {
                 return None;
             }
         }
@@ -163,6 +171,7 @@ mod tests {
             hfe: None,
             list_head: None,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         };
         let v = Owned {

@@ -297,6 +297,7 @@ mod tests {
             }),
             list_head: None,
             zblocks: false,
+            chunk_shift: 0,
             stream: None,
         }
     }
@@ -368,6 +369,7 @@ mod tests {
                     hfe: None,
                     list_head: None,
                     zblocks: false,
+                    chunk_shift: 0,
                     stream: None,
                 },
                 u64::MAX

@@ -7,7 +7,6 @@
 //! Redis's does; it is bytes on disk before compression, not RAM (a cold
 //! key costs no RAM at all).
 
-use super::bigstr::CHUNK;
 use super::coll;
 use super::keyspace::Keyspace;
 use crate::error::{CmdResult, CORRUPT};
@@ -46,7 +45,7 @@ pub fn usage(ks: &Keyspace, db: u8, key: &[u8], now: u64, samples: u64) -> CmdRe
     let c = coll.ok_or(CORRUPT)?;
     let member_key = SUB_KEY_PREFIX + klen + RECORD_OVERHEAD;
     if ty == KeyType::BigString {
-        let chunks = c.size.div_ceil(CHUNK as u64);
+        let chunks = c.size.div_ceil(super::bigstr::chunk_of(&c));
         return Ok(Some(total + c.size + chunks * (member_key + 4)));
     }
     if c.size == 0 {
