@@ -37,9 +37,6 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
 const BAD_OFFSET: CmdError = CmdError(Cow::Borrowed("ERR bit offset is not an integer or out of range"));
 const BAD_BIT: CmdError = CmdError(Cow::Borrowed("ERR bit is not an integer or out of range"));
 
-/// Bytes read at a time by BITCOUNT and BITPOS over a big string.
-const WINDOW: u64 = 1 << 20;
-
 /// A bit offset as Redis reads it: not negative, inside
 /// `proto-max-bulk-len` bytes; `#n` means n fields of `hash_bits` bits
 /// (BITFIELD).
@@ -98,29 +95,10 @@ impl Owned {
         bigstr::read_range(ks, db, key, self.as_str(), from, to)
     }
 
-    /// Visits the bytes `[from, to)` window by window, each with its
-    /// offset, until `f` returns false.
-    fn windows(&self, ks: &Keyspace, db: u8, key: &[u8], from: u64, to: u64, mut f: impl FnMut(u64, &[u8]) -> bool) -> CmdResult {
-        match self {
-            Owned::Inline(v) => {
-                let to = to.min(v.len() as u64);
-                if from < to {
-                    f(from, &v[from as usize..to as usize]);
-                }
-            }
-            Owned::Big { .. } => {
-                let mut at = from;
-                while at < to.min(self.len()) {
-                    let end = (at + WINDOW).min(to);
-                    let part = self.bytes(ks, db, key, at, end)?;
-                    if !f(at, &part) {
-                        break;
-                    }
-                    at = end;
-                }
-            }
-        }
-        Ok(())
+    /// Visits the bytes `[from, to)` a chunk's slice at a time, each with
+    /// its offset, until `f` returns false (no copy of the range).
+    fn windows(&self, ks: &Keyspace, db: u8, key: &[u8], from: u64, to: u64, f: impl FnMut(u64, &[u8]) -> bool) -> CmdResult {
+        bigstr::visit_range(ks, db, key, self.as_str(), from, to, f)
     }
 }
 

@@ -139,6 +139,85 @@ pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to: 
     Ok(out)
 }
 
+/// Visits the bytes `[from, to)` of string `s` (clamped to its length) in
+/// order, a chunk's slice at a time with its offset, until `f` returns
+/// false: no copy of the range is made (BITCOUNT, BITPOS). Missing chunks
+/// and the bytes a short chunk lacks come as zeros.
+pub fn visit_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to: u64, mut f: impl FnMut(u64, &[u8]) -> bool) -> CmdResult {
+    let (version, len, chunk) = match s {
+        Str::Big { version, len, chunk } => (version, len, chunk),
+        Str::Inline(v) => {
+            let to = to.min(v.len() as u64);
+            if from < to {
+                f(from, &v[from as usize..to as usize]);
+            }
+            return Ok(());
+        }
+    };
+    let to = to.min(len);
+    if from >= to {
+        return Ok(());
+    }
+    let zeros = vec![0u8; chunk as usize];
+    // Zeros for `[a, b)`, a chunk at a most at a time.
+    let gap = |a: u64, b: u64, f: &mut dyn FnMut(u64, &[u8]) -> bool| {
+        let mut at = a;
+        while at < b {
+            let n = (b - at).min(chunk);
+            if !f(at, &zeros[..n as usize]) {
+                return false;
+            }
+            at += n;
+        }
+        true
+    };
+    let last = (to - 1) / chunk;
+    let lo = chunk_key(db, key, version, from / chunk);
+    let hi = keys::sub_range(db, key, version).1;
+    let prefix = keys::sub_prefix(db, key, version).len();
+    let (mut at, mut going, mut bad) = (from, true, false);
+    ks.store.scan(&lo, &hi, |k, v| {
+        let Some(index) = k.get(prefix..).and_then(|s| <[u8; 4]>::try_from(s).ok()).map(u32::from_be_bytes) else {
+            bad = true;
+            return false;
+        };
+        let index = index as u64;
+        if index > last {
+            return false;
+        }
+        let start = index * chunk;
+        if start > at && !gap(at, start.min(to), &mut f) {
+            going = false;
+            return false;
+        }
+        let (a, b) = (start.max(from), (start + v.len() as u64).min(to));
+        if a < b {
+            if !f(a, &v[(a - start) as usize..(b - start) as usize]) {
+                going = false;
+                return false;
+            }
+            at = b;
+        }
+        let end = (start + chunk).min(to);
+        if at < end {
+            // A short chunk: the rest of its span is zeros.
+            if !gap(at, end, &mut f) {
+                going = false;
+                return false;
+            }
+            at = end;
+        }
+        true
+    })?;
+    if bad {
+        return Err(CORRUPT);
+    }
+    if going && at < to {
+        gap(at, to, &mut f);
+    }
+    Ok(())
+}
+
 /// A whole string value, either form.
 pub fn read_all(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>) -> CmdResult<Vec<u8>> {
     match s {
@@ -406,6 +485,15 @@ mod tests {
                     let a = next(len);
                     let b = a + next(3 * CHUNK as u64);
                     let part = read_range(&ks, 0, &key, big, a, b).unwrap();
+                    // The same range visited in slices, in order, whole.
+                    let mut seen = Vec::new();
+                    visit_range(&ks, 0, &key, big, a, b, |at, v| {
+                        assert_eq!(at, a + seen.len() as u64);
+                        seen.extend_from_slice(v);
+                        true
+                    })
+                    .unwrap();
+                    assert!(seen == part, "round {round} step {step}: visit_range [{a}, {b})");
                     assert_eq!(part, model[a as usize..(b.min(len)) as usize]);
                 }
             }
@@ -426,6 +514,17 @@ mod tests {
         let (lo, hi) = keys::sub_range(0, b"far", version);
         assert_eq!(ks.store.count(&lo, &hi).unwrap(), 1);
         assert_eq!(read_range(&ks, 0, b"far", big, far - 2, far + 5).unwrap(), b"\0\0x");
+        // Visiting it all: zeros for the missing chunks, a chunk at most at a time.
+        let (mut n, mut ones, mut most) = (0u64, 0u64, 0usize);
+        visit_range(&ks, 0, b"far", big, 0, len, |at, v| {
+            assert_eq!(at, n);
+            n += v.len() as u64;
+            ones += v.iter().filter(|&&b| b != 0).count() as u64;
+            most = most.max(v.len());
+            true
+        })
+        .unwrap();
+        assert_eq!((n, ones, most), (len, 1, CHUNK));
     }
 
     #[test]

@@ -165,13 +165,63 @@ pub fn count_bits(v: &[u8], base: u64, first: u64, last: u64) -> u64 {
         return 0;
     }
     let (fb, lb) = (lo >> 3, (hi - 1) >> 3);
-    let mut n: u64 = v[fb as usize..=lb as usize].iter().map(|b| b.count_ones() as u64).sum();
+    let mut n = popcount(&v[fb as usize..=lb as usize]);
     // The bits of the edge bytes outside the range.
     let head = v[fb as usize] & !(0xffu8 >> (lo & 7));
     let tail_keep = (hi - 1) & 7; // bits kept in the last byte: 0..=tail_keep
     let tail = v[lb as usize] & (0x7fu8 >> tail_keep);
     n -= head.count_ones() as u64;
     n -= tail.count_ones() as u64;
+    n
+}
+
+/// Set bits in `v`, with the CPU's population count when it has one:
+/// without it, `count_ones` is a dozen shifts and masks a word, 73% of a
+/// BITCOUNT of 1 MiB (perf record, tuning.md "Bitmaps").
+fn popcount(v: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: both features were detected on this CPU just above.
+            return unsafe { popcount_avx2(v) };
+        }
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the feature was detected on this CPU just above.
+            return unsafe { popcount_popcnt(v) };
+        }
+    }
+    popcount_words(v)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn popcount_avx2(v: &[u8]) -> u64 {
+    popcount_words(v)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn popcount_popcnt(v: &[u8]) -> u64 {
+    popcount_words(v)
+}
+
+/// Set bits in `v`, eight bytes at a time; inlined into the callers above
+/// so it compiles with their CPU features.
+#[inline(always)]
+fn popcount_words(v: &[u8]) -> u64 {
+    // A plain loop: an iterator's `sum` compiled as a call of its own,
+    // outside the CPU features of the function it was written in.
+    let mut n = 0u64;
+    let mut i = 0;
+    while i + 8 <= v.len() {
+        let w = u64::from_le_bytes([v[i], v[i + 1], v[i + 2], v[i + 3], v[i + 4], v[i + 5], v[i + 6], v[i + 7]]);
+        n += w.count_ones() as u64;
+        i += 8;
+    }
+    while i < v.len() {
+        n += v[i].count_ones() as u64;
+        i += 1;
+    }
     n
 }
 
@@ -347,6 +397,15 @@ mod tests {
         assert_eq!(find_bit(&v, 0, 16, 31, true), Some(28));
         assert_eq!(find_bit(&v, 0, 16, 27, true), None);
         assert_eq!(find_bit(&v[2..], 2, 16, 31, true), Some(28));
+    }
+
+    #[test]
+    fn popcount_agrees_with_a_byte_count() {
+        let v: Vec<u8> = (0..1003u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) as u8).collect();
+        let want: u64 = v.iter().map(|b| b.count_ones() as u64).sum();
+        assert_eq!(popcount(&v), want);
+        assert_eq!(popcount_words(&v), want);
+        assert_eq!(popcount(&v[3..10]), v[3..10].iter().map(|b| b.count_ones() as u64).sum::<u64>());
     }
 
     #[test]
