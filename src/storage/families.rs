@@ -52,21 +52,6 @@ pub(super) fn stored_shards(db: &DB) -> Result<Option<usize>, StorageError> {
         .and_then(|s| s.parse::<usize>().ok()))
 }
 
-/// Moves every record whose slot now belongs to another shard, or that
-/// was written before members had a family of their own, within the one
-/// database (`open::move_out`). Safe to rerun after a crash: a record's
-/// target depends only on its slot and tag.
-pub(super) fn reshard(db: &DB, names: &[String], shards: usize) -> Result<(), StorageError> {
-    let stored = stored_shards(db)?;
-    let layout = db.get(LAYOUT_RECORD)?;
-    if stored.is_none() || (stored == Some(shards) && layout.as_deref() == Some(LAYOUT.as_bytes())) {
-        return Ok(());
-    }
-    tracing::info!(from = ?stored, to = shards, "moving records to their column families (shard count or layout changed)");
-    super::open::move_out(db, names, &|_| Some(db), shards)?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use rocksdb::{Cache, ColumnFamilyDescriptor, Options, WriteBatch, DB};
 
-use super::families::{cf_name, home_of, reshard, shard_cf_names, stored_shards, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
+use super::families::{cf_name, home_of, shard_cf_names, stored_shards, sub_cf_name, LAYOUT, LAYOUT_RECORD, SHARDS_RECORD};
 use super::{gc, keys, options, redo, wtier, Engine, StorageError, StoreOptions};
 use crate::slot::shard_of_slot;
 
@@ -369,6 +369,21 @@ impl Engine {
         main.flush_wal(true)?;
         Ok(())
     }
+}
+
+/// Moves every record whose slot now belongs to another shard, or that
+/// was written before members had a family of their own, within the one
+/// database ([`move_out`]). Safe to rerun after a crash: a record's
+/// target depends only on its slot and tag.
+pub(super) fn reshard(db: &DB, names: &[String], shards: usize) -> Result<(), StorageError> {
+    let stored = stored_shards(db)?;
+    let layout = db.get(LAYOUT_RECORD)?;
+    if stored.is_none() || (stored == Some(shards) && layout.as_deref() == Some(LAYOUT.as_bytes())) {
+        return Ok(());
+    }
+    tracing::info!(from = ?stored, to = shards, "moving records to their column families (shard count or layout changed)");
+    move_out(db, names, &|_| Some(db), shards)?;
+    Ok(())
 }
 
 #[cfg(test)]

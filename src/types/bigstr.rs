@@ -139,6 +139,10 @@ pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to: 
     Ok(out)
 }
 
+/// Ranges of fewer chunks than this are read chunk by chunk with point
+/// reads, longer ones with one scan.
+const POINT_READS: u64 = 1024;
+
 /// Visits the bytes `[from, to)` of string `s` (clamped to its length) in
 /// order, a chunk's slice at a time with its offset, until `f` returns
 /// false: no copy of the range is made (BITCOUNT, BITPOS). Missing chunks
@@ -171,8 +175,32 @@ pub fn visit_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to:
         }
         true
     };
-    let last = (to - 1) / chunk;
-    let lo = chunk_key(db, key, version, from / chunk);
+    let (first, last) = (from / chunk, (to - 1) / chunk);
+    if last - first < POINT_READS {
+        // A point read per chunk finds its newest version at once; a scan
+        // steps over every older version a hot bitmap's SETBITs leave in
+        // the memtable (BITCOUNT of 1 MiB under SETBITs: 5 times slower).
+        let mut at = from;
+        for index in first..=last {
+            let start = index * chunk;
+            let end = (start + chunk).min(to);
+            let mut going = true;
+            ks.store.get_with(&chunk_key(db, key, version, index), |v| {
+                let v = v.unwrap_or(&[]);
+                let (a, b) = (start.max(from), (start + v.len() as u64).min(end));
+                if a < b {
+                    going = f(a, &v[(a - start) as usize..(b - start) as usize]);
+                    at = b;
+                }
+            })?;
+            if !going || (at < end && !gap(at, end, &mut f)) {
+                return Ok(());
+            }
+            at = end;
+        }
+        return Ok(());
+    }
+    let lo = chunk_key(db, key, version, first);
     let hi = keys::sub_range(db, key, version).1;
     let prefix = keys::sub_prefix(db, key, version).len();
     let (mut at, mut going, mut bad) = (from, true, false);
