@@ -432,7 +432,7 @@ fn command_table_introspection() {
         .unwrap();
     assert_eq!(
         filtered.iter().collect::<HashSet<_>>(),
-        ["get", "getset", "getdel", "getex", "getrange"]
+        ["get", "getbit", "getset", "getdel", "getex", "getrange"]
             .iter()
             .map(|s| s.to_string())
             .collect::<Vec<_>>()
