@@ -138,10 +138,20 @@ pub fn getbit(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let offset = bit_offset(ctx, &argv[2], None)?;
     let key = &argv[1][..];
     let byte = offset >> 3;
-    let bit = match string_of(ctx, key)? {
-        Some((s, _)) => bitmap::get_bit(&s.bytes(ctx.ks(), ctx.db, key, byte, byte + 1)?, offset & 7),
-        None => 0,
-    };
+    let ks = ctx.ks();
+    // Read in place: an inline value is not copied, a big one yields the
+    // one byte of its chunk.
+    let bit = ks.read(ctx.db, key, ctx.now_ms, |m| match m {
+        None => Ok(0),
+        Some(m) => match bigstr::of(&m)? {
+            Some(Str::Inline(v)) => Ok(bitmap::get_bit(v, offset)),
+            Some(big) => Ok(bitmap::get_bit(
+                &bigstr::read_range(ks, ctx.db, key, big, byte, byte + 1)?,
+                offset & 7,
+            )),
+            None => Err(WRONGTYPE),
+        },
+    })??;
     r.int(bit as i64);
     Ok(())
 }
