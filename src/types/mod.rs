@@ -17,6 +17,7 @@ pub mod dump;
 mod expiry;
 pub mod hash;
 pub mod hashsweep;
+pub mod hll;
 pub mod keyspace;
 pub mod list;
 pub mod memory;
