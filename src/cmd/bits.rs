@@ -351,7 +351,8 @@ fn bitfield_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ro: bool) -> CmdRe
         }
     }
     let mut changes = 0;
-    r.array(ops.len());
+    // Replies wait for the write: a failed write answers its error alone.
+    let mut replies: Vec<Option<i64>> = Vec::with_capacity(ops.len());
     for op in &ops {
         let (f, offset) = op.at();
         let (lo, hi) = (offset >> 3, (offset + f.bits as u64 - 1) >> 3);
@@ -359,7 +360,7 @@ fn bitfield_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ro: bool) -> CmdRe
         let old = f.value(bitmap::get_field(&buf, lo, offset, f.bits));
         let (new, reply) = match *op {
             FieldOp::Get(..) => {
-                r.int(old);
+                replies.push(Some(old));
                 continue;
             }
             FieldOp::Set(_, _, v, ow) => (f.add(v, 0, ow), old),
@@ -369,10 +370,10 @@ fn bitfield_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ro: bool) -> CmdRe
             }
         };
         let Some(new) = new else {
-            r.null();
+            replies.push(None);
             continue;
         };
-        r.int(reply);
+        replies.push(Some(reply));
         bitmap::set_field(&mut buf, lo, offset, f.bits, new as u64);
         for (i, b) in (lo..=hi).enumerate() {
             bytes.insert(b, buf[i]);
@@ -401,6 +402,13 @@ fn bitfield_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, ro: bool) -> CmdRe
         write_runs(ctx, key, cur.as_ref(), &runs)?;
         if changes > 0 {
             ctx.notify(STRING, "setbit", key);
+        }
+    }
+    r.array(replies.len());
+    for v in replies {
+        match v {
+            Some(n) => r.int(n),
+            None => r.null(),
         }
     }
     Ok(())
