@@ -65,6 +65,18 @@ fn string_of(ctx: &Ctx, key: &[u8]) -> CmdResult<Option<(Owned, u64)>> {
     })?
 }
 
+/// Runs `f` on a live string key's value where it is stored (no copy of
+/// an inline value); None when missing; WRONGTYPE for other types.
+fn in_place<R>(ctx: &Ctx, key: &[u8], f: impl FnOnce(Option<Str<'_>>) -> CmdResult<R>) -> CmdResult<R> {
+    ctx.ks().read(ctx.db, key, ctx.now_ms, |m| match m {
+        None => f(None),
+        Some(m) => match bigstr::of(&m)? {
+            Some(s) => f(Some(s)),
+            None => Err(WRONGTYPE),
+        },
+    })?
+}
+
 /// [`Str`] without the borrow of the read.
 enum Owned {
     Inline(Vec<u8>),
@@ -93,12 +105,6 @@ impl Owned {
     /// Bytes `[from, to)` (clamped to the length).
     fn bytes(&self, ks: &Keyspace, db: u8, key: &[u8], from: u64, to: u64) -> CmdResult<Vec<u8>> {
         bigstr::read_range(ks, db, key, self.as_str(), from, to)
-    }
-
-    /// Visits the bytes `[from, to)` a chunk's slice at a time, each with
-    /// its offset, until `f` returns false (no copy of the range).
-    fn windows(&self, ks: &Keyspace, db: u8, key: &[u8], from: u64, to: u64, f: impl FnMut(u64, &[u8]) -> bool) -> CmdResult {
-        bigstr::visit_range(ks, db, key, self.as_str(), from, to, f)
     }
 }
 
@@ -138,20 +144,16 @@ pub fn getbit(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let offset = bit_offset(ctx, &argv[2], None)?;
     let key = &argv[1][..];
     let byte = offset >> 3;
-    let ks = ctx.ks();
-    // Read in place: an inline value is not copied, a big one yields the
-    // one byte of its chunk.
-    let bit = ks.read(ctx.db, key, ctx.now_ms, |m| match m {
+    // In place: an inline value is not copied, a big one yields the one
+    // byte of its chunk.
+    let bit = in_place(ctx, key, |s| match s {
         None => Ok(0),
-        Some(m) => match bigstr::of(&m)? {
-            Some(Str::Inline(v)) => Ok(bitmap::get_bit(v, offset)),
-            Some(big) => Ok(bitmap::get_bit(
-                &bigstr::read_range(ks, ctx.db, key, big, byte, byte + 1)?,
-                offset & 7,
-            )),
-            None => Err(WRONGTYPE),
-        },
-    })??;
+        Some(Str::Inline(v)) => Ok(bitmap::get_bit(v, offset)),
+        Some(big) => Ok(bitmap::get_bit(
+            &bigstr::read_range(ctx.ks(), ctx.db, key, big, byte, byte + 1)?,
+            offset & 7,
+        )),
+    })?;
     r.int(bit as i64);
     Ok(())
 }
@@ -160,13 +162,17 @@ pub fn getbit(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 fn range_args(args: &[Bytes]) -> CmdResult<(i64, i64, bool)> {
     let start = parse_i64(&args[0]).ok_or(NOT_INT)?;
     let end = parse_i64(&args[1]).ok_or(NOT_INT)?;
-    let bit = match args.get(2) {
-        None => false,
-        Some(u) if is(u, "bit") => true,
-        Some(u) if is(u, "byte") => false,
-        Some(_) => return Err(SYNTAX),
-    };
-    Ok((start, end, bit))
+    Ok((start, end, unit(args.get(2))?))
+}
+
+/// The optional `BYTE|BIT` unit: true for bits.
+fn unit(arg: Option<&Bytes>) -> CmdResult<bool> {
+    match arg {
+        None => Ok(false),
+        Some(u) if is(u, "bit") => Ok(true),
+        Some(u) if is(u, "byte") => Ok(false),
+        Some(_) => Err(SYNTAX),
+    }
 }
 
 pub fn bitcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
@@ -176,20 +182,19 @@ pub fn bitcount(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         4 | 5 => Some(range_args(&argv[2..])?),
         _ => return Err(SYNTAX),
     };
-    let Some((s, _)) = string_of(ctx, key)? else {
-        r.int(0);
-        return Ok(());
-    };
     let (start, end, unit) = range.unwrap_or((0, -1, false));
     let wrong_way = start < 0 && end < 0 && start > end;
-    let Some((first, last)) = bitmap::bit_range(s.len(), start, end, unit).filter(|_| !wrong_way) else {
-        r.int(0);
-        return Ok(());
-    };
-    let mut n = 0;
-    s.windows(ctx.ks(), ctx.db, key, first >> 3, (last >> 3) + 1, |at, part| {
-        n += bitmap::count_bits(part, at, first, last);
-        true
+    let n = in_place(ctx, key, |s| {
+        let Some(s) = s else { return Ok(0) };
+        let Some((first, last)) = bitmap::bit_range(s.len(), start, end, unit).filter(|_| !wrong_way) else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        bigstr::visit_range(ctx.ks(), ctx.db, key, s, first >> 3, (last >> 3) + 1, |at, part| {
+            n += bitmap::count_bits(part, at, first, last);
+            true
+        })?;
+        Ok(n)
     })?;
     r.int(n as i64);
     Ok(())
@@ -207,12 +212,7 @@ pub fn bitpos(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         3 => (0, -1, false, false),
         4..=6 => {
             let start = parse_i64(&argv[3]).ok_or(NOT_INT)?;
-            let unit = match argv.get(5) {
-                None => false,
-                Some(u) if is(u, "bit") => true,
-                Some(u) if is(u, "byte") => false,
-                Some(_) => return Err(SYNTAX),
-            };
+            let unit = unit(argv.get(5))?;
             match argv.get(4) {
                 Some(e) => (start, parse_i64(e).ok_or(NOT_INT)?, unit, true),
                 None => (start, -1, unit, false),
@@ -220,27 +220,25 @@ pub fn bitpos(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
         _ => return Err(SYNTAX),
     };
-    let Some((s, _)) = string_of(ctx, key)? else {
+    let pos = in_place(ctx, key, |s| {
         // A missing key is an endless run of zeros.
-        r.int(if bit { -1 } else { 0 });
-        return Ok(());
-    };
-    let Some((first, last)) = bitmap::bit_range(s.len(), start, end, unit) else {
-        r.int(-1);
-        return Ok(());
-    };
-    let mut found = None;
-    s.windows(ctx.ks(), ctx.db, key, first >> 3, (last >> 3) + 1, |at, part| {
-        found = bitmap::find_bit(part, at, first, last, bit);
-        found.is_none()
+        let Some(s) = s else { return Ok(if bit { -1 } else { 0 }) };
+        let Some((first, last)) = bitmap::bit_range(s.len(), start, end, unit) else {
+            return Ok(-1);
+        };
+        let mut found = None;
+        bigstr::visit_range(ctx.ks(), ctx.db, key, s, first >> 3, (last >> 3) + 1, |at, part| {
+            found = bitmap::find_bit(part, at, first, last, bit);
+            found.is_none()
+        })?;
+        Ok(match found {
+            Some(p) => p as i64,
+            // No clear bit: the string reads as padded with zeros past its
+            // end, unless the caller gave the end of the range.
+            None if !bit && !end_given => last as i64 + 1,
+            None => -1,
+        })
     })?;
-    let pos = match found {
-        Some(p) => p as i64,
-        // No clear bit: the string reads as padded with zeros past its
-        // end, unless the caller gave the end of the range.
-        None if !bit && !end_given => last as i64 + 1,
-        None => -1,
-    };
     r.int(pos);
     Ok(())
 }

@@ -82,66 +82,29 @@ fn chunk_key(db: u8, key: &[u8], version: u64, index: u64) -> Vec<u8> {
     keys::sub_key(db, key, version, &(index as u32).to_be_bytes())
 }
 
-/// Bytes `[from, to)` of big string `key` (`s`: its version, length and
-/// chunk size), reading only the chunks they overlap. `to` is clamped to
-/// the length.
+/// Bytes `[from, to)` of string `s` (clamped to its length), reading only
+/// the chunks they overlap ([`visit_range`]).
 pub fn read_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to: u64) -> CmdResult<Vec<u8>> {
-    let (version, len, chunk) = match s {
-        Str::Big { version, len, chunk } => (version, len, chunk),
-        Str::Inline(v) => {
-            let to = to.min(v.len() as u64);
-            return Ok(v.get(from as usize..to as usize).unwrap_or(&[]).to_vec());
-        }
-    };
-    let to = to.min(len);
-    if from >= to {
-        return Ok(Vec::new());
-    }
-    let mut out = vec![0u8; (to - from) as usize];
-    let (first, last) = (from / chunk, (to - 1) / chunk);
-    if first == last {
-        // One chunk: a point read (GETBIT, SETBIT, a short GETRANGE).
-        let start = first * chunk;
-        ks.store.get_with(&chunk_key(db, key, version, first), |v| {
-            if let Some(v) = v {
-                let (a, b) = (from, (start + v.len() as u64).min(to));
-                if a < b {
-                    out[..(b - a) as usize].copy_from_slice(&v[(a - start) as usize..(b - start) as usize]);
-                }
-            }
-        })?;
-        return Ok(out);
-    }
-    let lo = chunk_key(db, key, version, first);
-    let hi = keys::sub_range(db, key, version).1;
-    let prefix = keys::sub_prefix(db, key, version).len();
-    let mut bad = false;
-    ks.store.scan(&lo, &hi, |k, v| {
-        let Some(index) = k.get(prefix..).and_then(|s| <[u8; 4]>::try_from(s).ok()).map(u32::from_be_bytes) else {
-            bad = true;
-            return false;
-        };
-        let index = index as u64;
-        if index > last {
-            return false;
-        }
-        // The chunk's bytes, placed where they belong in [from, to).
-        let start = index * chunk;
-        let (a, b) = (start.max(from), (start + v.len() as u64).min(to));
-        if a < b {
-            out[(a - from) as usize..(b - from) as usize].copy_from_slice(&v[(a - start) as usize..(b - start) as usize]);
-        }
+    let mut out = Vec::with_capacity(to.min(s.len()).saturating_sub(from) as usize);
+    visit_range(ks, db, key, s, from, to, |_, v| {
+        out.extend_from_slice(v);
         true
     })?;
-    if bad {
-        return Err(CORRUPT);
-    }
     Ok(out)
 }
 
-/// Ranges of fewer chunks than this are read chunk by chunk with point
-/// reads, longer ones with one scan.
-const POINT_READS: u64 = 1024;
+/// Zeros for the bytes of missing chunks (no chunk is larger).
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
+/// Ranges of up to this many chunks are read with a point read per chunk,
+/// longer ones with one scan. A point read finds a chunk's newest version
+/// at once where a scan steps over the older versions SETBITs leave in the
+/// memtable, but 256 point reads cost more than one scan of 256 chunks
+/// with no old versions. BITCOUNT of 1 MiB -P16, scan / point reads:
+/// 5.8k / 3.8k a second with no SETBIT history, 2.4k / 3.2-4.2k after
+/// SETBIT load (redis-server 6.1k; tuning.md, "Bitmaps"). Only one-chunk
+/// reads (GETBIT, SETBIT) take the point read.
+const POINT_READS: u64 = 1;
 
 /// Visits the bytes `[from, to)` of string `s` (clamped to its length) in
 /// order, a chunk's slice at a time with its offset, until `f` returns
@@ -162,13 +125,12 @@ pub fn visit_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to:
     if from >= to {
         return Ok(());
     }
-    let zeros = vec![0u8; chunk as usize];
     // Zeros for `[a, b)`, a chunk at a most at a time.
     let gap = |a: u64, b: u64, f: &mut dyn FnMut(u64, &[u8]) -> bool| {
         let mut at = a;
         while at < b {
             let n = (b - at).min(chunk);
-            if !f(at, &zeros[..n as usize]) {
+            if !f(at, &ZEROS[..n as usize]) {
                 return false;
             }
             at += n;
@@ -177,9 +139,6 @@ pub fn visit_range(ks: &Keyspace, db: u8, key: &[u8], s: Str<'_>, from: u64, to:
     };
     let (first, last) = (from / chunk, (to - 1) / chunk);
     if last - first < POINT_READS {
-        // A point read per chunk finds its newest version at once; a scan
-        // steps over every older version a hot bitmap's SETBITs leave in
-        // the memtable (BITCOUNT of 1 MiB under SETBITs: 5 times slower).
         let mut at = from;
         for index in first..=last {
             let start = index * chunk;
