@@ -92,7 +92,7 @@ fn big_strings_answer_like_redis() {
         both(&mut r, &mut b, &["LCS".into(), "{l}a".into(), "{l}b".into(), "LEN".into()]);
         both(&mut r, &mut b, &["HSET".into(), "{l}a".into(), "f".into(), "v".into()]);
         both(&mut r, &mut b, &["SADD".into(), "{l}a".into(), "m".into()]);
-        // DUMP/RESTORE round trip (Basalt's own payload format).
+        // DUMP/RESTORE round trip (a string: Redis's payload).
         let dump = b.cmd(&["DUMP", "{l}a"]);
         assert!(dump.len() > 130 * KB, "{}", show(&dump[..40]));
         let payload = &dump[dump.iter().position(|c| *c == b'\n').map_or(0, |p| p + 1)..dump.len() - 2];

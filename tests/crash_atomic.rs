@@ -548,3 +548,61 @@ fn bitop_destinations_are_whole_after_kill_9() {
         "the writers never got far: {len} bytes, {acked} increments"
     );
 }
+
+static PF_ACKED: [std::sync::atomic::AtomicU64; WRITERS] = [const { std::sync::atomic::AtomicU64::new(0) }; WRITERS];
+
+/// Issue 36: PFMERGE of two sources on two shards into a destination on
+/// the second source's shard: after kill -9 the destination is a valid HLL, counts no more
+/// than the union of its sources (which only grow) and no less than the
+/// count read after the last acknowledged merge.
+#[test]
+fn pfmerge_destinations_are_whole_after_kill_9() {
+    let s1 = |t: usize| format!("pf1:{t}");
+    let s2 = move |t: usize| elsewhere(&s1(t), &format!("pf2:{t}"));
+    let dst = move |t: usize| elsewhere(&s1(t), &format!("pfd:{t}"));
+    let writer = move |port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64| {
+        let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
+            return;
+        };
+        let Ok(mut c) = client.get_connection() else { return };
+        let mut g = seed;
+        while !stop.load(Ordering::Relaxed) {
+            g += 1;
+            let elements: Vec<String> = (0..40).map(|i| format!("{g}:{i}")).collect();
+            let step = redis::cmd("PFADD")
+                .arg(s1(t))
+                .arg(&elements[..20])
+                .query::<i64>(&mut c)
+                .and_then(|_| redis::cmd("PFADD").arg(s2(t)).arg(&elements[20..]).query::<i64>(&mut c))
+                .and_then(|_| redis::cmd("PFMERGE").arg(dst(t)).arg(s1(t)).arg(s2(t)).query::<()>(&mut c))
+                .and_then(|_| redis::cmd("PFCOUNT").arg(dst(t)).query::<u64>(&mut c))
+                .map(|n| {
+                    PF_ACKED[t].fetch_max(n, Ordering::SeqCst);
+                });
+            if step.is_err() {
+                return;
+            }
+        }
+    };
+    let check = move |b: &Basalt, cycle: usize| {
+        let mut c = b.client();
+        for (t, acked) in PF_ACKED.iter().enumerate() {
+            let n: u64 = redis::cmd("PFCOUNT").arg(dst(t)).query(&mut c).expect("PFCOUNT of the destination");
+            let union: u64 = redis::cmd("PFCOUNT")
+                .arg(s1(t))
+                .arg(s2(t))
+                .query(&mut c)
+                .expect("PFCOUNT of the sources");
+            let acked = acked.load(Ordering::SeqCst);
+            assert!(
+                n >= acked && n <= union,
+                "cycle {cycle}: writer {t}: destination counts {n}, acknowledged {acked}, sources {union}"
+            );
+        }
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng(0x9f);
+    kill_cycles(tmp.path(), &[], &mut rng, writer, check);
+    let acked = PF_ACKED.iter().map(|a| a.load(Ordering::SeqCst)).sum::<u64>();
+    assert!(acked > 1000, "the writers never got far: {acked}");
+}

@@ -18,6 +18,7 @@ pub mod command;
 pub mod connection;
 pub mod functions;
 pub mod hashes;
+pub mod hll;
 pub mod keys;
 pub mod keyspecs;
 pub mod lists;

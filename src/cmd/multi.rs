@@ -101,6 +101,8 @@ pub fn one_shard_form(name: &str) -> Option<ShardFn> {
         "mget" => mget_here,
         "mset" => mset_here,
         "msetnx" => msetnx_here,
+        "pfcount" => super::hll::pfcount_here,
+        "pfmerge" => super::hll::pfmerge_here,
         _ => return None,
     })
 }

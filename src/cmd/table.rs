@@ -12,8 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    bits, connection, functions, hashes, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups, xread,
-    zedit, zmulti, zscan, zsets, CommandSpec,
+    bits, connection, functions, hashes, hll, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups,
+    xread, zedit, zmulti, zscan, zsets, CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -79,6 +79,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         connection::COMMANDS,
         strings::COMMANDS,
         bits::COMMANDS,
+        hll::COMMANDS,
         keys::COMMANDS,
         server::COMMANDS,
         hashes::COMMANDS,

@@ -186,6 +186,8 @@ pub struct Config {
     /// Spikes at least this long (ms) go to the latency monitor; 0: off.
     pub latency_monitor_threshold: AtomicU64,
     pub latency_tracking: AtomicBool,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog longer turns dense.
+    pub hll_sparse_max_bytes: AtomicU64,
     /// `client-output-buffer-limit pubsub`: hard bytes, soft bytes, soft seconds.
     pubsub_limits: [AtomicU64; 3],
     /// `notify-keyspace-events` classes (`event` bits), shared with every
@@ -267,6 +269,7 @@ impl Config {
             busy_reply_threshold: AtomicU64::new(5000),
             latency_monitor_threshold: AtomicU64::new(0),
             latency_tracking: AtomicBool::new(true),
+            hll_sparse_max_bytes: AtomicU64::new(3000),
             pubsub_limits: Default::default(),
             notify_flags: Default::default(),
             enc: Default::default(),
@@ -333,6 +336,8 @@ impl Config {
             .store(int("latency-monitor-threshold").max(0) as u64, Ordering::Relaxed);
         self.latency_tracking
             .store(m.get("latency-tracking").is_none_or(|v| v == "yes"), Ordering::Relaxed);
+        self.hll_sparse_max_bytes
+            .store(int("hll-sparse-max-bytes").max(0) as u64, Ordering::Relaxed);
         let names = [
             "hash-max-listpack-entries",
             "hash-max-listpack-value",

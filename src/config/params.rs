@@ -13,7 +13,6 @@ const ACL: &str = "no ACL users yet: the one user is `default`, guarded by requi
 const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data lives in RocksDB, whose compaction rewrites it on disk";
 const CLUSTER: &str = "no cluster mode yet";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
-const FAMILY: &str = "HyperLogLogs do not exist yet";
 const QUICKLIST: &str = "list elements are RocksDB records, compressed by block with the rest of the data (bottommost-compression): there are no quicklist nodes to compress";
 const FILES: &str = "RocksDB's WAL and SST files replace RDB and AOF: every write is in the WAL (appendfsync says when it is synced), BGSAVE makes a checkpoint";
 const HZ: &str = "the housekeeping tick is fixed by hz";
@@ -152,7 +151,7 @@ pub(super) const PARAMS: &[Param] = &[
     inert("dynamic-hz", "yes", Bool, HZ),
     inert("enable-module-command", "no", Enum(&["no", "yes", "local"]), MODULES).fixed(),
     live("enable-protected-configs", "no", Enum(&["no", "yes", "local"])).fixed(),
-    inert("hll-sparse-max-bytes", "3000", Bytes(0, i64::MAX), FAMILY),
+    live("hll-sparse-max-bytes", "3000", Bytes(0, i64::MAX)),
     inert("ignore-warnings", "", Str, PROCESS),
     inert("io-threads", "1", Int(1, 128), THREADS).fixed(),
     inert("io-threads-do-reads", "no", Bool, THREADS).fixed(),

@@ -1,10 +1,17 @@
-//! DUMP and RESTORE payloads: a value (its meta record and members) as
-//! bytes a later RESTORE of this build accepts, with a version and a
-//! CRC-64 so a payload from elsewhere or damaged on the way is refused.
+//! DUMP and RESTORE payloads. A string is dumped as Redis dumps one (an
+//! RDB string, the RDB version and Redis's CRC-64: `types::rdb`), so
+//! strings, HyperLogLogs and bitmaps move between redis-server and Basalt
+//! both ways; any other value is Basalt's own: its meta record and
+//! members, with a version of Basalt's and a CRC-64, so a payload from
+//! elsewhere or damaged on the way is refused.
 
-use crate::storage::meta::{KeyType, Meta};
+use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::types::bigstr;
 use crate::types::coll::Owned;
+use crate::types::rdb::{self, Reader};
+
+/// RDB_TYPE_STRING.
+const RDB_STRING: u8 = 0;
 
 /// DUMP payload: `meta format byte, type, body` then a 2-byte payload
 /// version (little endian, as RDB) and a CRC-64 of everything before it.
@@ -30,6 +37,14 @@ pub fn crc64(data: &[u8]) -> u64 {
 /// `format type body` for a string; `format type bodylen(4) body count(8)
 /// (len(4) member len(4) value)*` for a collection; then the trailer.
 pub fn payload(v: &Owned) -> Vec<u8> {
+    if let Some(value) = string_value(v) {
+        let mut out = Vec::with_capacity(value.len() + 20);
+        out.push(RDB_STRING);
+        rdb::write_len(&mut out, value.len() as u64);
+        out.extend_from_slice(&value);
+        rdb::seal(&mut out);
+        return out;
+    }
     let raw = &v.raw;
     let mut out = Vec::with_capacity(raw.len() + 2);
     out.push(raw[0]);
@@ -54,6 +69,64 @@ pub fn payload(v: &Owned) -> Vec<u8> {
     out
 }
 
+/// A string's whole value (a big one's chunks put together, zeros where
+/// a chunk was never written); None for other types.
+fn string_value(v: &Owned) -> Option<Vec<u8>> {
+    let m = Meta::decode(&v.raw)?;
+    match m.ty {
+        KeyType::String => Some(m.body.to_vec()),
+        KeyType::BigString => {
+            let c = m.coll()?;
+            let chunk = bigstr::chunk_of(&c) as usize;
+            let mut out = vec![0u8; usize::try_from(c.size).ok()?];
+            for (k, part) in &v.members {
+                let i = u32::from_be_bytes(k[..].try_into().ok()?) as usize;
+                let at = i.checked_mul(chunk)?;
+                out.get_mut(at..at + part.len())?.copy_from_slice(part);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// The value of a Redis string payload's body: an RDB string and nothing
+/// after it. Long values become a big string's chunks, as SET makes them.
+fn redis_string(body: &[u8], expire_ms: u64) -> Option<Owned> {
+    let mut r = Reader { buf: body, at: 0 };
+    if r.byte()? != RDB_STRING {
+        return None;
+    }
+    let value = r.string()?;
+    if r.at != body.len() {
+        return None;
+    }
+    if value.len() <= bigstr::INLINE_MAX {
+        return Some(Owned {
+            raw: meta::encode_string(expire_ms, &value),
+            members: Vec::new(),
+        });
+    }
+    let c = Coll {
+        version: 0,
+        size: value.len() as u64,
+        hfe: None,
+        list_head: None,
+        zblocks: false,
+        chunk_shift: 0,
+        stream: None,
+    };
+    let members = value
+        .chunks(bigstr::CHUNK)
+        .enumerate()
+        .map(|(i, part)| ((i as u32).to_be_bytes().to_vec(), part.to_vec()))
+        .collect();
+    Some(Owned {
+        raw: c.encode(KeyType::BigString, expire_ms),
+        members,
+    })
+}
+
 /// Reads `n` bytes at `*at`, advancing it.
 fn take_bytes<'a>(p: &'a [u8], at: &mut usize, n: usize) -> Option<&'a [u8]> {
     let s = p.get(*at..at.checked_add(n)?)?;
@@ -72,6 +145,9 @@ pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
     }
     let (body, trailer) = p.split_at(p.len() - 10);
     let version = u16::from_le_bytes([trailer[0], trailer[1]]);
+    if version <= rdb::RDB_VERSION_MAX {
+        return redis_string(rdb::open(p)?, expire_ms);
+    }
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&trailer[2..]);
     if version != DUMP_VERSION || crc64(&p[..p.len() - 8]) != u64::from_le_bytes(crc) {
@@ -189,5 +265,34 @@ mod tests {
             assert!(parse(&bad, 0).is_none(), "flip at {i} accepted");
         }
         assert!(parse(b"short", 0).is_none());
+    }
+
+    #[test]
+    fn redis_string_payloads_load() {
+        // DUMP of redis-server 7.0.15: "hello", 123 (an 8-bit integer) and
+        // 40 'a's (LZF-compressed).
+        let cases: [(&[u8], &[u8]); 3] = [
+            (b"\x00\x05hello\n\x00cr\xdfve4 \n", b"hello"),
+            (b"\x00\xc0{\n\x00H\xe2S\xe1\x00zg\xb9", b"123"),
+            (b"\x00\xc3\t(\x01aa\xe0\x1b\x00\x01aa\n\x00\xcf\t/\xaa\xae%\x83\x1d", &[b'a'; 40]),
+        ];
+        for (p, want) in cases {
+            let v = parse(p, 0).unwrap();
+            assert_eq!(v.raw, meta::encode_string(0, want));
+            // And what Basalt dumps, redis-server loads: the same bytes for
+            // a plain string.
+            if want == b"hello" {
+                assert_eq!(payload(&v), p);
+            }
+        }
+        // Past the inline limit: a big string's chunks, and back.
+        let long: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let mut p = vec![RDB_STRING];
+        rdb::write_len(&mut p, long.len() as u64);
+        p.extend_from_slice(&long);
+        rdb::seal(&mut p);
+        let v = parse(&p, 0).unwrap();
+        assert_eq!(v.members.len(), 5);
+        assert_eq!(payload(&v), p);
     }
 }

@@ -23,6 +23,7 @@ pub mod list;
 pub mod memory;
 pub mod multi;
 pub mod notify;
+pub mod rdb;
 pub mod stream;
 pub mod string;
 pub mod writer;
