@@ -17,6 +17,7 @@ pub mod bits;
 pub mod command;
 pub mod connection;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -444,10 +445,11 @@ pub fn lookup_fullname(name: &[u8]) -> Option<(usize, Option<usize>)> {
 /// index (`table::NameIndex`).
 #[inline]
 pub fn lookup(name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
-    if name.len() > 16 {
+    // The longest name is GEORADIUSBYMEMBER_RO's (20).
+    if name.len() > 24 {
         return None;
     }
-    let mut lower = [0u8; 16];
+    let mut lower = [0u8; 24];
     let mut h = 0;
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();

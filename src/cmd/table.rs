@@ -12,7 +12,7 @@
 use std::sync::LazyLock;
 
 use super::{
-    bits, connection, functions, hashes, hll, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups,
+    bits, connection, functions, geo, hashes, hll, keys, lists, monitor, multi, pubsub, scripting, server, sets, streams, strings, xgroups,
     xread, zedit, zmulti, zscan, zsets, CommandSpec,
 };
 
@@ -88,6 +88,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         zedit::COMMANDS,
         zmulti::COMMANDS,
         zscan::COMMANDS,
+        geo::COMMANDS,
         lists::COMMANDS,
         streams::COMMANDS,
         xgroups::COMMANDS,

@@ -212,6 +212,18 @@ impl Reply {
         }
     }
 
+    /// A double already written as text: `,` in RESP3, a bulk string in
+    /// RESP2 (GEOPOS's coordinates, in Redis's own digits).
+    pub fn double_text(&mut self, s: &str) {
+        if self.resp3 {
+            self.buf.push(b',');
+            self.buf.extend_from_slice(s.as_bytes());
+            self.buf.extend_from_slice(b"\r\n");
+        } else {
+            self.bulk(s.as_bytes());
+        }
+    }
+
     /// A verbatim string (`=` with `txt:` in RESP3), a bulk string in RESP2.
     pub fn verbatim(&mut self, text: &str) {
         self.verbatim_as(b"txt", text.as_bytes());

@@ -55,3 +55,18 @@ int basalt_timeout_ms(const char *s, size_t len, long long *ms) {
     *ms = (long long)v;
     return 0;
 }
+
+/* Redis's addReplyHumanLongDouble text of a double (GEOPOS, WITHCOORD):
+ * "%.17Lf" of it as a long double, trailing zeros and dot trimmed, "-0"
+ * made "0". Returns the length, or 0 if `out` is too small. */
+size_t basalt_human_double(double v, char *out, size_t out_cap) {
+    int l = snprintf(out, out_cap, "%.17Lf", (long double)v);
+    if (l < 0 || (size_t)l + 1 > out_cap) return 0;
+    if (strchr(out, '.') != NULL) {
+        char *p = out + l - 1;
+        while (*p == '0') { p--; l--; }
+        if (*p == '.') l--;
+    }
+    if (l == 2 && out[0] == '-' && out[1] == '0') { out[0] = '0'; l = 1; }
+    return (size_t)l;
+}

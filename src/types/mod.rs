@@ -15,6 +15,7 @@ pub mod bitmap;
 pub mod coll;
 pub mod dump;
 mod expiry;
+pub mod geo;
 pub mod hash;
 pub mod hashsweep;
 pub mod hll;
