@@ -236,6 +236,8 @@ const CATEGORIES: &[(&str, &[&str])] = &[
     ("smembers", &["@read", "@set", "@slow"]),
     ("smismember", &["@read", "@set", "@fast"]),
     ("smove", &["@write", "@set", "@fast"]),
+    ("sort", &["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"]),
+    ("sort_ro", &["@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"]),
     ("spop", &["@write", "@set", "@fast"]),
     ("spublish", &["@pubsub", "@fast"]),
     ("srandmember", &["@read", "@set", "@slow"]),

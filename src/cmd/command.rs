@@ -71,6 +71,29 @@ fn legacy_range(specs: &[KeySpec]) -> (i64, i64, i64) {
     }
 }
 
+/// SORT's keys as Redis's `sortGetKeys` finds them: the key sorted, and
+/// the last STORE's key (LIMIT's, GET's and BY's arguments skipped).
+fn sort_keys(cmd: &[Bytes]) -> Vec<(usize, &'static [&'static str])> {
+    let mut out: Vec<(usize, &'static [&'static str])> = vec![(1, &["RO", "access"])];
+    let mut store = None;
+    let mut i = 2;
+    while i < cmd.len() {
+        let a = &cmd[i];
+        if is(a, "limit") {
+            i += 2;
+        } else if is(a, "get") || is(a, "by") {
+            i += 1;
+        } else if is(a, "store") && i + 1 < cmd.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    if let Some(at) = store {
+        out.push((at, &["OW", "update"]));
+    }
+    out
+}
+
 /// Where `word` is in `cmd`, searched for from argument `from` (from the
 /// end when negative, as Redis's keyword begin-search).
 fn keyword_at(cmd: &[Bytes], word: &str, from: i32) -> Option<i64> {
@@ -104,6 +127,11 @@ fn write_key_specs(r: &mut Reply, specs: &[KeySpec]) {
                 r.bulk(b"index");
                 r.int(i as i64);
             }
+            Begin::Unknown => {
+                r.bulk(b"unknown");
+                r.bulk(b"spec");
+                r.map(0);
+            }
             Begin::Keyword(word, from) => {
                 r.bulk(b"keyword");
                 r.bulk(b"spec");
@@ -120,6 +148,12 @@ fn write_key_specs(r: &mut Reply, specs: &[KeySpec]) {
         let (kind, names, values) = match k.find {
             Find::Range(last, step, limit) => ("range", ["lastkey", "keystep", "limit"], [last, step, limit]),
             Find::Keynum(idx, first, step) => ("keynum", ["keynumidx", "firstkey", "keystep"], [idx, first, step]),
+            Find::Unknown => {
+                r.bulk(b"unknown");
+                r.bulk(b"spec");
+                r.map(0);
+                continue;
+            }
         };
         r.bulk(kind.as_bytes());
         r.bulk(b"spec");
@@ -245,10 +279,14 @@ fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
     let invalid = || CmdError::new("ERR Invalid arguments specified for command");
     let argc = cmd.len() as i64;
     let mut out = Vec::new();
+    if name == "sort" || name == "sort_ro" {
+        return Ok(sort_keys(cmd));
+    }
     for k in specs {
         let mut first = match k.begin {
             Begin::Index(i) => i as i64,
             Begin::Keyword(word, from) => keyword_at(cmd, word, from).ok_or_else(invalid)? + 1,
+            Begin::Unknown => continue,
         };
         let (last, step) = match k.find {
             Find::Range(lastkey, step, limit) => {
@@ -271,6 +309,7 @@ fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
                 first += firstkey as i64;
                 (first + n - 1, step as i64)
             }
+            Find::Unknown => continue,
         };
         if last >= argc || last < first || first >= argc {
             return Err(invalid());

@@ -22,6 +22,8 @@ pub enum Begin {
     /// After this keyword, searched for from argument `startfrom`
     /// (counted from the end when negative).
     Keyword(&'static str, i32),
+    /// Not found by a spec (SORT's BY/GET keys, its STORE key).
+    Unknown,
 }
 
 /// How the keys are found from there.
@@ -31,6 +33,7 @@ pub enum Find {
     Range(i32, i32, i32),
     /// (keynumidx, firstkey, keystep): the key count is an argument.
     Keynum(i32, i32, i32),
+    Unknown,
 }
 
 /// The key specs of command or subcommand `fullname` (`object|encoding`);
@@ -278,6 +281,8 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("smembers", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("smismember", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("smove", &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }, KeySpec { notes: "", flags: &["RW", "insert"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
+    ("sort", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }, KeySpec { notes: "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort", flags: &["RO", "access"], begin: Begin::Unknown, find: Find::Unknown }, KeySpec { notes: "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array", flags: &["OW", "update"], begin: Begin::Unknown, find: Find::Unknown }]),
+    ("sort_ro", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }, KeySpec { notes: "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort", flags: &["RO", "access"], begin: Begin::Unknown, find: Find::Unknown }]),
     ("spop", &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("spublish", &[KeySpec { notes: "", flags: &["not_key"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
     ("srandmember", &[KeySpec { notes: "", flags: &["RO", "access"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),

@@ -109,6 +109,25 @@ impl<'k> List<'k> {
         }))
     }
 
+    /// A new empty list at `key`, whatever is stored there now: the caller
+    /// stages the old key's deletion in the batch it gives with
+    /// [`List::with_batch`] (SORT ... STORE replaces any key).
+    pub fn fresh(ks: &'k Keyspace, db: u8, key: &'k [u8]) -> List<'k> {
+        let c = Coll::new_list(ks.next_version(crate::clock::now_us()), MID);
+        List {
+            ks,
+            db,
+            key,
+            expire_ms: 0,
+            prior: None,
+            orig: c,
+            c,
+            head: MID,
+            b: ks.store.batch(),
+            dirty: false,
+        }
+    }
+
     /// Starts this list's batch from `b` (writes that must land with this
     /// list's: the other list of a same-shard LMOVE). Call before staging.
     pub fn with_batch(mut self, b: Batch) -> Self {

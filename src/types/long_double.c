@@ -70,3 +70,15 @@ size_t basalt_human_double(double v, char *out, size_t out_cap) {
     if (l == 2 && out[0] == '-' && out[1] == '0') { out[0] = '0'; l = 1; }
     return (size_t)l;
 }
+
+/* SORT's number: strtod over the NUL-terminated `s` (leading space, hex,
+ * inf allowed), refused (returns 1) if anything is left after it, on
+ * ERANGE, or for NaN, as Redis's sortCommandGeneric. */
+int basalt_sort_number(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end[0] != '\0' || errno == ERANGE || isnan(v)) return 1;
+    *out = v;
+    return 0;
+}

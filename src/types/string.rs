@@ -53,6 +53,19 @@ extern "C" {
         out_len: *mut usize,
     ) -> i32;
     fn basalt_timeout_ms(s: *const u8, len: usize, ms: *mut i64) -> i32;
+    fn basalt_sort_number(s: *const u8, out: *mut f64) -> i32;
+}
+
+/// A number as SORT reads one with C's `strtod` (leading white space, hex
+/// and `inf` accepted; anything after the number, NaN or an overflow
+/// refused). `s` holds no NUL.
+pub fn sort_number(s: &[u8]) -> Option<f64> {
+    let s = nul_terminated(s);
+    let mut v = 0.0;
+    // SAFETY: `s` is NUL-terminated; `v` is a valid place for the one
+    // value the helper writes.
+    let rc = unsafe { basalt_sort_number(s.as_ptr(), &mut v) };
+    (rc == 0).then_some(v)
 }
 
 /// Why a blocking command's timeout was refused.
