@@ -106,7 +106,9 @@ impl Reader<'_> {
 /// the output, from where `length + 2` bytes are copied (they may
 /// overlap). None when the input does not make exactly `len` bytes.
 pub fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(len);
+    // The length is the payload's word: a hostile one must not make a
+    // huge allocation (LZF expands at most ~132 times: 264 bytes from 2).
+    let mut out = Vec::with_capacity(len.min(input.len().saturating_mul(132)));
     let mut i = 0;
     while i < input.len() {
         let ctrl = input[i] as usize;
@@ -147,6 +149,8 @@ mod tests {
         assert_eq!(lzf_decompress(&input, 9).unwrap(), b"abcabcabc");
         assert_eq!(lzf_decompress(&input, 8), None);
         assert_eq!(lzf_decompress(&[(1 << 5) as u8, 5], 3), None);
+        // A length no input can make is refused, not allocated.
+        assert_eq!(lzf_decompress(&[0, b'a'], 1 << 50), None);
     }
 
     #[test]
