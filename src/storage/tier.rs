@@ -219,6 +219,11 @@ impl ShardStore {
     /// RocksDB's point read as `get_with` does it: from memory only in
     /// probe mode, recording the key when it is on disk only.
     #[inline]
+    /// Whether point reads probe the block cache (see the module doc).
+    pub(super) fn probing(&self) -> bool {
+        self.probe.on.get()
+    }
+
     pub(super) fn read_db(&self, key: &[u8]) -> Result<Option<DBPinnableSlice<'static>>, StorageError> {
         if !self.probe.on.get() {
             return Ok(self.db.get_pinned_cf(self.cf_of(key), key)?);
