@@ -545,23 +545,8 @@ fn bitmap_events_follow_redis_7_2() {
     ] {
         c.cmd(args);
     }
-    let mut seen = Vec::new();
-    loop {
-        let m = show(&sub.reply());
-        let done = m.contains("marker");
-        seen.push(m);
-        if done {
-            break;
-        }
-    }
-    let events: Vec<String> = seen
-        .iter()
-        .map(|m| {
-            let channel = m.split("__keyevent@0__:").nth(2).unwrap_or("");
-            channel.split("\\r\\n").next().unwrap_or("").to_string()
-        })
-        .collect();
-    assert_eq!(events, ["setbit", "setbit", "set", "del", "set"], "{seen:?}");
+    let events = common::keyevents_until_marker(&mut sub);
+    assert_eq!(events, ["setbit", "setbit", "set", "del", "set"]);
 }
 
 /// A bitmap the bit commands grew past 4 KiB is kept in 4 KiB chunks:

@@ -419,23 +419,8 @@ fn hll_events_follow_redis() {
     ] {
         c.cmd(args);
     }
-    let mut seen = Vec::new();
-    loop {
-        let m = show(&sub.reply());
-        let done = m.contains("marker");
-        seen.push(m);
-        if done {
-            break;
-        }
-    }
-    let events: Vec<String> = seen
-        .iter()
-        .map(|m| {
-            let channel = m.split("__keyevent@0__:").nth(2).unwrap_or("");
-            channel.split("\\r\\n").next().unwrap_or("").to_string()
-        })
-        .collect();
-    assert_eq!(events, ["pfadd", "pfadd", "pfadd", "set"], "{seen:?}");
+    let events = common::keyevents_until_marker(&mut sub);
+    assert_eq!(events, ["pfadd", "pfadd", "pfadd", "set"]);
 }
 
 /// PFCOUNT's cache write is a change of the key: a WATCH on it fails the

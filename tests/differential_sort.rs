@@ -310,26 +310,6 @@ fn sort_store_events_and_wakeups() {
     assert_eq!(show(&blocked.reply()), "*2\\r\\n$3\\r\\ndst\\r\\n$1\\r\\n1\\r\\n");
     c.cmd(&["SORT", "nokey", "STORE", "dst"]);
     c.cmd(&["SET", "marker", "1"]);
-    let mut seen = Vec::new();
-    loop {
-        let m = show(&sub.reply());
-        let done = m.contains("marker");
-        seen.push(m);
-        if done {
-            break;
-        }
-    }
-    let events: Vec<String> = seen
-        .iter()
-        .map(|m| {
-            m.split("__keyevent@0__:")
-                .nth(2)
-                .unwrap_or("")
-                .split("\\r\\n")
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
-        .collect();
-    assert_eq!(events, ["rpush", "sortstore", "lpop", "del", "set"], "{seen:?}");
+    let events = common::keyevents_until_marker(&mut sub);
+    assert_eq!(events, ["rpush", "sortstore", "lpop", "del", "set"]);
 }

@@ -53,22 +53,48 @@ struct Stored {
     coll: Option<crate::storage::meta::Coll>,
 }
 
-/// The HLL at `key`: None when missing; WRONGTYPE for other types, Redis's
-/// "not a valid HyperLogLog" for a string that is not one.
-fn load(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<Option<Stored>> {
-    ks.read(db, key, now, |m| match m {
-        None => Ok(None),
-        Some(m) => {
-            let s = bigstr::of(&m)?.ok_or(WRONGTYPE)?;
-            let v = bigstr::read_all(ks, db, key, s)?;
-            Hll::check(&v).map_err(bad)?;
-            Ok(Some(Stored {
-                hll: Hll(v),
-                expire: m.expire_ms,
-                coll: m.coll(),
-            }))
+/// What [`read`] found.
+enum Found<R> {
+    Missing,
+    /// Answered from the stored bytes, no copy.
+    Here(R),
+    /// Copied out, to be changed.
+    Copied(Box<Stored>),
+}
+
+/// The HLL at `key`, in one read: `here` answers from the stored bytes
+/// when it can (Some: no copy of an inline value), else the string is
+/// copied out. WRONGTYPE for other types, Redis's "not a valid
+/// HyperLogLog" for a string that is not one.
+fn read<R>(ks: &Keyspace, db: u8, key: &[u8], now: u64, here: impl FnOnce(&[u8]) -> Option<R>) -> CmdResult<Found<R>> {
+    ks.read(db, key, now, |m| {
+        let Some(m) = m else { return Ok(Found::Missing) };
+        let copy;
+        let v: &[u8] = match bigstr::of(&m)?.ok_or(WRONGTYPE)? {
+            Str::Inline(v) => v,
+            s => {
+                copy = bigstr::read_all(ks, db, key, s)?;
+                &copy
+            }
+        };
+        Hll::check(v).map_err(bad)?;
+        if let Some(r) = here(v) {
+            return Ok(Found::Here(r));
         }
+        Ok(Found::Copied(Box::new(Stored {
+            hll: Hll(v.to_vec()),
+            expire: m.expire_ms,
+            coll: m.coll(),
+        })))
     })?
+}
+
+/// The HLL at `key`, copied out; None when missing.
+fn load(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<Option<Stored>> {
+    Ok(match read(ks, db, key, now, |_| None::<()>)? {
+        Found::Copied(s) => Some(*s),
+        Found::Missing | Found::Here(()) => None,
+    })
 }
 
 /// Writes `hll` at `key` over `old` (None: a new key, no expiry).
@@ -77,38 +103,21 @@ fn save(ks: &Keyspace, db: u8, key: &[u8], hll: &Hll, old: Option<&Stored>) -> C
     bigstr::put(ks, db, key, expire, &hll.0, old.map(|o| o.expire), old.and_then(|o| o.coll))
 }
 
-/// Runs `f` on the HLL string at `key` where it is stored (no copy of an
-/// inline value); None when missing.
-fn in_place<R>(ks: &Keyspace, db: u8, key: &[u8], now: u64, f: impl FnOnce(Option<&[u8]>) -> CmdResult<R>) -> CmdResult<R> {
-    ks.read(db, key, now, |m| match m {
-        None => f(None),
-        Some(m) => match bigstr::of(&m)?.ok_or(WRONGTYPE)? {
-            Str::Inline(v) => {
-                Hll::check(v).map_err(bad)?;
-                f(Some(v))
-            }
-            s => {
-                let v = bigstr::read_all(ks, db, key, s)?;
-                Hll::check(&v).map_err(bad)?;
-                f(Some(&v))
-            }
-        },
-    })?
-}
-
 pub fn pfadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let key = &argv[1][..];
     let adds: Vec<(usize, u8)> = argv[2..].iter().map(|e| hll::register_of(e)).collect();
     // A dense HLL no element raises is answered where it lies: no copy,
     // no write (most PFADDs to a busy counter).
-    let unchanged = in_place(ctx.ks(), ctx.db, key, ctx.now_ms, |v| {
-        Ok(v.is_some_and(|v| !hll::is_sparse(v) && !hll::dense_grows(v, &adds)))
-    })?;
-    if unchanged {
-        r.int(0);
-        return Ok(());
-    }
-    let old = load(ctx.ks(), ctx.db, key, ctx.now_ms)?;
+    let old = match read(ctx.ks(), ctx.db, key, ctx.now_ms, |v| {
+        (!hll::is_sparse(v) && !hll::dense_grows(v, &adds)).then_some(())
+    })? {
+        Found::Here(()) => {
+            r.int(0);
+            return Ok(());
+        }
+        Found::Missing => None,
+        Found::Copied(s) => Some(*s),
+    };
     let mut hll = old.as_ref().map_or_else(Hll::new, |o| o.hll.clone());
     let max = sparse_max(ctx.shard);
     let mut updated = old.is_none();
@@ -138,14 +147,10 @@ pub fn pfadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 /// PFCOUNT of one key on its owner: the cached cardinality, or the
 /// estimate, then cached in the string (a write, as redis-server's).
 fn count_one(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<u64> {
-    let cached = in_place(ks, db, key, now, |v| Ok(v.map(|v| hll::cached_of(v).ok_or(()))))?;
-    match cached {
-        None => Ok(0),
-        Some(Ok(n)) => Ok(n),
-        Some(Err(())) => {
-            let Some(mut old) = load(ks, db, key, now)? else {
-                return Ok(0);
-            };
+    match read(ks, db, key, now, hll::cached_of)? {
+        Found::Missing => Ok(0),
+        Found::Here(n) => Ok(n),
+        Found::Copied(mut old) => {
             let n = hll::count_of(&old.hll.0).map_err(bad)?;
             old.hll.set_cached(n);
             save(ks, db, key, &old.hll, Some(&old))?;
@@ -159,13 +164,13 @@ fn count_one(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<u64> {
 fn gather(ks: &Keyspace, db: u8, keys: &[Bytes], now: u64, max: &mut [u8]) -> CmdResult<bool> {
     let mut dense = false;
     for k in keys {
-        in_place(ks, db, k, now, |v| {
-            if let Some(v) = v {
-                dense |= !hll::is_sparse(v);
-                hll::merge_into(v, max).map_err(bad)?;
-            }
-            Ok(())
+        let merged = read(ks, db, k, now, |v| {
+            dense |= !hll::is_sparse(v);
+            Some(hll::merge_into(v, max))
         })?;
+        if let Found::Here(m) = merged {
+            m.map_err(bad)?;
+        }
     }
     Ok(dense)
 }

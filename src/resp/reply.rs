@@ -202,14 +202,7 @@ impl Reply {
 
     /// A double: `,` in RESP3, a bulk string in RESP2.
     pub fn double(&mut self, v: f64) {
-        let s = format_double(v);
-        if self.resp3 {
-            self.buf.push(b',');
-            self.buf.extend_from_slice(s.as_bytes());
-            self.buf.extend_from_slice(b"\r\n");
-        } else {
-            self.bulk(s.as_bytes());
-        }
+        self.double_text(&format_double(v));
     }
 
     /// A double already written as text: `,` in RESP3, a bulk string in

@@ -329,29 +329,29 @@ fn steps_for(mut meters: f64, lat: f64) -> u8 {
     step.clamp(1, STEP_MAX as i32) as u8
 }
 
-/// The cell `d` steps east (x) or north (y) of `h`, wrapping.
+/// The cell `dx` east and `dy` north of `h` (each -1, 0 or 1), wrapping:
+/// each coordinate's interleaved bits are stepped with the other's bits
+/// filled with ones, so the carry runs through them.
 fn moved(h: Hash, dx: i8, dy: i8) -> Hash {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    const ODD: u64 = 0xaaaa_aaaa_aaaa_aaaa;
     let width = 64 - h.step as u32 * 2;
-    let mut x = h.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let mut y = h.bits & 0x5555_5555_5555_5555;
-    if dx != 0 {
-        let zz = 0x5555_5555_5555_5555u64 >> width;
-        x = if dx > 0 {
-            x.wrapping_add(zz + 1)
+    // `part` (bits under `mine`) moved by `d`; `other` masks the rest.
+    let step = |part: u64, mine: u64, other: u64, d: i8| -> u64 {
+        if d == 0 {
+            return part;
+        }
+        let zz = other >> width;
+        let v = if d > 0 {
+            part.wrapping_add(zz + 1)
         } else {
-            (x | zz).wrapping_sub(zz + 1)
+            (part | zz).wrapping_sub(zz + 1)
         };
-        x &= 0xaaaa_aaaa_aaaa_aaaau64 >> width;
-    }
-    if dy != 0 {
-        let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> width;
-        y = if dy > 0 {
-            y.wrapping_add(zz + 1)
-        } else {
-            (y | zz).wrapping_sub(zz + 1)
-        };
-        y &= 0x5555_5555_5555_5555u64 >> width;
-    }
+        v & (mine >> width)
+    };
+    // Longitude in the odd bits, latitude in the even ones.
+    let x = step(h.bits & ODD, ODD, EVEN, dx);
+    let y = step(h.bits & EVEN, EVEN, ODD, dy);
     Hash { bits: x | y, step: h.step }
 }
 

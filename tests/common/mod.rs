@@ -691,3 +691,23 @@ fn sorted_lines(reply: &[u8]) -> Vec<u8> {
     lines.sort();
     lines.join("\n").into_bytes()
 }
+
+/// Keyspace events (`__keyevent@0__:*`, already subscribed on `sub`) up
+/// to and including the one for the key `marker`: each event's name.
+pub fn keyevents_until_marker(sub: &mut Raw) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let m = show(&sub.reply());
+        let done = m.contains("marker");
+        seen.push(m);
+        if done {
+            break;
+        }
+    }
+    seen.iter()
+        .map(|m| {
+            let channel = m.split("__keyevent@0__:").nth(2).unwrap_or("");
+            channel.split("\\r\\n").next().unwrap_or("").to_string()
+        })
+        .collect()
+}
