@@ -34,6 +34,9 @@ pub struct Client {
     pub pubsub: Option<Box<Subs>>,
     /// CLIENT REPLY: which replies the connection sends.
     pub reply: ReplyMode,
+    /// The shard whose cluster node port the client came in on
+    /// (`cluster-port-per-shard`); None: the main port.
+    pub node: Option<usize>,
 }
 
 /// CLIENT REPLY's modes. Pushed messages (pub/sub, MONITOR) are sent in

@@ -53,6 +53,8 @@ pub struct Global {
     /// FUNCTION libraries (`script::functions`; on disk:
     /// `storage::functions`).
     pub functions: crate::script::functions::Functions,
+    /// Redis Cluster's view of this process (`cluster-enabled`).
+    pub cluster: crate::cluster::Cluster,
 }
 
 /// The process-wide transaction gate: whether an EXEC holds it, and the

@@ -30,6 +30,8 @@
 //! - [`monitor`]: latency histograms, error codes, slow log, latency monitor.
 //! - [`config`]: parameters from flags, file and CONFIG.
 //! - [`glob`]: Redis's pattern matching.
+//! - [`cluster`]: Redis Cluster's view of the process: node ids, served
+//!   slots, the topology clients are shown (docs/cluster.md).
 //! - [`slot`]: hash slots (CRC16, hash tags) and the shard owning each.
 //! - [`clock`]: the wall clock.
 //! - [`pause`]: CLIENT PAUSE's process-wide state.
@@ -38,6 +40,7 @@
 pub mod blocked;
 pub mod client;
 pub mod clock;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod coord;

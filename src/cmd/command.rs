@@ -73,7 +73,7 @@ fn legacy_range(specs: &[KeySpec]) -> (i64, i64, i64) {
 
 /// SORT's keys as Redis's `sortGetKeys` finds them: the key sorted, and
 /// the last STORE's key (LIMIT's, GET's and BY's arguments skipped).
-fn sort_keys(cmd: &[Bytes]) -> Vec<(usize, &'static [&'static str])> {
+pub(super) fn sort_keys(cmd: &[Bytes]) -> Vec<(usize, &'static [&'static str])> {
     let mut out: Vec<(usize, &'static [&'static str])> = vec![(1, &["RO", "access"])];
     let mut store = None;
     let mut i = 2;
@@ -92,17 +92,6 @@ fn sort_keys(cmd: &[Bytes]) -> Vec<(usize, &'static [&'static str])> {
         out.push((at, &["OW", "update"]));
     }
     out
-}
-
-/// Where `word` is in `cmd`, searched for from argument `from` (from the
-/// end when negative, as Redis's keyword begin-search).
-fn keyword_at(cmd: &[Bytes], word: &str, from: i32) -> Option<i64> {
-    let n = cmd.len() as i64;
-    if from >= 0 {
-        (from as i64..n).find(|&i| is(&cmd[i as usize], word))
-    } else {
-        (1..=(n + from as i64)).rev().find(|&i| is(&cmd[i as usize], word))
-    }
 }
 
 /// Redis's `addReplyCommandKeySpecs`.
@@ -277,57 +266,21 @@ fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
         return Err(CmdError::new("ERR Invalid number of arguments specified for command"));
     }
     let invalid = || CmdError::new("ERR Invalid arguments specified for command");
-    let argc = cmd.len() as i64;
     let mut out = Vec::new();
     if name == "sort" || name == "sort_ro" {
         return Ok(sort_keys(cmd));
     }
-    for k in specs {
-        let mut first = match k.begin {
-            Begin::Index(i) => i as i64,
-            Begin::Keyword(word, from) => keyword_at(cmd, word, from).ok_or_else(invalid)? + 1,
-            Begin::Unknown => continue,
+    let set_get = name == "set" && cmd.iter().skip(3).any(|a| is(a, "get"));
+    let complete = keyspecs::walk(specs, cmd, |i, k| {
+        let flags: &'static [&'static str] = match name.as_str() {
+            "set" if set_get => &["RW", "access", "update"],
+            "set" => &["OW", "update"],
+            _ => k.flags,
         };
-        let (last, step) = match k.find {
-            Find::Range(lastkey, step, limit) => {
-                let last = if lastkey >= 0 {
-                    first + lastkey as i64
-                } else if limit == 0 {
-                    argc + lastkey as i64
-                } else {
-                    first + ((argc - first) / limit as i64 + lastkey as i64)
-                };
-                (last, step as i64)
-            }
-            Find::Keynum(idx, firstkey, step) => {
-                if idx as i64 >= argc - first {
-                    return Err(invalid());
-                }
-                let n = super::args::parse_i64(&cmd[(first + idx as i64) as usize])
-                    .filter(|n| *n >= 0)
-                    .ok_or_else(invalid)?;
-                first += firstkey as i64;
-                (first + n - 1, step as i64)
-            }
-            Find::Unknown => continue,
-        };
-        if last >= argc || last < first || first >= argc {
-            return Err(invalid());
-        }
-        let mut i = first;
-        while i <= last {
-            let flags: &'static [&'static str] = if name == "set" {
-                if cmd.iter().skip(3).any(|a| is(a, "get")) {
-                    &["RW", "access", "update"]
-                } else {
-                    &["OW", "update"]
-                }
-            } else {
-                k.flags
-            };
-            out.push((i as usize, flags));
-            i += step.max(1);
-        }
+        out.push((i, flags));
+    });
+    if !complete {
+        return Err(invalid());
     }
     if out.is_empty() {
         return Err(invalid());

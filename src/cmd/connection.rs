@@ -168,7 +168,11 @@ pub async fn auth(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 
 pub async fn select(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let raw = Args::new(argv).bytes()?;
-    let db = int(raw).and_then(|_| db_index(raw, c.shard.state().global.databases))?;
+    let id = int(raw)?;
+    if id != 0 && c.shard.state().global.cluster.enabled {
+        return Err(CmdError::new("ERR SELECT is not allowed in cluster mode"));
+    }
+    let db = db_index(raw, c.shard.state().global.databases)?;
     c.client.db = db;
     c.client.info.db.store(db, Ordering::Relaxed);
     r.ok();

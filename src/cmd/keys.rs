@@ -204,6 +204,9 @@ pub fn persist(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 pub async fn move_(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if c.st().global.cluster.enabled {
+        return Err(CmdError::new("ERR MOVE is not allowed in cluster mode"));
+    }
     let mut args = Args::new(argv);
     let key = args.arg()?.clone();
     let dst = db_index(args.bytes()?, c.st().ks.databases())?;
@@ -387,6 +390,9 @@ pub async fn copy(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         } else {
             return Err(SYNTAX);
         }
+    }
+    if c.st().global.cluster.enabled && (db != 0 || dst_db != 0) {
+        return Err(CmdError::new("ERR Copying to another database is not allowed in cluster mode"));
     }
     if dst_db == db && src == dst {
         return Err(CmdError::new("ERR source and destination objects are the same"));

@@ -42,9 +42,73 @@ pub fn of(fullname: &str) -> &'static [KeySpec] {
     SPECS.binary_search_by(|(n, _)| n.cmp(&fullname)).map_or(&[], |i| SPECS[i].1)
 }
 
+/// Visits the positions of `cmd`'s keys by `specs`, as Redis's
+/// `getKeysUsingKeySpecs`: each with the spec that found it. Specs of
+/// unknown kind (SORT's) are skipped. False: a spec's keyword or key count
+/// is missing or out of range, or the count is 0 (COMMAND GETKEYS:
+/// "Invalid arguments"); the keys found before it were visited.
+pub fn walk(specs: &'static [KeySpec], cmd: &[bytes::Bytes], mut f: impl FnMut(usize, &'static KeySpec)) -> bool {
+    let argc = cmd.len() as i64;
+    for k in specs {
+        let mut first = match k.begin {
+            Begin::Index(i) => i as i64,
+            Begin::Keyword(word, from) => match keyword_at(cmd, word, from) {
+                Some(at) => at + 1,
+                None => return false,
+            },
+            Begin::Unknown => continue,
+        };
+        let (last, step) = match k.find {
+            Find::Range(lastkey, step, limit) => {
+                let last = if lastkey >= 0 {
+                    first + lastkey as i64
+                } else if limit == 0 {
+                    argc + lastkey as i64
+                } else {
+                    first + ((argc - first) / limit as i64 + lastkey as i64)
+                };
+                (last, step as i64)
+            }
+            Find::Keynum(idx, firstkey, step) => {
+                if idx as i64 >= argc - first {
+                    return false;
+                }
+                let Some(n) = super::args::parse_i64(&cmd[(first + idx as i64) as usize]).filter(|n| *n >= 0) else {
+                    return false;
+                };
+                first += firstkey as i64;
+                (first + n - 1, step as i64)
+            }
+            Find::Unknown => continue,
+        };
+        if last >= argc || last < first || first >= argc {
+            return false;
+        }
+        let mut i = first;
+        while i <= last {
+            f(i as usize, k);
+            i += step.max(1);
+        }
+    }
+    true
+}
+
+/// Where `word` is in `cmd`, searched for from argument `from` (from the
+/// end when negative, as Redis's keyword begin-search).
+fn keyword_at(cmd: &[bytes::Bytes], word: &str, from: i32) -> Option<i64> {
+    let n = cmd.len() as i64;
+    let is = |a: &[u8]| a.eq_ignore_ascii_case(word.as_bytes());
+    if from >= 0 {
+        (from as i64..n).find(|&i| is(&cmd[i as usize]))
+    } else {
+        (1..=(n + from as i64)).rev().find(|&i| is(&cmd[i as usize]))
+    }
+}
+
 #[rustfmt::skip]
 const SPECS: &[(&str, &[KeySpec])] = &[
 ("append", &[KeySpec { notes: "", flags: &["RW", "insert"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }]),
+    ("asking", &[]),
     ("auth", &[]),
     ("bgrewriteaof", &[]),
     ("bgsave", &[]),
@@ -78,6 +142,35 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("client|trackinginfo", &[]),
     ("client|unblock", &[]),
     ("client|unpause", &[]),
+    ("cluster", &[]),
+    ("cluster|addslots", &[]),
+    ("cluster|addslotsrange", &[]),
+    ("cluster|bumpepoch", &[]),
+    ("cluster|count-failure-reports", &[]),
+    ("cluster|countkeysinslot", &[]),
+    ("cluster|delslots", &[]),
+    ("cluster|delslotsrange", &[]),
+    ("cluster|failover", &[]),
+    ("cluster|flushslots", &[]),
+    ("cluster|forget", &[]),
+    ("cluster|getkeysinslot", &[]),
+    ("cluster|help", &[]),
+    ("cluster|info", &[]),
+    ("cluster|keyslot", &[]),
+    ("cluster|links", &[]),
+    ("cluster|meet", &[]),
+    ("cluster|myid", &[]),
+    ("cluster|myshardid", &[]),
+    ("cluster|nodes", &[]),
+    ("cluster|replicas", &[]),
+    ("cluster|replicate", &[]),
+    ("cluster|reset", &[]),
+    ("cluster|saveconfig", &[]),
+    ("cluster|set-config-epoch", &[]),
+    ("cluster|setslot", &[]),
+    ("cluster|shards", &[]),
+    ("cluster|slaves", &[]),
+    ("cluster|slots", &[]),
     ("command", &[]),
     ("command|count", &[]),
     ("command|docs", &[]),
@@ -240,6 +333,8 @@ const SPECS: &[(&str, &[KeySpec])] = &[
     ("punsubscribe", &[]),
     ("quit", &[]),
     ("randomkey", &[]),
+    ("readonly", &[]),
+    ("readwrite", &[]),
     ("rename", &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }, KeySpec { notes: "", flags: &["OW", "update"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
     ("renamenx", &[KeySpec { notes: "", flags: &["RW", "access", "delete"], begin: Begin::Index(1), find: Find::Range(0, 1, 0) }, KeySpec { notes: "", flags: &["OW", "insert"], begin: Begin::Index(2), find: Find::Range(0, 1, 0) }]),
     ("reset", &[]),

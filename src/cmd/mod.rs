@@ -14,6 +14,7 @@
 pub mod aclcats;
 pub mod args;
 pub mod bits;
+pub mod cluster;
 pub mod command;
 pub mod connection;
 pub mod functions;
@@ -441,6 +442,60 @@ pub fn lookup_fullname(name: &[u8]) -> Option<(usize, Option<usize>)> {
     }
 }
 
+/// The key specs of each command without subcommands, by its index in
+/// [`TABLE`] (the cluster check reads them per command).
+static SPECS_BY_INDEX: std::sync::LazyLock<Vec<&'static [keyspecs::KeySpec]>> =
+    std::sync::LazyLock::new(|| TABLE.iter().map(|c| keyspecs::of(c.name)).collect());
+
+/// Whether command `idx` names exactly one key, at a fixed place (GET,
+/// SET, HSET...): the cluster check's fast path.
+pub fn single_key(idx: usize) -> bool {
+    static SINGLE: std::sync::LazyLock<Vec<bool>> = std::sync::LazyLock::new(|| {
+        TABLE
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let specs = SPECS_BY_INDEX.get(i).copied().unwrap_or(&[]);
+                !matches!(c.name, "sort" | "sort_ro")
+                    && c.subcommands.is_empty()
+                    && matches!(
+                        specs,
+                        [keyspecs::KeySpec {
+                            begin: keyspecs::Begin::Index(_),
+                            find: keyspecs::Find::Range(0, _, _),
+                            ..
+                        }]
+                    )
+            })
+            .collect()
+    });
+    SINGLE.get(idx).copied().unwrap_or(false)
+}
+
+/// The keys Redis Cluster checks of a command (`getNodeByQuery`): every
+/// key its key specs find (shard channels too), SORT's key and STORE key;
+/// on a malformed command, the keys found before the fault.
+pub fn cluster_keys<'a>(idx: usize, spec: &CommandSpec, argv: &'a [Bytes], mut f: impl FnMut(&'a [u8])) {
+    if spec.name == "sort" || spec.name == "sort_ro" {
+        for (pos, _) in command::sort_keys(argv) {
+            f(&argv[pos]);
+        }
+        return;
+    }
+    let specs = if spec.subcommands.is_empty() {
+        SPECS_BY_INDEX.get(idx).copied().unwrap_or(&[])
+    } else {
+        match spec.subcommand_index(argv) {
+            Some(i) => keyspecs::of(&spec.fullname(Some(i))),
+            None => &[],
+        }
+    };
+    if specs.is_empty() {
+        return;
+    }
+    keyspecs::walk(specs, argv, |pos, _| f(&argv[pos]));
+}
+
 /// Finds a command by name, case-insensitively, without allocating: the
 /// name is lower-cased and hashed in one pass, then found in the name
 /// index (`table::NameIndex`).
@@ -560,6 +615,32 @@ mod tests {
         assert_eq!(get.key_positions(2), vec![1]);
         let (_, lcs) = lookup(b"lcs").unwrap();
         assert_eq!(lcs.key_positions(4), vec![1, 2]);
+    }
+
+    #[test]
+    fn cluster_keys_follow_the_key_specs() {
+        let keys = |line: &str| {
+            let argv: Vec<Bytes> = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+            let (idx, spec) = lookup(&argv[0]).unwrap();
+            let mut out = Vec::new();
+            cluster_keys(idx, spec, &argv, |k| out.push(String::from_utf8_lossy(k).to_string()));
+            out
+        };
+        assert_eq!(keys("get a"), ["a"]);
+        assert_eq!(keys("mget a b c"), ["a", "b", "c"]);
+        assert_eq!(keys("mset a 1 b 2"), ["a", "b"]);
+        assert_eq!(keys("eval s 2 a b c"), ["a", "b"]);
+        assert!(keys("eval s 0 a").is_empty());
+        assert_eq!(keys("xread count 1 streams a b 0 0"), ["a", "b"]);
+        assert_eq!(keys("sort a by w get x store b"), ["a", "b"]);
+        assert_eq!(keys("zunionstore d 2 a b weights 1 2"), ["d", "a", "b"]);
+        assert_eq!(keys("ssubscribe a b"), ["a", "b"]);
+        assert_eq!(keys("object encoding a"), ["a"]);
+        assert_eq!(keys("georadius a 0 0 1 km store b"), ["a", "b"]);
+        assert!(keys("ping").is_empty());
+        let single = |name: &str| single_key(lookup(name.as_bytes()).unwrap().0);
+        assert!(single("get") && single("set") && single("hset") && single("incr"));
+        assert!(!single("mget") && !single("sort") && !single("georadius") && !single("eval") && !single("ping"));
     }
 
     #[test]

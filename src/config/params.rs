@@ -11,7 +11,7 @@ const I32: i64 = i32::MAX as i64;
 
 const ACL: &str = "no ACL users yet: the one user is `default`, guarded by requirepass";
 const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data lives in RocksDB, whose compaction rewrites it on disk";
-const CLUSTER: &str = "no cluster mode yet";
+const CLUSTER: &str = "no cluster bus, replicas or failover yet: one process is the whole cluster (docs/cluster.md)";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
 const QUICKLIST: &str = "list elements are RocksDB records, compressed by block with the rest of the data (bottommost-compression): there are no quicklist nodes to compress";
 const FILES: &str = "RocksDB's WAL and SST files replace RDB and AOF: every write is in the WAL (appendfsync says when it is synced), BGSAVE makes a checkpoint";
@@ -125,24 +125,24 @@ pub(super) const PARAMS: &[Param] = &[
     live("busy-reply-threshold", "5000", Int(0, i64::MAX)).alias("lua-time-limit"),
     live("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", OutputLimits),
     inert("cluster-allow-pubsubshard-when-down", "yes", Bool, CLUSTER),
-    inert("cluster-allow-reads-when-down", "no", Bool, CLUSTER),
+    live("cluster-allow-reads-when-down", "no", Bool),
     inert("cluster-allow-replica-migration", "yes", Bool, CLUSTER),
-    inert("cluster-announce-bus-port", "0", Int(0, 65535), CLUSTER),
+    live("cluster-announce-bus-port", "0", Int(0, 65535)),
     inert("cluster-announce-hostname", "", Hostname, CLUSTER),
     inert("cluster-announce-human-nodename", "", Str, CLUSTER),
-    inert("cluster-announce-ip", "", Str, CLUSTER),
-    inert("cluster-announce-port", "0", Int(0, 65535), CLUSTER),
+    live("cluster-announce-ip", "", Str),
+    live("cluster-announce-port", "0", Int(0, 65535)),
     inert("cluster-announce-tls-port", "0", Int(0, 65535), CLUSTER),
-    inert("cluster-config-file", "nodes.conf", Str, CLUSTER).fixed(),
-    inert("cluster-enabled", "no", Bool, CLUSTER).fixed(),
+    live("cluster-config-file", "nodes.conf", Str).fixed(),
+    live("cluster-enabled", "no", Bool).fixed(),
     inert("cluster-link-sendbuf-limit", "0", UBytes, CLUSTER),
     inert("cluster-migration-barrier", "1", Int(0, I32), CLUSTER),
     inert("cluster-node-timeout", "15000", Int(0, i64::MAX), CLUSTER),
-    inert("cluster-port", "0", Int(0, 65535), CLUSTER).fixed(),
+    live("cluster-port", "0", Int(0, 65535)).fixed(),
     inert("cluster-preferred-endpoint-type", "ip", Enum(&["ip", "hostname", "unknown-endpoint"]), CLUSTER),
     inert("cluster-replica-no-failover", "no", Bool, CLUSTER).alias("cluster-slave-no-failover"),
     inert("cluster-replica-validity-factor", "10", Int(0, I32), CLUSTER).alias("cluster-slave-validity-factor"),
-    inert("cluster-require-full-coverage", "yes", Bool, CLUSTER),
+    live("cluster-require-full-coverage", "yes", Bool),
     inert("crash-log-enabled", "yes", Bool, PROCESS),
     inert("crash-memcheck-enabled", "yes", Bool, PROCESS),
     inert("daemonize", "no", Bool, PROCESS).fixed(),
@@ -254,6 +254,9 @@ pub(super) const PARAMS: &[Param] = &[
     live("shards", "0", Int(0, 1024)).fixed(),
     live("cores", "", Str).fixed(),
     live("listen-shards", "", Str).fixed(),
+    // Basalt's own (docs/cluster.md): every shard a cluster node on its own port.
+    live("cluster-port-per-shard", "no", Bool).fixed(),
+    live("cluster-shard-ports", "", Str).fixed(),
     live("shard-spin-us", "0", Int(0, 100_000)).fixed(),
     live("min-free-disk", "134217728", Bytes(0, i64::MAX)),
     live("block-cache-size", "268435456", Bytes(1 << 20, i64::MAX)).fixed(),

@@ -8,7 +8,7 @@
 //! [`execute`] takes a batch (every complete request of one read) and, in
 //! order, for each request:
 //! 1. checks it ([`precheck`]: unknown command, AUTH, arity, subcommand,
-//!    the disk guard);
+//!    in cluster mode the slots of its keys (`cluster`), the disk guard);
 //! 2. routes it by its declaration (`cmd::Exec`): a `Shard` command to the
 //!    shard owning its first key ([`target_of`]); a `Conn` command runs
 //!    right here, in the connection's task; a `Script` (EVAL, FCALL) on
@@ -53,6 +53,7 @@
 //!   "Replica can't interact with the keyspace", in [`precheck`]); every
 //!   command that ran is shown to the monitors from [`finish_cmd`].
 
+pub mod cluster;
 mod exec;
 mod gated;
 pub mod group;
@@ -114,6 +115,8 @@ struct Gate<'a> {
     /// Another client's script holds the transaction gate and let this
     /// command through only to be refused (`coord::gate::admit`).
     held: bool,
+    /// Cluster mode: the checks of `cluster` run.
+    cluster: Option<&'a crate::global::Global>,
 }
 
 /// Checks done before a command runs: unknown, auth, arity, subcommand,
@@ -132,6 +135,9 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<(usize, &
     cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
     if spec.no_multi() && client.multi.is_some() {
         return Err((Some(idx), "ERR Command not allowed inside a transaction".into()));
+    }
+    if let Some(g) = gate.cluster {
+        cluster::check(g, client, idx, spec, argv).map_err(|e| (Some(idx), e))?;
     }
     if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
         return Err((Some(idx), MISCONF.into()));
@@ -246,6 +252,7 @@ async fn run_batch(
         writes_refused: g.engine.disk.refused(),
         scripts: &g.script_board,
         held: false,
+        cluster: g.cluster.enabled.then_some(&**g),
     };
     let here = shard.id();
     let n = shard.count();
@@ -286,6 +293,12 @@ async fn run_batch(
                     m.dirty = true;
                     if idx.is_some_and(|i| cmd::TABLE[i].name == "exec") {
                         client.end_multi();
+                        if cluster::is_redirect(&msg) {
+                            st.record_error(&msg);
+                            out.error(&msg);
+                            i += 1;
+                            continue;
+                        }
                         let why = msg.strip_prefix("ERR ").unwrap_or(&msg);
                         let e = format!("EXECABORT Transaction discarded because of: {why}");
                         st.record_error(&e);

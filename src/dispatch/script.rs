@@ -81,6 +81,9 @@ pub(super) async fn eval(
     if kind.read_only && flags.shebang && !flags.no_writes {
         return Err(CmdError::new("ERR Can not execute a script with write flag using *_ro command."));
     }
+    if flags.no_cluster && st.global.cluster.enabled {
+        return Err(CmdError::new("ERR Can not run script on cluster, 'no-cluster' flag is set."));
+    }
     let split = 3 + numkeys as usize;
     let keys = argv[3..split].to_vec();
     let n = shard.count();
@@ -95,6 +98,7 @@ pub(super) async fn eval(
         read_only: kind.read_only,
         info: client.info.clone(),
         time: now_ms(),
+        node: client.node,
     });
     // Inside a multi-shard EXEC (the only kind a script can be in), the
     // gate is already this client's: the script runs as its commands do.

@@ -104,6 +104,14 @@ impl Running {
             shard: st.id,
             started_ms: job.time,
             threshold_ms: g.config.busy_reply_threshold.load(std::sync::atomic::Ordering::Relaxed),
+            // A function, or a script with a shebang, keeps to one slot
+            // unless it allows cross-slot keys (Redis 7.2).
+            slots: super::cluster::ScriptSlots::new(
+                g,
+                job.node,
+                (matches!(job.what, What::Function(_)) || job.flags.shebang) && !job.flags.allow_cross_slot_keys,
+                &job.keys,
+            ),
             global: g.clone(),
         };
         g.script_board.start(st.id, matches!(job.what, What::Function(_)));
@@ -195,6 +203,8 @@ struct ScriptHost {
     /// When the script started (wall clock, ms).
     started_ms: u64,
     threshold_ms: u64,
+    /// Cluster mode: the slot checks of the script's commands.
+    slots: Option<super::cluster::ScriptSlots>,
     global: Arc<crate::global::Global>,
 }
 
@@ -236,8 +246,14 @@ impl Host for ScriptHost {
         let Some((idx, spec)) = checked(&argv, self.no_writes, out) else {
             return Ok(());
         };
+        if let Some(slots) = self.slots.as_mut() {
+            if let Err(e) = slots.check(&self.global, spec, &argv) {
+                out.error(&e);
+                return Ok(());
+            }
+        }
         if spec.name == "select" {
-            select(self.global.databases, &argv, &mut self.db, out);
+            select(self.global.databases, self.global.cluster.enabled, &argv, &mut self.db, out);
             return Ok(());
         }
         if let Some((st, info)) = &self.step {

@@ -34,6 +34,8 @@ pub(super) struct Job {
     pub read_only: bool,
     pub info: Arc<ClientInfo>,
     pub time: u64,
+    /// The cluster node port the client came in on (`Client::node`).
+    pub node: Option<usize>,
 }
 
 /// Redis's checks of a command a script calls (`scriptCall`): the
@@ -66,8 +68,9 @@ pub(super) fn checked(argv: &[Bytes], no_writes: bool, out: &mut Reply) -> Optio
 
 /// SELECT inside a script: changes the script's db (`db`), not the
 /// client's.
-pub(super) fn select(databases: usize, argv: &[Bytes], db: &mut u8, out: &mut Reply) {
+pub(super) fn select(databases: usize, cluster: bool, argv: &[Bytes], db: &mut u8, out: &mut Reply) {
     match parse_i64(&argv[1]) {
+        Some(n) if n != 0 && cluster => out.error("ERR SELECT is not allowed in cluster mode"),
         Some(n) if n >= 0 && (n as usize) < databases => {
             *db = n as u8;
             out.ok();

@@ -48,7 +48,7 @@ fn refused_by_protected_mode(g: &Global, peer: Option<std::net::SocketAddr>) -> 
 }
 
 /// Serves one client until it quits, is killed, errs or times out.
-pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
+pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Option<usize>) {
     let st = shard.state().clone();
     let g = st.global.clone();
     if refused_by_protected_mode(&g, stream.peer_addr().ok()) {
@@ -110,6 +110,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream) {
         watch: None,
         pubsub: None,
         reply: crate::client::ReplyMode::On,
+        node,
     };
     // `rbuf` holds only what the parser has not consumed yet; it grows on
     // demand, so a connection costs one read chunk, not two.

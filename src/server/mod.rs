@@ -135,6 +135,12 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let databases = config.get_int("databases").max(1) as usize;
     check_port_free(&format!("{}:{}", config.get("bind"), config.get_int("port")))?;
+    let cluster_on = config.get("cluster-enabled") == "yes";
+    let per_shard = cluster_on && config.get("cluster-port-per-shard") == "yes";
+    let shard_ports = if per_shard { shard_ports(&config, shards)? } else { Vec::new() };
+    for p in &shard_ports {
+        check_port_free(&format!("{}:{p}", config.get("bind")))?;
+    }
     // The memory budget sizes what the operator left at its default
     // (docs/larger-than-memory.md "Memory").
     let explicit = |name: &str| (!config.is_default(name)).then(|| config.get_int(name).max(0) as u64);
@@ -205,6 +211,18 @@ pub fn run(config: Config) -> Result<(), String> {
     engine.set_fsync(Fsync::parse(&config.get("appendfsync")).unwrap_or(Fsync::EverySec));
     let port = config.get_int("port") as u16;
     let bind = config.get("bind");
+    let cluster = if cluster_on {
+        crate::cluster::Cluster::open(
+            per_shard,
+            shards,
+            port,
+            shard_ports,
+            engine.dir(),
+            &config.get("cluster-config-file"),
+        )?
+    } else {
+        crate::cluster::Cluster::disabled(shards, port)
+    };
     let spin = Duration::from_micros(config.get_int("shard-spin-us") as u64);
     crate::types::zlayout::set_block(config.get_int("zset-rank-block") as u64);
     let g = Arc::new(Global {
@@ -237,6 +255,7 @@ pub fn run(config: Config) -> Result<(), String> {
         scripts: Default::default(),
         script_board: crate::script::busy::Board::new(shards),
         functions: Default::default(),
+        cluster,
     });
     load_functions(&g)?;
     install_signal_thread(g.clone(), signals);
@@ -284,14 +303,31 @@ pub fn run(config: Config) -> Result<(), String> {
     Ok(())
 }
 
-async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
-    shards::rt::spawn(crate::expire::active_expire_loop(shard.clone()));
-    // `listen-shards 0,2`: only those shards accept connections; the others
-    // serve cross-shard work only (perf/compare's cross-shard GET uses it).
-    let listen = parse_cores(&shard.state().global.config.get("listen-shards"));
-    if !listen.is_empty() && !listen.contains(&shard.id()) {
-        std::future::pending::<()>().await;
+/// The port of each shard's cluster node: `cluster-shard-ports`, else the
+/// main port + 1 + the shard's index.
+fn shard_ports(config: &Config, shards: usize) -> Result<Vec<u16>, String> {
+    let list = config.get("cluster-shard-ports");
+    if list.trim().is_empty() {
+        let base = config.get_int("port");
+        return (0..shards as i64)
+            .map(|i| u16::try_from(base + 1 + i).map_err(|_| format!("shard {i}'s cluster port {} is out of range", base + 1 + i)))
+            .collect();
     }
+    let ports: Vec<u16> = list
+        .split(',')
+        .map(|p| p.trim().parse::<u16>().ok().filter(|p| *p > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("cluster-shard-ports '{list}': give one port per shard, comma-separated"))?;
+    if ports.len() != shards {
+        return Err(format!("cluster-shard-ports '{list}': {} ports for {shards} shards", ports.len()));
+    }
+    Ok(ports)
+}
+
+/// Binds `addr` on this shard and serves the clients it accepts, as
+/// clients of cluster node `node` (a shard's own port) or of the main
+/// port (None). The listener is registered for SHUTDOWN to stop.
+async fn accept(shard: Rc<Shard<ShardState>>, addr: String, node: Option<usize>, announce: bool) {
     let listener = match shards::rt::TcpListener::bind(addr.as_str()) {
         Ok(l) => l,
         Err(e) => {
@@ -303,12 +339,12 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
     if let Ok(mut l) = shard.state().global.listeners.lock() {
         l.push(fd);
     }
-    if shard.id() == 0 || listen.first() == Some(&shard.id()) {
+    if announce {
         tracing::info!(%addr, "Ready to accept connections tcp");
     }
     loop {
         match listener.accept().await {
-            Ok(stream) => shards::rt::spawn(conn::serve(shard.clone(), stream)),
+            Ok(stream) => shards::rt::spawn(conn::serve(shard.clone(), stream, node)),
             Err(e) => {
                 // Shutting down: the listener was stopped (`shutdown_now`).
                 if shard.state().global.listeners.lock().is_ok_and(|l| !l.contains(&fd)) {
@@ -319,6 +355,25 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
             }
         }
     }
+}
+
+async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
+    shards::rt::spawn(crate::expire::active_expire_loop(shard.clone()));
+    let cluster = &shard.state().global.cluster;
+    if let Some(p) = cluster.shard_ports.get(shard.id()) {
+        let bind = shard.state().global.config.get("bind");
+        // Each shard's cluster node port: its clients are this shard's
+        // node's, and keys of other shards get MOVED.
+        shards::rt::spawn(accept(shard.clone(), format!("{bind}:{p}"), Some(shard.id()), false));
+    }
+    // `listen-shards 0,2`: only those shards accept connections; the others
+    // serve cross-shard work only (perf/compare's cross-shard GET uses it).
+    let listen = parse_cores(&shard.state().global.config.get("listen-shards"));
+    if !listen.is_empty() && !listen.contains(&shard.id()) {
+        std::future::pending::<()>().await;
+    }
+    let announce = shard.id() == 0 || listen.first() == Some(&shard.id());
+    accept(shard, addr, None, announce).await;
 }
 
 /// Loads the FUNCTION libraries kept on disk (`storage::functions`): each

@@ -392,7 +392,8 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         out.push_str("\r\n");
     }
     if want("cluster") {
-        out.push_str("# Cluster\r\ncluster_enabled:0\r\n\r\n");
+        let on = g.cluster.enabled as u8;
+        out.push_str(&format!("# Cluster\r\ncluster_enabled:{on}\r\n\r\n"));
     }
     if want("keyspace") {
         out.push_str("# Keyspace\r\n");

@@ -304,6 +304,9 @@ pub fn allocated_now() -> u64 {
 /// SWAPDB index1 index2: every shard's two databases swap in one step no
 /// command can see half done (`coord::swapdb`).
 pub async fn swapdb(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
+    if c.st().global.cluster.enabled {
+        return Err(CmdError::new("ERR SWAPDB is not allowed in cluster mode"));
+    }
     // Redis's getIntFromObjectOrReply: a number that fits an int, or its own text.
     let index = |a: &[u8], what: &str| {
         super::args::parse_i64(a)
