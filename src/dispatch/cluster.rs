@@ -13,28 +13,42 @@ use crate::cmd::{self, CommandSpec};
 use crate::global::Global;
 use crate::slot::slot_of;
 
-/// The slot every key of the request hashes to, if any key; the keys of
-/// a multi-key request must agree.
-fn one_slot<'a>(cmds: impl Iterator<Item = &'a [Bytes]>) -> Result<Option<u16>, Refusal> {
+/// The slot every key of `argv` (command `idx`) hashes to, if it names a
+/// key; the keys of a multi-key request must agree.
+fn slot_of_cmd(idx: usize, spec: &CommandSpec, argv: &[Bytes]) -> Result<Option<u16>, Refusal> {
+    // One key at a fixed place: no key spec to walk.
+    if cmd::single_key(idx) {
+        return Ok(argv.get(spec.first_key as usize).map(|k| slot_of(k)));
+    }
     let mut first: Option<(&[u8], u16)> = None;
     let mut cross = false;
-    for argv in cmds {
+    cmd::cluster_keys(idx, spec, argv, |key| match first {
+        None => first = Some((key, slot_of(key))),
+        // The same key again needs no hash.
+        Some((k, _)) if k == key => {}
+        Some((_, s)) => cross |= slot_of(key) != s,
+    });
+    if cross {
+        return Err(Refusal::CrossSlot);
+    }
+    Ok(first.map(|(_, s)| s))
+}
+
+/// The one slot of a transaction's queued commands, if any names a key.
+fn slot_of_queue(queue: &[Vec<Bytes>]) -> Result<Option<u16>, Refusal> {
+    let mut slot = None;
+    for argv in queue {
         let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
             continue;
         };
-        cmd::cluster_keys(idx, spec, argv, |key| {
-            match first {
-                None => first = Some((key, slot_of(key))),
-                // The same key again needs no hash.
-                Some((k, _)) if k == key => {}
-                Some((_, s)) => cross |= slot_of(key) != s,
-            }
-        });
-        if cross {
-            return Err(Refusal::CrossSlot);
+        match (slot, slot_of_cmd(idx, spec, argv)?) {
+            (_, None) => {}
+            (None, Some(s)) => slot = Some(s),
+            (Some(a), Some(b)) if a != b => return Err(Refusal::CrossSlot),
+            _ => {}
         }
     }
-    Ok(first.map(|(_, s)| s))
+    Ok(slot)
 }
 
 /// The check of one request before it runs or is queued. `Err` holds
@@ -52,19 +66,31 @@ pub(super) fn check(g: &Global, client: &Client, idx: usize, spec: &CommandSpec,
             return Ok(());
         };
         let write = m.queue.iter().any(|q| cmd::lookup(&q[0]).is_some_and(|(_, s)| s.is_write()));
-        (one_slot(m.queue.iter().map(Vec::as_slice)), write)
+        (slot_of_queue(&m.queue), write)
     } else {
-        (one_slot(std::iter::once(argv)), spec.is_write())
+        (slot_of_cmd(idx, spec, argv), spec.is_write())
     };
     let slot = match slot {
         Ok(Some(slot)) => slot,
         Ok(None) => return Ok(()),
         Err(r) => return Err(refusal_text(g, client, r)),
     };
-    let full = g.config.get("cluster-require-full-coverage") == "yes";
-    let reads_when_down = !c.all_served() && g.config.get("cluster-allow-reads-when-down") == "yes";
+    route(g, slot, node, write).map_err(|r| refusal_text(g, client, r))
+}
+
+/// [`Cluster::route`] with the settings it reads only when a slot is not
+/// served (two config reads, off the hot path).
+fn route(g: &Global, slot: u16, node: Option<usize>, write: bool) -> Result<(), Refusal> {
+    let c = &g.cluster;
+    let (full, reads_when_down) = if c.all_served() {
+        (true, false)
+    } else {
+        (
+            g.config.get("cluster-require-full-coverage") == "yes",
+            g.config.get("cluster-allow-reads-when-down") == "yes",
+        )
+    };
     c.route(slot, node, write, full, reads_when_down)
-        .map_err(|r| refusal_text(g, client, r))
 }
 
 /// Whether `msg` is a cluster refusal: a refused EXEC answers with it
@@ -131,16 +157,13 @@ impl ScriptSlots {
     }
 
     /// The check of one `redis.call`: Redis's error text if refused.
-    pub fn check(&mut self, g: &Global, spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String> {
-        let slot = match one_slot(std::iter::once(argv)) {
+    pub fn check(&mut self, g: &Global, idx: usize, spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String> {
+        let slot = match slot_of_cmd(idx, spec, argv) {
             Ok(Some(s)) => s,
             Ok(None) => return Ok(()),
             Err(_) => return Err("ERR Script attempted to access keys that do not hash to the same slot".into()),
         };
-        let c = &g.cluster;
-        let full = g.config.get("cluster-require-full-coverage") == "yes";
-        let reads_when_down = !c.all_served() && g.config.get("cluster-allow-reads-when-down") == "yes";
-        match c.route(slot, self.node, spec.is_write(), full, reads_when_down) {
+        match route(g, slot, self.node, spec.is_write()) {
             Ok(()) => {}
             Err(Refusal::Down) => return Err("ERR Script attempted to execute a command while the cluster is down".into()),
             Err(Refusal::DownReadonly) => {

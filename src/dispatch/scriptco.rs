@@ -247,7 +247,7 @@ impl Host for ScriptHost {
             return Ok(());
         };
         if let Some(slots) = self.slots.as_mut() {
-            if let Err(e) = slots.check(&self.global, spec, &argv) {
+            if let Err(e) = slots.check(&self.global, idx, spec, &argv) {
                 out.error(&e);
                 return Ok(());
             }
