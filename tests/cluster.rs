@@ -222,6 +222,7 @@ EVAL "return redis.call('get','bar')" 1 foo
 SSUBSCRIBE foo bar
 SPUBLISH foo x
 OBJECT ENCODING foo
+MIGRATE 127.0.0.1 1 "" 0 1000 KEYS foo bar
 COMMAND GETKEYS MGET foo bar
 # Redis Cluster has database 0 only.
 SELECT 1

@@ -46,6 +46,7 @@ pub(super) const COMMANDS: &[CommandSpec] = commands! {
     "object"      -2 []              2 2 1  Shard(object)      generic "2.2.3" "A container for object introspection commands." subs OBJECT_SUBS;
     "dump"        2  [readonly]      1 1 1  Shard(dump)        generic "2.6.0" "Returns a serialized representation of the value stored at a key.";
     "restore"     -4 [write denyoom] 1 1 1  Shard(restore)     generic "2.6.0" "Creates a key from the serialized representation of a value.";
+    "restore-asking" -4 [write denyoom asking] 1 1 1 Shard(restore) generic "3.0.0" "An internal command for migrating keys in a cluster.";
 };
 
 /// OBJECT's subcommands.
@@ -282,7 +283,7 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match coll::take(ctx.ks(), ctx.db, Args::new(argv).key()?, ctx.now_ms)? {
         None => r.null(),
-        Some(v) => r.bulk(&dump::payload(&v)),
+        Some(v) => r.bulk(&dump::payload(&v, ctx.now_ms)),
     }
     Ok(())
 }
@@ -327,7 +328,7 @@ pub fn restore(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         (t, true) => t as u64,
         (t, false) => ctx.now_ms.saturating_add(t as u64),
     };
-    let v = dump::parse(payload, expire_ms).ok_or_else(|| CmdError::new("ERR DUMP payload version or checksum are wrong"))?;
+    let v = dump::parse(payload, expire_ms, ctx.now_ms).map_err(CmdError::new)?;
     if expire_ms != 0 && expire_ms <= ctx.now_ms {
         if existed {
             ks.delete(ctx.db, key, ctx.now_ms)?;

@@ -24,6 +24,7 @@ pub mod hll;
 pub mod keys;
 pub mod keyspecs;
 pub mod lists;
+pub mod migrate;
 pub mod monitor;
 pub mod multi;
 pub mod pubsub;

@@ -12,8 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    bits, cluster, connection, functions, geo, hashes, hll, keys, lists, monitor, multi, pubsub, scripting, server, sets, sort, streams,
-    strings, xgroups, xread, zedit, zmulti, zscan, zsets, CommandSpec,
+    bits, cluster, connection, functions, geo, hashes, hll, keys, lists, migrate, monitor, multi, pubsub, scripting, server, sets, sort,
+    streams, strings, xgroups, xread, zedit, zmulti, zscan, zsets, CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -82,6 +82,7 @@ pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
         bits::COMMANDS,
         hll::COMMANDS,
         keys::COMMANDS,
+        migrate::COMMANDS,
         sort::COMMANDS,
         server::COMMANDS,
         hashes::COMMANDS,

@@ -1,14 +1,21 @@
-//! DUMP and RESTORE payloads. A string is dumped as Redis dumps one (an
-//! RDB string, the RDB version and Redis's CRC-64: `types::rdb`), so
-//! strings, HyperLogLogs and bitmaps move between redis-server and Basalt
-//! both ways; any other value is Basalt's own: its meta record and
-//! members, with a version of Basalt's and a CRC-64, so a payload from
-//! elsewhere or damaged on the way is refused.
+//! DUMP and RESTORE payloads. Strings (so HyperLogLogs and bitmaps too),
+//! lists, sets, hashes and sorted sets are dumped as Redis dumps them (an
+//! RDB value, the RDB version and Redis's CRC-64: `types::rdb`,
+//! `types::rdbvalue`), so they move between redis-server and Basalt both
+//! ways; a stream is Basalt's own: its meta record and members, with a
+//! version of Basalt's and a CRC-64, so a payload from elsewhere or damaged
+//! on the way is refused.
 
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::types::bigstr;
 use crate::types::coll::Owned;
 use crate::types::rdb::{self, Reader};
+use crate::types::rdbvalue;
+
+/// RESTORE's refusals, as Redis words them: the trailer (version or
+/// checksum), and a body that does not decode.
+pub const BAD_TRAILER: &str = "ERR DUMP payload version or checksum are wrong";
+pub const BAD_FORMAT: &str = "ERR Bad data format";
 
 /// RDB_TYPE_STRING.
 const RDB_STRING: u8 = 0;
@@ -33,10 +40,11 @@ pub fn crc64(data: &[u8]) -> u64 {
     crc
 }
 
-/// Serialises a value (expiry dropped) into a DUMP payload:
-/// `format type body` for a string; `format type bodylen(4) body count(8)
-/// (len(4) member len(4) value)*` for a collection; then the trailer.
-pub fn payload(v: &Owned) -> Vec<u8> {
+/// Serialises a value (expiry dropped; a hash's fields expired at `now`
+/// left out) into a DUMP payload: Redis's for a string, list, set, hash or
+/// sorted set; for a stream `format type bodylen(4) body count(8) (len(4)
+/// member len(4) value)*`, then Basalt's trailer.
+pub fn payload(v: &Owned, now: u64) -> Vec<u8> {
     if let Some(value) = string_value(v) {
         let mut out = Vec::with_capacity(value.len() + 20);
         out.push(RDB_STRING);
@@ -44,6 +52,9 @@ pub fn payload(v: &Owned) -> Vec<u8> {
         out.extend_from_slice(&value);
         rdb::seal(&mut out);
         return out;
+    }
+    if let Some(value) = rdbvalue::of_owned(v, now) {
+        return rdbvalue::dump(&value);
     }
     let raw = &v.raw;
     let mut out = Vec::with_capacity(raw.len() + 2);
@@ -138,21 +149,32 @@ fn take_u32(p: &[u8], at: &mut usize) -> Option<usize> {
     Some(u32::from_be_bytes(take_bytes(p, at, 4)?.try_into().ok()?) as usize)
 }
 
-/// Checks a DUMP payload and rebuilds the value it carries.
-pub fn parse(p: &[u8], expire_ms: u64) -> Option<Owned> {
-    if p.len() < 12 {
-        return None;
+/// Checks a DUMP payload and rebuilds the value it carries (a hash's
+/// fields expired at `now` left out), or Redis's refusal.
+pub fn parse(p: &[u8], expire_ms: u64, now: u64) -> Result<Owned, &'static str> {
+    if p.len() < 11 {
+        return Err(BAD_TRAILER);
     }
-    let (body, trailer) = p.split_at(p.len() - 10);
+    let trailer = &p[p.len() - 10..];
     let version = u16::from_le_bytes([trailer[0], trailer[1]]);
     if version <= rdb::RDB_VERSION_MAX {
-        return redis_string(rdb::open(p)?, expire_ms);
+        let body = rdb::open(p).ok_or(BAD_TRAILER)?;
+        let v = match body.first() {
+            Some(&RDB_STRING) => redis_string(body, expire_ms),
+            _ => rdbvalue::read(body).and_then(|v| rdbvalue::to_owned(v, expire_ms, now)),
+        };
+        return v.ok_or(BAD_FORMAT);
     }
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&trailer[2..]);
-    if version != DUMP_VERSION || crc64(&p[..p.len() - 8]) != u64::from_le_bytes(crc) {
-        return None;
+    if version != DUMP_VERSION || crc64(&p[..p.len() - 8]) != u64::from_le_bytes(crc) || p.len() < 12 {
+        return Err(BAD_TRAILER);
     }
+    basalt_payload(&p[..p.len() - 10], expire_ms).ok_or(BAD_FORMAT)
+}
+
+/// The body of one of Basalt's own payloads.
+fn basalt_payload(body: &[u8], expire_ms: u64) -> Option<Owned> {
     let mut raw = Vec::with_capacity(body.len() + 8);
     raw.extend_from_slice(&body[..2]);
     raw.extend_from_slice(&expire_ms.to_be_bytes());
@@ -238,8 +260,8 @@ mod tests {
     #[test]
     fn dump_payload_round_trip_and_corruption() {
         let raw = meta::encode_string(12345, b"hello");
-        let p = payload(&Owned { raw, members: vec![] });
-        let back = parse(&p, 0).unwrap();
+        let p = payload(&Owned { raw, members: vec![] }, 0);
+        let back = parse(&p, 0, 0).unwrap();
         assert_eq!(back.raw, meta::encode_string(0, b"hello"));
         let set = meta::Coll {
             version: 5,
@@ -254,17 +276,20 @@ mod tests {
             raw: set.encode(KeyType::Set, 0),
             members: vec![(b"a".to_vec(), vec![]), (b"b".to_vec(), vec![])],
         };
-        let back = parse(&payload(&v), 0).unwrap();
-        assert_eq!((back.raw, back.members), (v.raw.clone(), v.members.clone()));
-        let mut lying = v.clone();
-        lying.members.pop();
-        assert!(parse(&payload(&lying), 0).is_none(), "size must match");
+        // A set goes out in Redis's format and comes back the same set.
+        let p = payload(&v, 0);
+        let back = parse(&p, 0, 0).unwrap();
+        assert_eq!(rdbvalue::of_owned(&back, 0), rdbvalue::of_owned(&v, 0));
         for i in 0..p.len() {
             let mut bad = p.clone();
             bad[i] ^= 0x01;
-            assert!(parse(&bad, 0).is_none(), "flip at {i} accepted");
+            assert!(parse(&bad, 0, 0).is_err(), "flip at {i} accepted");
         }
-        assert!(parse(b"short", 0).is_none());
+        assert_eq!(parse(b"short", 0, 0), Err(BAD_TRAILER));
+        // A right trailer over a body that does not decode.
+        let mut junk = vec![2u8, 5, 1, b'a'];
+        rdb::seal(&mut junk);
+        assert_eq!(parse(&junk, 0, 0), Err(BAD_FORMAT));
     }
 
     #[test]
@@ -277,12 +302,12 @@ mod tests {
             (b"\x00\xc3\t(\x01aa\xe0\x1b\x00\x01aa\n\x00\xcf\t/\xaa\xae%\x83\x1d", &[b'a'; 40]),
         ];
         for (p, want) in cases {
-            let v = parse(p, 0).unwrap();
+            let v = parse(p, 0, 0).unwrap();
             assert_eq!(v.raw, meta::encode_string(0, want));
             // And what Basalt dumps, redis-server loads: the same bytes for
             // a plain string.
             if want == b"hello" {
-                assert_eq!(payload(&v), p);
+                assert_eq!(payload(&v, 0), p);
             }
         }
         // Past the inline limit: a big string's chunks, and back.
@@ -291,8 +316,8 @@ mod tests {
         rdb::write_len(&mut p, long.len() as u64);
         p.extend_from_slice(&long);
         rdb::seal(&mut p);
-        let v = parse(&p, 0).unwrap();
+        let v = parse(&p, 0, 0).unwrap();
         assert_eq!(v.members.len(), 5);
-        assert_eq!(payload(&v), p);
+        assert_eq!(payload(&v, 0), p);
     }
 }

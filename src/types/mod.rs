@@ -25,6 +25,8 @@ pub mod memory;
 pub mod multi;
 pub mod notify;
 pub mod rdb;
+pub mod rdbpack;
+pub mod rdbvalue;
 pub mod stream;
 pub mod string;
 pub mod writer;

@@ -108,18 +108,26 @@ pub fn pop(ks: &Keyspace, db: u8, key: &[u8], now: u64, max: bool, count: u64) -
 /// first slice's first head is the empty position).
 pub fn store_members(ks: &Keyspace, db: u8, key: &[u8], version: u64, offset: usize, items: &[Scored]) -> CmdResult {
     let mut b = ks.store.batch();
+    records(offset, items, |sub, val| {
+        ks.store.put(&mut b, &keys::sub_key(db, key, version, sub), val)
+    });
+    ks.store.write(b)?;
+    Ok(())
+}
+
+/// The records of `items` (in order, the first at position `offset` of
+/// the set): each member's member and score records, and a count block's
+/// head every `zset-rank-block` members (RESTORE builds a set with them).
+pub fn records(offset: usize, items: &[Scored], mut put: impl FnMut(&[u8], &[u8])) {
     let size = zlayout::block() as usize;
     for (i, (m, s)) in items.iter().enumerate() {
         let s = if *s == 0.0 { 0.0 } else { *s };
-        let sub = |s: &[u8]| keys::sub_key(db, key, version, s);
-        ks.store.put(&mut b, &sub(&member_sub(m)), &s.to_bits().to_be_bytes());
-        ks.store.put(&mut b, &sub(&score_sub(s, m)), b"");
+        put(&member_sub(m), &s.to_bits().to_be_bytes());
+        put(&score_sub(s, m), b"");
         if i % size == 0 {
             let head = if offset + i == 0 { Vec::new() } else { position(s, m) };
             let n = size.min(items.len() - i) as u64;
-            ks.store.put(&mut b, &sub(&zblock::head_sub(&head)), &n.to_be_bytes());
+            put(&zblock::head_sub(&head), &n.to_be_bytes());
         }
     }
-    ks.store.write(b)?;
-    Ok(())
 }
