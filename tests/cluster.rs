@@ -363,6 +363,20 @@ fn scripts_keep_to_their_slot() {
     );
     let got = err(b.cmd(&["EVAL", "return redis.call('select', 1)", "0"]));
     assert!(got.starts_with("-ERR SELECT is not allowed in cluster mode"), "{got}");
+    // One command across slots, inside a plain EVAL too (Redis 7.2).
+    let got = err(b.cmd(&["EVAL", "return redis.call('mget', 'foo', 'bar')", "0"]));
+    assert!(
+        got.starts_with("-ERR Command 'mget' in script attempted to access keys that don't hash to the same slot script: "),
+        "{got}"
+    );
+    // A slot not served.
+    assert_eq!(b.cmd(&["CLUSTER", "DELSLOTS", "12182"]), b"+OK\r\n");
+    let got = err(b.cmd(&["EVAL", "return redis.call('get', 'foo')", "0"]));
+    assert!(
+        got.starts_with("-ERR Script attempted to access a slot not served script: "),
+        "{got}"
+    );
+    assert_eq!(b.cmd(&["CLUSTER", "ADDSLOTS", "12182"]), b"+OK\r\n");
 }
 
 /// Starts a 2-shard Basalt whose shards are cluster nodes on their own

@@ -619,7 +619,8 @@ mod tests {
             .filter(|n| !tuning.contains(&format!("`{n}`")))
             .collect();
         assert!(missing.is_empty(), "tuning.md does not name {missing:?}");
-        assert!(inert_params().count() > 130);
+        // Not empty by mistake (cluster mode made eight of them live).
+        assert!(inert_params().count() > 120);
     }
 
     #[test]

@@ -161,7 +161,12 @@ impl ScriptSlots {
         let slot = match slot_of_cmd(idx, spec, argv) {
             Ok(Some(s)) => s,
             Ok(None) => return Ok(()),
-            Err(_) => return Err("ERR Script attempted to access keys that do not hash to the same slot".into()),
+            Err(_) => {
+                let name = spec.fullname(spec.subcommand_index(argv));
+                return Err(format!(
+                    "ERR Command '{name}' in script attempted to access keys that don't hash to the same slot"
+                ));
+            }
         };
         match route(g, slot, self.node, spec.is_write()) {
             Ok(()) => {}
@@ -169,6 +174,7 @@ impl ScriptSlots {
             Err(Refusal::DownReadonly) => {
                 return Err("ERR Script attempted to execute a write command while the cluster is down and readonly".into())
             }
+            Err(Refusal::Unbound) => return Err("ERR Script attempted to access a slot not served".into()),
             Err(_) => return Err("ERR Script attempted to access a non local key in a cluster node".into()),
         }
         match self.slot {
