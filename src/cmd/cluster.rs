@@ -14,7 +14,6 @@ use super::keys::help_reply;
 use super::{commands, subcommands, CommandSpec, Conn, SubSpec};
 use crate::client::Client;
 use crate::cluster::{Cluster, Node, DISABLED};
-use crate::dispatch::cluster::{announce_port, announced_ip};
 use crate::error::{CmdError, CmdResult};
 use crate::global::Global;
 use crate::resp::Reply;
@@ -502,4 +501,28 @@ fn shards_reply(g: &Global, client: &Client, r: &mut Reply) {
         r.bulk(b"health");
         r.bulk(b"online");
     }
+}
+
+/// `ip:port` of shard `shard`'s node as clients are told it: the
+/// announced ip, else the address the client reached us on.
+pub fn node_addr(g: &Global, c: &Cluster, client: &Client, shard: usize) -> String {
+    let port = c.shard_ports.get(shard).copied().unwrap_or(c.port);
+    format!("{}:{}", announced_ip(g, client), c.announced(port, announce_port(g)))
+}
+
+/// `cluster-announce-ip`, else the local address of the client's connection.
+pub fn announced_ip(g: &Global, client: &Client) -> String {
+    let ip = g.config.get("cluster-announce-ip");
+    if !ip.is_empty() {
+        return ip;
+    }
+    let laddr = &client.info.laddr;
+    match laddr.parse::<std::net::SocketAddr>() {
+        Ok(a) => a.ip().to_canonical().to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+pub fn announce_port(g: &Global) -> u16 {
+    g.config.get_int("cluster-announce-port").clamp(0, 65535) as u16
 }

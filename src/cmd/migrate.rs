@@ -141,6 +141,31 @@ async fn dump_keys(c: &Conn<'_>, keys: &[Bytes]) -> CmdResult<Vec<Dumped>> {
     Ok(found.into_iter().map(|(_, d)| d).collect())
 }
 
+/// Deletes the keys that were moved, each only if it still holds what was
+/// sent: Redis runs MIGRATE as one step, here another client's write may
+/// land between the DUMP and the delete, and it must not be lost.
+async fn delete_unchanged(c: &Conn<'_>, moved: Vec<(Bytes, Vec<u8>)>) -> CmdResult {
+    let db = c.db();
+    let listed: Vec<(usize, Bytes)> = moved.iter().map(|(k, _)| k.clone()).enumerate().collect();
+    let sent: std::sync::Arc<std::collections::HashMap<Bytes, Vec<u8>>> = std::sync::Arc::new(moved.into_iter().collect());
+    let parts = coord::fan_out(c.shard, db, &listed, Access::Write, move |st: &ShardState, ks: &[Bytes]| {
+        let now = crate::clock::now_ms();
+        let mut gone = Vec::new();
+        for k in ks {
+            let Some(payload) = sent.get(k) else { continue };
+            if coll::take(&st.ks, db, k, now)?.is_some_and(|v| dump::payload(&v, now) == *payload) {
+                gone.push(k.clone());
+            }
+        }
+        crate::types::multi::del_keys(&st.ks, db, &gone, now)
+    })
+    .await;
+    for (_, part) in parts {
+        part?;
+    }
+    Ok(())
+}
+
 /// Reads one reply line (`+OK`, `-ERR ...`) from the target.
 async fn line(s: &mut shards::rt::TcpStream, buf: &mut Vec<u8>) -> Option<String> {
     loop {
@@ -214,8 +239,8 @@ pub async fn migrate(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Err(target_err(&l));
     }
     let mut first_err = None;
-    let mut moved: Vec<Bytes> = vec![Bytes::from_static(b"migrate")];
-    for (key, _, _) in &found {
+    let mut moved: Vec<(Bytes, Vec<u8>)> = Vec::new();
+    for (key, payload, _) in &found {
         let Some(l) = line(&mut s, &mut buf).await else {
             // What was restored so far is deleted, as Redis does.
             first_err.get_or_insert_with(|| io("reading"));
@@ -224,11 +249,11 @@ pub async fn migrate(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         if l.starts_with('-') {
             first_err.get_or_insert_with(|| target_err(&l));
         } else {
-            moved.push(key.clone());
+            moved.push((key.clone(), payload.clone()));
         }
     }
-    if !ask.copy && moved.len() > 1 {
-        coord::sum(c.shard, c.db(), &moved, true, false).await?;
+    if !ask.copy && !moved.is_empty() {
+        delete_unchanged(&c, moved).await?;
     }
     match first_err {
         Some(e) => Err(e),

@@ -3,12 +3,13 @@
 //! queued command) must hash to one slot (`-CROSSSLOT`), the slot must be
 //! served (`-CLUSTERDOWN`), and with per-shard nodes it must belong to
 //! the shard whose port the client came in on (`-MOVED` to the right one).
-//! Scripts' own commands are checked by [`script_call`].
+//! Scripts' own commands are checked by [`ScriptSlots`].
 
 use bytes::Bytes;
 
 use crate::client::Client;
-use crate::cluster::{Cluster, Refusal};
+use crate::cluster::Refusal;
+use crate::cmd::cluster::node_addr;
 use crate::cmd::{self, CommandSpec};
 use crate::global::Global;
 use crate::slot::slot_of;
@@ -104,30 +105,6 @@ pub(super) fn is_redirect(msg: &str) -> bool {
 /// Redis's text of a refusal; a MOVED names the node's announced address.
 fn refusal_text(g: &Global, client: &Client, r: Refusal) -> String {
     r.text(|shard| node_addr(g, &g.cluster, client, shard))
-}
-
-/// `ip:port` of shard `shard`'s node as clients are told it: the
-/// announced ip, else the address the client reached us on.
-pub fn node_addr(g: &Global, c: &Cluster, client: &Client, shard: usize) -> String {
-    let port = c.shard_ports.get(shard).copied().unwrap_or(c.port);
-    format!("{}:{}", announced_ip(g, client), c.announced(port, announce_port(g)))
-}
-
-/// `cluster-announce-ip`, else the local address of the client's connection.
-pub fn announced_ip(g: &Global, client: &Client) -> String {
-    let ip = g.config.get("cluster-announce-ip");
-    if !ip.is_empty() {
-        return ip;
-    }
-    let laddr = &client.info.laddr;
-    match laddr.parse::<std::net::SocketAddr>() {
-        Ok(a) => a.ip().to_canonical().to_string(),
-        Err(_) => String::new(),
-    }
-}
-
-pub fn announce_port(g: &Global) -> u16 {
-    g.config.get_int("cluster-announce-port").clamp(0, 65535) as u16
 }
 
 /// What a script's own commands are checked against (Redis's
