@@ -380,14 +380,18 @@ fn scripts_keep_to_their_slot() {
 }
 
 /// Starts a 2-shard Basalt whose shards are cluster nodes on their own
-/// ports; returns it with those ports.
-fn per_shard() -> (Basalt, Vec<u16>) {
-    for _ in 0..5 {
-        let ports = [free_port(), free_port()];
-        if ports[0] == ports[1] {
+/// ports; returns it with those ports (and its data dir, to keep). Free
+/// ports may be taken by a parallel test before the server binds them: a
+/// start that fails, or whose node ports answer with another server's
+/// ids, is tried again on new ports.
+fn per_shard() -> (Basalt, Vec<u16>, tempfile::TempDir) {
+    for _ in 0..10 {
+        let ports = [free_port(), free_port(), free_port()];
+        if ports[0] == ports[1] || ports[1] == ports[2] || ports[0] == ports[2] {
             continue;
         }
-        let list = format!("{},{}", ports[0], ports[1]);
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let list = format!("{},{}", ports[1], ports[2]);
         let args = [
             "--cluster-enabled",
             "yes",
@@ -396,9 +400,18 @@ fn per_shard() -> (Basalt, Vec<u16>) {
             "--cluster-shard-ports",
             &list,
         ];
-        let b = Basalt::start_with(2, &args);
-        if Raw::try_connect(ports[0]) && Raw::try_connect(ports[1]) {
-            return (b, ports.to_vec());
+        let Ok(b) = Basalt::start_at(tmp.path(), ports[0], 2, &args) else {
+            continue;
+        };
+        let nodes = nodes_of(&mut b.raw()).join("\n");
+        let ours = ports[1..].iter().all(|&p| {
+            std::net::TcpStream::connect(("127.0.0.1", p)).is_ok() && {
+                let id = id_of(&mut Raw::connect(p));
+                id.len() == 40 && nodes.contains(&id)
+            }
+        });
+        if ours {
+            return (b, ports[1..].to_vec(), tmp);
         }
     }
     panic!("no free ports for the shard nodes");
@@ -422,7 +435,7 @@ fn id_of(c: &mut Raw) -> String {
 
 #[test]
 fn each_shard_is_a_node_on_its_own_port() {
-    let (basalt, ports) = per_shard();
+    let (basalt, ports, _dir) = per_shard();
     let mut main = basalt.raw();
     let mut n0 = Raw::connect(ports[0]);
     let mut n1 = Raw::connect(ports[1]);
@@ -532,7 +545,7 @@ fn redis_py_cluster_client_works() {
     run_redis_py(redis.port, 1);
     let one = Basalt::start_with(2, &["--cluster-enabled", "yes"]);
     run_redis_py(one.port, 1);
-    let (per, ports) = per_shard();
+    let (per, ports, _dir) = per_shard();
     run_redis_py(ports[0], 2);
     // The seed may be the main port too.
     run_redis_py(per.port, 2);
@@ -580,7 +593,7 @@ fn rust_cluster_client(port: u16) {
 fn redis_crate_cluster_client_works() {
     let one = Basalt::start_with(2, &["--cluster-enabled", "yes"]);
     rust_cluster_client(one.port);
-    let (_per, ports) = per_shard();
+    let (_per, ports, _dir) = per_shard();
     rust_cluster_client(ports[1]);
 }
 
@@ -593,7 +606,7 @@ fn tool(bin: &str, args: &[&str]) -> (bool, String) {
 #[test]
 fn redis_tools_work_with_the_nodes() {
     let one = Basalt::start_with(2, &["--cluster-enabled", "yes"]);
-    let (per, ports) = per_shard();
+    let (per, ports, _dir) = per_shard();
     for (what, port) in [("one node", one.port), ("per-shard", ports[0]), ("per-shard main port", per.port)] {
         let p = port.to_string();
         let (ok, text) = tool("redis-cli", &["--cluster", "check", &format!("127.0.0.1:{port}")]);

@@ -292,11 +292,6 @@ impl Raw {
         Raw::from_stream(TcpStream::connect(("127.0.0.1", port)).expect("connect"))
     }
 
-    /// Whether something listens on `port`.
-    pub fn try_connect(port: u16) -> bool {
-        TcpStream::connect(("127.0.0.1", port)).is_ok()
-    }
-
     fn from_stream(s: TcpStream) -> Raw {
         s.set_read_timeout(Some(Duration::from_secs(30))).ok();
         s.set_nodelay(true).ok();
