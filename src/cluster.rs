@@ -340,41 +340,33 @@ impl Cluster {
     /// CLUSTER ADDSLOTS: every slot must be free, else Redis's error names
     /// the first busy one and nothing changes.
     pub fn add_slots(&self, slots: &[u16]) -> Result<(), String> {
-        let _st = self.lock();
-        let mut seen = std::collections::HashSet::new();
-        for &s in slots {
-            if self.served(s) {
-                return Err(format!("ERR Slot {s} is already busy"));
-            }
-            if !seen.insert(s) {
-                return Err(format!("ERR Slot {s} specified multiple times"));
-            }
-        }
-        for &s in slots {
-            self.mark(s, true);
-        }
-        self.refresh_all();
-        drop(_st);
-        self.save()
+        self.set_slots(slots, true)
     }
 
     /// CLUSTER DELSLOTS: every slot must be served.
     pub fn del_slots(&self, slots: &[u16]) -> Result<(), String> {
-        let _st = self.lock();
-        let mut seen = std::collections::HashSet::new();
-        for &s in slots {
-            if !self.served(s) {
-                return Err(format!("ERR Slot {s} is already unassigned"));
+        self.set_slots(slots, false)
+    }
+
+    /// Serves (`on`) or stops serving `slots`, all or none, and saves.
+    fn set_slots(&self, slots: &[u16], on: bool) -> Result<(), String> {
+        {
+            let _guard = self.lock();
+            let mut seen = std::collections::HashSet::new();
+            for &s in slots {
+                if self.served(s) == on {
+                    let why = if on { "already busy" } else { "already unassigned" };
+                    return Err(format!("ERR Slot {s} is {why}"));
+                }
+                if !seen.insert(s) {
+                    return Err(format!("ERR Slot {s} specified multiple times"));
+                }
             }
-            if !seen.insert(s) {
-                return Err(format!("ERR Slot {s} specified multiple times"));
+            for &s in slots {
+                self.mark(s, on);
             }
+            self.refresh_all();
         }
-        for &s in slots {
-            self.mark(s, false);
-        }
-        self.refresh_all();
-        drop(_st);
         self.save()
     }
 

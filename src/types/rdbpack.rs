@@ -4,6 +4,8 @@
 //! intsets and zipmaps. A reader never trusts a length: every read is
 //! bounds-checked and a malformed blob is None, never a panic.
 
+use crate::resp::parse::string2ll;
+
 /// A listpack of `items`: `total_bytes(4 LE) count(2 LE)`, each entry its
 /// encoding, data and back-length, then 0xFF. An item that is a canonical
 /// integer is stored as one, in the smallest form, as Redis does.
@@ -11,7 +13,7 @@ pub fn listpack(items: &[&[u8]]) -> Vec<u8> {
     let mut out = vec![0u8; 6];
     for it in items {
         let start = out.len();
-        match canonical_int(it) {
+        match string2ll(it) {
             Some(v) => write_lp_int(&mut out, v),
             None => write_lp_str(&mut out, it),
         }
@@ -62,35 +64,27 @@ fn write_lp_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// The back-length: the entry's length in 7-bit groups, most significant
-/// first, every byte but the first with its top bit set (read from the
-/// right, the set bit says "more to the left").
-fn write_backlen(out: &mut Vec<u8>, len: usize) {
-    let l = len as u64;
-    let groups = match l {
+/// The bytes of the back-length of an entry of `len` bytes.
+pub fn backlen_size(len: u64) -> u64 {
+    match len {
         0..=127 => 1,
         128..=16382 => 2,
         16383..=2_097_150 => 3,
         2_097_151..=268_435_454 => 4,
         _ => 5,
-    };
+    }
+}
+
+/// The back-length: the entry's length in 7-bit groups, most significant
+/// first, every byte but the first with its top bit set (read from the
+/// right, the set bit says "more to the left").
+fn write_backlen(out: &mut Vec<u8>, len: usize) {
+    let l = len as u64;
+    let groups = backlen_size(l);
     for g in (0..groups).rev() {
         let b = ((l >> (7 * g)) & 127) as u8;
         out.push(if g == groups - 1 { b } else { b | 128 });
     }
-}
-
-/// The integer Redis would store `s` as (`string2ll`): no sign but `-`, no
-/// leading zeros, no spaces, fits i64; "-0" is not one.
-pub fn canonical_int(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    let digits = s.strip_prefix(b"-").unwrap_or(s);
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) || (digits[0] == b'0' && (digits.len() > 1 || s[0] == b'-')) {
-        return None;
-    }
-    std::str::from_utf8(s).ok()?.parse().ok()
 }
 
 /// The items of a listpack; None when it is malformed (sizes, encodings,
@@ -428,10 +422,11 @@ mod tests {
 
     #[test]
     fn canonical_integers() {
-        assert_eq!(canonical_int(b"0"), Some(0));
-        assert_eq!(canonical_int(b"-12"), Some(-12));
+        // What a listpack stores as an integer: Redis's `string2ll`.
+        assert_eq!(string2ll(b"0"), Some(0));
+        assert_eq!(string2ll(b"-12"), Some(-12));
         for bad in [&b"-0"[..], b"01", b"+1", b"1 ", b"", b"-", b"99999999999999999999"] {
-            assert_eq!(canonical_int(bad), None, "{bad:?}");
+            assert_eq!(string2ll(bad), None, "{bad:?}");
         }
     }
 }

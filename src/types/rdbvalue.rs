@@ -301,7 +301,7 @@ pub fn read(body: &[u8]) -> Option<Value> {
             }
             let mut fields = Vec::new();
             for t in items.chunks(3) {
-                let ttl = rdbpack::canonical_int(&t[2]).filter(|v| *v >= 0)? as u64;
+                let ttl = crate::resp::parse::string2ll(&t[2]).filter(|v| *v >= 0)? as u64;
                 fields.push((t[0].clone(), t[1].clone(), ttl));
             }
             Value::Hash(fields)

@@ -21,14 +21,7 @@ fn lp_element_bytes(s: &[u8]) -> u64 {
         None if s.len() < 4096 => 2 + s.len() as u64,
         None => 5 + s.len() as u64,
     };
-    let back = match enc {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
-    enc + back
+    enc + crate::types::rdbpack::backlen_size(enc)
 }
 
 /// The estimated bytes of a new node's listpack holding `fields` as its
