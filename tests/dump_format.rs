@@ -1,14 +1,16 @@
 //! Redis's DUMP format both ways (issue 37, item 3): every type and
-//! encoding redis-server 7.0 dumps restores in Basalt and reads the same,
-//! and what Basalt dumps restores in redis-server; older encodings
+//! encoding redis-server 7.0 dumps (streams with their nodes, groups,
+//! consumers and pending entries too) restores in Basalt and reads the
+//! same, and what Basalt dumps restores in redis-server; older encodings
 //! (ziplists, zipmaps, intsets, quicklists of ziplists) built by hand;
-//! hashes with field TTLs; malformed payloads; MIGRATE both ways with its
-//! options.
+//! hashes with field TTLs; streams whose consumers need Redis 7.2's type;
+//! malformed payloads; MIGRATE both ways with its options.
 
 mod common;
 
 use common::{Basalt, Raw, RedisServer, Rng};
 use crc::{Crc, CRC_64_REDIS};
+use redis::Value;
 
 /// A reply as its lines, arrays flattened, sorted when `sorted` (sets and
 /// hashes come back in an order neither server defines).
@@ -49,7 +51,69 @@ fn read(c: &mut Raw, key: &str) -> Vec<String> {
             pairs.sort();
             out.extend(pairs);
         }
+        "+stream" => out.extend(stream_view(c, key, false)),
         _ => {}
+    }
+    out
+}
+
+/// An element of a reply of alternating names and values.
+fn field<'a>(v: &'a Value, name: &str) -> &'a Value {
+    let Value::Array(items) = v else { panic!("not an array: {v:?}") };
+    let at = items
+        .chunks(2)
+        .position(|p| matches!(&p[0], Value::BulkString(n) if n == name.as_bytes()))
+        .unwrap_or_else(|| panic!("no {name} in {v:?}"));
+    &items[2 * at + 1]
+}
+
+fn items(v: &Value) -> &[Value] {
+    match v {
+        Value::Array(items) => items,
+        _ => panic!("not an array: {v:?}"),
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).to_string(),
+        Value::Int(n) => n.to_string(),
+        Value::Nil => "nil".into(),
+        Value::Array(a) => format!("[{}]", a.iter().map(text).collect::<Vec<_>>().join(" ")),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A stream as XRANGE and XINFO STREAM FULL show it: entries, counters,
+/// node count, groups with their pending entries (delivery times and
+/// counts) and consumers (seen time; `active`: the active time too, which
+/// redis-server 7.0 does not have).
+fn stream_view(c: &mut Raw, key: &str, active: bool) -> Vec<String> {
+    let mut out = lines(&c.cmd(&["XRANGE", key, "-", "+"]), false);
+    let full = redis::parse_redis_value(&c.cmd(&["XINFO", "STREAM", key, "FULL", "COUNT", "0"])).expect("XINFO");
+    for f in [
+        "length",
+        "radix-tree-keys",
+        "last-generated-id",
+        "max-deleted-entry-id",
+        "entries-added",
+        "recorded-first-entry-id",
+    ] {
+        out.push(format!("{f}={}", text(field(&full, f))));
+    }
+    for g in items(field(&full, "groups")) {
+        for f in ["name", "last-delivered-id", "entries-read", "lag", "pel-count", "pending"] {
+            out.push(format!("group {f}={}", text(field(g, f))));
+        }
+        for con in items(field(g, "consumers")) {
+            let mut fs = vec!["name", "seen-time", "pel-count", "pending"];
+            if active {
+                fs.push("active-time");
+            }
+            for f in fs {
+                out.push(format!("consumer {f}={}", text(field(con, f))));
+            }
+        }
     }
     out
 }
@@ -121,6 +185,56 @@ fn fill(c: &mut Raw, rng: &mut Rng) -> Vec<String> {
         run(c, &format!("hash:{name}"), vec![hash]);
         run(c, &format!("zset:{name}"), vec![zset]);
     }
+    // Streams: entries with the master's fields and others, deleted ones,
+    // many nodes (entries and bytes), groups with pending entries, claimed
+    // ones, consumers without any, an empty stream with a group.
+    let small = [
+        "XADD stream:small 1-1 a 1 b 2",
+        "XADD stream:small 1-2 a 3 b 4",
+        "XADD stream:small 2-0 c 5",
+        "XADD stream:small 3-0 a 1 b 2 c -70000",
+        "XDEL stream:small 1-2",
+        "XGROUP CREATE stream:small g1 0",
+        "XREADGROUP GROUP g1 alice COUNT 2 STREAMS stream:small >",
+        "XREADGROUP GROUP g1 bob COUNT 1 STREAMS stream:small >",
+        "XACK stream:small g1 1-1",
+        "XGROUP CREATE stream:small g2 $ ENTRIESREAD 3",
+        "XGROUP CREATECONSUMER stream:small g2 idle",
+    ];
+    let words = |l: &str| l.split(' ').map(str::to_string).collect::<Vec<_>>();
+    run(c, "stream:small", small.iter().map(|l| words(l)).collect());
+    let mut cmds = Vec::new();
+    for i in 1..=3000usize {
+        let mut x = s(&["XADD", "stream:large", &format!("{i}-{}", rng.below(3))]);
+        match rng.below(10) {
+            0 => x.extend(s(&["other", &i.to_string()])),
+            1 => x.extend(s(&["name", &"y".repeat(3000 + rng.below(3000)), "value", "1"])),
+            2 => x.extend(s(&["value", "2", "name", "swapped"])),
+            _ => x.extend(s(&["name", &format!("n{i}"), "value", &(rng.next() % 1_000_000).to_string()])),
+        }
+        cmds.push(x);
+    }
+    for _ in 0..100 {
+        cmds.push(s(&["XDEL", "stream:large", &format!("{}-0", 1 + rng.below(3000))]));
+    }
+    for l in [
+        "XTRIM stream:large MAXLEN 2800",
+        "XGROUP CREATE stream:large g 0",
+        "XREADGROUP GROUP g c1 COUNT 400 STREAMS stream:large >",
+        "XREADGROUP GROUP g c2 COUNT 300 STREAMS stream:large >",
+        "XAUTOCLAIM stream:large g c3 0 0-0 COUNT 50",
+        "XGROUP CREATE stream:large h $",
+    ] {
+        cmds.push(words(l));
+    }
+    run(c, "stream:large", cmds);
+    let empty = [
+        "XADD stream:empty 5-0 a 1",
+        "XDEL stream:empty 5-0",
+        "XGROUP CREATE stream:empty g 0",
+        "XGROUP CREATECONSUMER stream:empty g idle",
+    ];
+    run(c, "stream:empty", empty.iter().map(|l| words(l)).collect());
     run(c, "string:int", vec![s(&["SET", "string:int", "12345"])]);
     run(c, "string:raw", vec![s(&["SET", "string:raw", &"ab".repeat(5000)])]);
     run(
@@ -316,6 +430,62 @@ fn hash_field_ttls_survive_dump_and_restore() {
 }
 
 #[test]
+fn basalt_streams_dump_as_redis_streams() {
+    let redis = RedisServer::start();
+    let basalt = Basalt::start(2);
+    let (mut r, mut b) = (redis.raw(), basalt.raw());
+    let version = |p: &[u8]| (p[0], u16::from_le_bytes([p[p.len() - 10], p[p.len() - 9]]));
+    // Consumers that read (seen and active at once): type 19, RDB 10,
+    // which redis-server 7.0 loads.
+    for i in 0..500 {
+        let f = if i % 3 == 0 { "x" } else { "f" };
+        b.cmd(&["XADD", "s", &format!("{}-{}", 1000 + i / 3, i % 3), f, &i.to_string(), "g", "v"]);
+    }
+    b.cmd(&["XDEL", "s", "1100-1"]);
+    b.cmd(&["XGROUP", "CREATE", "s", "grp", "0"]);
+    b.cmd(&["XREADGROUP", "GROUP", "grp", "alice", "COUNT", "120", "STREAMS", "s", ">"]);
+    b.cmd(&["XREADGROUP", "GROUP", "grp", "bob", "COUNT", "30", "STREAMS", "s", ">"]);
+    let p = dump(&mut b, "s");
+    assert_eq!(version(&p), (19, 10));
+    assert_eq!(restore(&mut b, "s2", &p, &[]), b"+OK\r\n");
+    assert_eq!(stream_view(&mut b, "s2", true), stream_view(&mut b, "s", true));
+    assert_eq!(restore(&mut r, "s", &p, &[]), b"+OK\r\n");
+    assert_eq!(stream_view(&mut r, "s", false), stream_view(&mut b, "s", false));
+    // Both go on the same way: an XADD lands in the same node.
+    for c in [&mut r, &mut b] {
+        c.cmd(&["XADD", "s", "9999999999999-0", "f", "1", "g", "v"]);
+    }
+    assert_eq!(stream_view(&mut r, "s", false), stream_view(&mut b, "s", false));
+    // A consumer never active (or active apart from seen): type 21 at RDB
+    // 11, which keeps the active time; redis-server 7.0 refuses it as it
+    // refuses any RDB version past 10.
+    b.cmd(&["XGROUP", "CREATECONSUMER", "s", "grp", "lazy"]);
+    let p = dump(&mut b, "s");
+    assert_eq!(version(&p), (21, 11));
+    assert_eq!(restore(&mut b, "s3", &p, &[]), b"+OK\r\n");
+    assert_eq!(stream_view(&mut b, "s3", true), stream_view(&mut b, "s", true));
+    assert_eq!(
+        restore(&mut r, "s3", &p, &[]),
+        b"-ERR DUMP payload version or checksum are wrong\r\n"
+    );
+    // An empty stream, and one whose entries were all trimmed.
+    b.cmd(&["XGROUP", "CREATE", "e", "g", "$", "MKSTREAM"]);
+    b.cmd(&["XADD", "t", "5-5", "a", "1"]);
+    b.cmd(&["XTRIM", "t", "MAXLEN", "0"]);
+    for k in ["e", "t"] {
+        let p = dump(&mut b, k);
+        assert_eq!(restore(&mut r, k, &p, &[]), b"+OK\r\n");
+        assert_eq!(stream_view(&mut r, k, false), stream_view(&mut b, k, false), "{k}");
+    }
+    // Refusals: a consumer owning an entry its group does not hold.
+    let mut body = vec![19u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, b'g', 0, 0, 0, 0, 1, 1, b'c'];
+    body.extend_from_slice(&7u64.to_le_bytes());
+    body.push(1);
+    body.extend_from_slice(&[0u8; 16]);
+    assert_eq!(restore(&mut b, "bad", &sealed(&body, 10), &[]), b"-ERR Bad data format\r\n");
+}
+
+#[test]
 fn malformed_payloads_never_hurt() {
     let redis = RedisServer::start();
     let basalt = Basalt::start(2);
@@ -380,12 +550,17 @@ fn migrate_both_ways() {
     let mut keys = Vec::new();
     for i in 0..10_000 {
         let k = format!("key:{i}");
-        let reply = match i % 5 {
+        let reply = match i % 6 {
             0 => r.cmd(&["SET", &k, &format!("v{}", rng.below(1000))]),
             1 => r.cmd(&["RPUSH", &k, "a", &i.to_string(), "c"]),
             2 => r.cmd(&["SADD", &k, "x", &i.to_string()]),
             3 => r.cmd(&["HSET", &k, "f", &i.to_string(), "g", "h"]),
-            _ => r.cmd(&["ZADD", &k, &i.to_string(), "m", "1.5", "n"]),
+            4 => r.cmd(&["ZADD", &k, &i.to_string(), "m", "1.5", "n"]),
+            _ => {
+                r.cmd(&["XADD", &k, &format!("{i}-1"), "f", &i.to_string()]);
+                r.cmd(&["XGROUP", "CREATE", &k, "g", "0"]);
+                r.cmd(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", &k, ">"])
+            }
         };
         assert!(!reply.starts_with(b"-"));
         keys.push(k);

@@ -283,7 +283,7 @@ pub fn object(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 pub fn dump(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     match coll::take(ctx.ks(), ctx.db, Args::new(argv).key()?, ctx.now_ms)? {
         None => r.null(),
-        Some(v) => r.bulk(&dump::payload(&v, ctx.now_ms)),
+        Some(v) => r.bulk(&dump::payload(&v, ctx.now_ms)?),
     }
     Ok(())
 }

@@ -119,7 +119,7 @@ async fn dump_keys(c: &Conn<'_>, keys: &[Bytes]) -> CmdResult<Vec<Dumped>> {
                 e if e <= now => continue,
                 e => e - now,
             };
-            out.push((k.clone(), dump::payload(&v, now), ttl));
+            out.push((k.clone(), dump::payload(&v, now)?, ttl));
         }
         Ok(out)
     })
@@ -153,7 +153,7 @@ async fn delete_unchanged(c: &Conn<'_>, moved: Vec<(Bytes, Vec<u8>)>) -> CmdResu
         let mut gone = Vec::new();
         for k in ks {
             let Some(payload) = sent.get(k) else { continue };
-            if coll::take(&st.ks, db, k, now)?.is_some_and(|v| dump::payload(&v, now) == *payload) {
+            if coll::take(&st.ks, db, k, now)?.is_some_and(|v| dump::payload(&v, now).is_ok_and(|p| p == *payload)) {
                 gone.push(k.clone());
             }
         }

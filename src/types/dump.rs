@@ -1,11 +1,11 @@
-//! DUMP and RESTORE payloads. Strings (so HyperLogLogs and bitmaps too),
-//! lists, sets, hashes and sorted sets are dumped as Redis dumps them (an
+//! DUMP and RESTORE payloads. Every type is dumped as Redis dumps it (an
 //! RDB value, the RDB version and Redis's CRC-64: `types::rdb`,
-//! `types::rdbvalue`), so they move between redis-server and Basalt both
-//! ways; a stream is Basalt's own: its meta record and members, with a
-//! version of Basalt's and a CRC-64, so a payload from elsewhere or damaged
-//! on the way is refused.
+//! `types::rdbvalue`, `types::rdbstream`), so keys move between
+//! redis-server and Basalt both ways. RESTORE also takes the payloads of
+//! Basalt before that (its meta record and members, a version of Basalt's
+//! and a CRC-64 in the trailer), which older Basalt wrote for every type.
 
+use crate::error::{CmdResult, CORRUPT};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::types::bigstr;
 use crate::types::coll::Owned;
@@ -20,8 +20,10 @@ pub const BAD_FORMAT: &str = "ERR Bad data format";
 /// RDB_TYPE_STRING.
 const RDB_STRING: u8 = 0;
 
-/// DUMP payload: `meta format byte, type, body` then a 2-byte payload
-/// version (little endian, as RDB) and a CRC-64 of everything before it.
+/// Basalt's earlier DUMP payload: `meta format byte, type, body` then a
+/// 2-byte payload version (little endian, as RDB) and a CRC-64 of
+/// everything before it. For a collection the body is `bodylen(4) body
+/// count(8) (len(4) member len(4) value)*`.
 const DUMP_VERSION: u16 = 0xBA01;
 
 /// CRC-64/ECMA-182 (the polynomial Redis's DUMP uses, bit by bit).
@@ -41,43 +43,18 @@ pub fn crc64(data: &[u8]) -> u64 {
 }
 
 /// Serialises a value (expiry dropped; a hash's fields expired at `now`
-/// left out) into a DUMP payload: Redis's for a string, list, set, hash or
-/// sorted set; for a stream `format type bodylen(4) body count(8) (len(4)
-/// member len(4) value)*`, then Basalt's trailer.
-pub fn payload(v: &Owned, now: u64) -> Vec<u8> {
+/// left out) into Redis's DUMP payload; CORRUPT when its stored records
+/// do not decode.
+pub fn payload(v: &Owned, now: u64) -> CmdResult<Vec<u8>> {
     if let Some(value) = string_value(v) {
         let mut out = Vec::with_capacity(value.len() + 20);
         out.push(RDB_STRING);
         rdb::write_len(&mut out, value.len() as u64);
         out.extend_from_slice(&value);
         rdb::seal(&mut out);
-        return out;
+        return Ok(out);
     }
-    if let Some(value) = rdbvalue::of_owned(v, now) {
-        return rdbvalue::dump(&value);
-    }
-    let raw = &v.raw;
-    let mut out = Vec::with_capacity(raw.len() + 2);
-    out.push(raw[0]);
-    out.push(raw[1]);
-    let body = &raw[10.min(raw.len())..];
-    if raw.get(1) == Some(&(KeyType::String as u8)) {
-        out.extend_from_slice(body);
-    } else {
-        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(&(v.members.len() as u64).to_be_bytes());
-        for (m, val) in &v.members {
-            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
-            out.extend_from_slice(m);
-            out.extend_from_slice(&(val.len() as u32).to_be_bytes());
-            out.extend_from_slice(val);
-        }
-    }
-    out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
-    let crc = crc64(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    rdbvalue::of_owned(v, now).map(|value| rdbvalue::dump(&value)).ok_or(CORRUPT)
 }
 
 /// A string's whole value (a big one's chunks put together, zeros where
@@ -260,7 +237,7 @@ mod tests {
     #[test]
     fn dump_payload_round_trip_and_corruption() {
         let raw = meta::encode_string(12345, b"hello");
-        let p = payload(&Owned { raw, members: vec![] }, 0);
+        let p = payload(&Owned { raw, members: vec![] }, 0).unwrap();
         let back = parse(&p, 0, 0).unwrap();
         assert_eq!(back.raw, meta::encode_string(0, b"hello"));
         let set = meta::Coll {
@@ -277,7 +254,7 @@ mod tests {
             members: vec![(b"a".to_vec(), vec![]), (b"b".to_vec(), vec![])],
         };
         // A set goes out in Redis's format and comes back the same set.
-        let p = payload(&v, 0);
+        let p = payload(&v, 0).unwrap();
         let back = parse(&p, 0, 0).unwrap();
         assert_eq!(rdbvalue::of_owned(&back, 0), rdbvalue::of_owned(&v, 0));
         for i in 0..p.len() {
@@ -307,7 +284,7 @@ mod tests {
             // And what Basalt dumps, redis-server loads: the same bytes for
             // a plain string.
             if want == b"hello" {
-                assert_eq!(payload(&v, 0), p);
+                assert_eq!(payload(&v, 0).unwrap(), p);
             }
         }
         // Past the inline limit: a big string's chunks, and back.
@@ -318,6 +295,56 @@ mod tests {
         rdb::seal(&mut p);
         let v = parse(&p, 0, 0).unwrap();
         assert_eq!(v.members.len(), 5);
-        assert_eq!(payload(&v, 0), p);
+        assert_eq!(payload(&v, 0).unwrap(), p);
+    }
+
+    /// A payload in Basalt's earlier format, as older Basalt wrote it.
+    fn basalt_format(v: &Owned) -> Vec<u8> {
+        let raw = &v.raw;
+        let mut out = vec![raw[0], raw[1]];
+        let body = &raw[10..];
+        out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(&(v.members.len() as u64).to_be_bytes());
+        for (m, val) in &v.members {
+            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
+            out.extend_from_slice(m);
+            out.extend_from_slice(&(val.len() as u32).to_be_bytes());
+            out.extend_from_slice(val);
+        }
+        out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
+        let crc = crc64(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn earlier_basalt_payloads_still_load() {
+        let set = meta::Coll {
+            version: 9,
+            size: 2,
+            hfe: None,
+            list_head: None,
+            zblocks: false,
+            chunk_shift: 0,
+            stream: None,
+        };
+        let v = Owned {
+            raw: set.encode(KeyType::Set, 0),
+            members: vec![(b"a".to_vec(), vec![]), (b"b".to_vec(), vec![])],
+        };
+        let p = basalt_format(&v);
+        let back = parse(&p, 777, 0).unwrap();
+        assert_eq!(back.members, v.members);
+        assert_eq!(Meta::decode(&back.raw).unwrap().expire_ms, 777);
+        // Its checksum and its records are checked.
+        let mut bad = p.clone();
+        bad[12] ^= 1;
+        assert_eq!(parse(&bad, 0, 0), Err(BAD_TRAILER));
+        let lying = Owned {
+            raw: meta::Coll { size: 3, ..set }.encode(KeyType::Set, 0),
+            members: v.members.clone(),
+        };
+        assert_eq!(parse(&basalt_format(&lying), 0, 0), Err(BAD_FORMAT));
     }
 }

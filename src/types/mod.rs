@@ -26,6 +26,7 @@ pub mod multi;
 pub mod notify;
 pub mod rdb;
 pub mod rdbpack;
+pub mod rdbstream;
 pub mod rdbvalue;
 pub mod stream;
 pub mod string;

@@ -83,6 +83,13 @@ impl Reader<'_> {
         })
     }
 
+    /// A count, checked against what is left to read (every item takes a
+    /// byte at least), so a hostile count allocates nothing.
+    pub fn count(&mut self) -> Option<usize> {
+        let n = usize::try_from(self.len()?.ok()?).ok()?;
+        (n <= self.buf.len() - self.at).then_some(n)
+    }
+
     /// An RDB string: plain, an integer, or LZF-compressed.
     pub fn string(&mut self) -> Option<Vec<u8>> {
         match self.len()? {

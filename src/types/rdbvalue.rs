@@ -1,6 +1,7 @@
-//! Redis's RDB value encodings of lists, sets, hashes and sorted sets, for
-//! DUMP and RESTORE (docs/encoding.md, "DUMP payload"), written from
-//! Redis's RDB format descriptions.
+//! Redis's RDB value encodings of lists, sets, hashes and sorted sets (and,
+//! through `types::rdbstream`, streams), for DUMP and RESTORE
+//! (docs/encoding.md, "DUMP payload"), written from Redis's RDB format
+//! descriptions.
 //!
 //! DUMP writes what every Redis 7.x reads (RDB version 10): a list as a
 //! quicklist of listpacks (type 18), a set as a plain set (2), a hash as a
@@ -16,6 +17,7 @@ use crate::storage::meta::{Coll, Hfe, KeyType, Meta};
 use crate::types::coll::Owned;
 use crate::types::rdb::{self, Reader};
 use crate::types::rdbpack;
+use crate::types::rdbstream::{self, StreamValue};
 use crate::types::zset::{sort_key, Scored, MEMBER};
 use crate::types::{hash, list, zwrite};
 
@@ -56,12 +58,17 @@ pub enum Value {
     /// Field, value, expire time (Unix ms, 0: none).
     Hash(Vec<(Vec<u8>, Vec<u8>, u64)>),
     ZSet(Vec<Scored>),
+    Stream(Box<StreamValue>),
 }
 
-/// The value of a stored list, set, hash or sorted set (its fields expired
-/// at `now` left out); None for other types.
+/// The value of a stored list, set, hash, sorted set or stream (a hash's
+/// fields expired at `now` left out); None for strings, or records that do
+/// not decode.
 pub fn of_owned(v: &Owned, now: u64) -> Option<Value> {
     let m = Meta::decode(&v.raw)?;
+    if m.ty == KeyType::Stream {
+        return rdbstream::of_owned(v).map(|s| Value::Stream(Box::new(s)));
+    }
     let c = m.coll()?;
     let mut members: Vec<&(Vec<u8>, Vec<u8>)> = v.members.iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
@@ -165,18 +172,12 @@ pub fn dump(v: &Value) -> Vec<u8> {
                 out.extend_from_slice(&s.to_le_bytes());
             }
         }
+        Value::Stream(s) => version = rdbstream::write(s, &mut out),
     }
     out.extend_from_slice(&version.to_le_bytes());
     let crc = rdb::crc64(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
-}
-
-/// A count read from a payload, checked against what is left of it (every
-/// item takes a byte at least), so a hostile count allocates nothing.
-fn count(r: &mut Reader<'_>) -> Option<usize> {
-    let n = usize::try_from(r.len()?.ok()?).ok()?;
-    (n <= r.buf.len() - r.at).then_some(n)
 }
 
 fn strings(r: &mut Reader<'_>, n: usize) -> Option<Vec<Vec<u8>>> {
@@ -217,14 +218,14 @@ fn pairs(items: Vec<Vec<u8>>) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
     Some(out)
 }
 
-/// The value of a Redis payload body of a list, set, hash or sorted set
-/// type; None when it is malformed ("Bad data format").
+/// The value of a Redis payload body of a list, set, hash, sorted set or
+/// stream type; None when it is malformed ("Bad data format").
 pub fn read(body: &[u8]) -> Option<Value> {
     let mut r = Reader { buf: body, at: 0 };
     let ty = r.byte()?;
     let v = match ty {
         LIST | SET => {
-            let n = count(&mut r)?;
+            let n = r.count()?;
             let items = strings(&mut r, n)?;
             if ty == LIST {
                 Value::List(items)
@@ -233,7 +234,7 @@ pub fn read(body: &[u8]) -> Option<Value> {
             }
         }
         ZSET | ZSET_2 => {
-            let n = count(&mut r)?;
+            let n = r.count()?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
                 let m = r.string()?;
@@ -250,7 +251,7 @@ pub fn read(body: &[u8]) -> Option<Value> {
             Value::ZSet(items)
         }
         HASH => {
-            let n = count(&mut r)?;
+            let n = r.count()?;
             let mut fields = Vec::with_capacity(n);
             for _ in 0..n {
                 fields.push((r.string()?, r.string()?, 0));
@@ -263,7 +264,7 @@ pub fn read(body: &[u8]) -> Option<Value> {
             } else {
                 0
             };
-            let n = count(&mut r)?;
+            let n = r.count()?;
             let mut fields = Vec::with_capacity(n);
             for _ in 0..n {
                 let ttl = r.len()?.ok()?;
@@ -277,7 +278,7 @@ pub fn read(body: &[u8]) -> Option<Value> {
             Value::Hash(fields)
         }
         LIST_QUICKLIST | LIST_QUICKLIST_2 => {
-            let n = count(&mut r)?;
+            let n = r.count()?;
             let mut items = Vec::new();
             for _ in 0..n {
                 let container = if ty == LIST_QUICKLIST_2 { r.len()?.ok()? } else { 2 };
@@ -335,14 +336,17 @@ pub fn read(body: &[u8]) -> Option<Value> {
                 }
             }
         }
+        rdbstream::STREAM_LISTPACKS | rdbstream::STREAM_LISTPACKS_2 | rdbstream::STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(rdbstream::read(&mut r, ty)?))
+        }
         _ => return None,
     };
     (r.at == body.len()).then_some(v)
 }
 
 /// The stored form of `v` expiring at `expire_ms`: None when Redis would
-/// refuse it (empty, duplicate members or fields), or when every field of
-/// a hash has expired by `now`.
+/// refuse it (empty, duplicate members or fields; an empty stream is
+/// kept), or when every field of a hash has expired by `now`.
 pub fn to_owned(v: Value, expire_ms: u64, now: u64) -> Option<Owned> {
     let mut c = Coll {
         version: 0,
@@ -393,6 +397,7 @@ pub fn to_owned(v: Value, expire_ms: u64, now: u64) -> Option<Owned> {
             c.hfe = Some(h);
             (KeyType::Hash, members)
         }
+        Value::Stream(s) => return Some(rdbstream::to_owned(*s, expire_ms)),
         Value::ZSet(mut items) => {
             // -0 is stored as 0 (ZADD does the same).
             for it in items.iter_mut() {

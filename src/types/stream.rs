@@ -194,7 +194,7 @@ pub fn entry_sub(id: Id) -> [u8; 17] {
 }
 
 /// An entry's stored value.
-fn encode_entry(node: u64, fields: &[&[u8]]) -> Vec<u8> {
+pub(super) fn encode_entry(node: u64, fields: &[&[u8]]) -> Vec<u8> {
     let mut v = Vec::with_capacity(12 + fields.iter().map(|f| 4 + f.len()).sum::<usize>());
     v.extend_from_slice(&node.to_be_bytes());
     v.extend_from_slice(&((fields.len() / 2) as u32).to_be_bytes());

@@ -14,6 +14,7 @@
 
 use super::stream::{Id, Stream};
 use crate::error::{CmdResult, CORRUPT};
+use crate::storage::meta::StreamMeta;
 
 pub const GROUP: u8 = b'g';
 pub const CONSUMER: u8 = b'k';
@@ -53,7 +54,7 @@ fn be(b: &[u8], at: usize) -> Option<u64> {
 }
 
 impl Group {
-    fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(40);
         v.extend_from_slice(&self.last.bytes());
         for n in [self.entries_read.unwrap_or(u64::MAX), self.pending, self.consumers] {
@@ -62,7 +63,7 @@ impl Group {
         v
     }
 
-    fn decode(v: &[u8]) -> Option<Group> {
+    pub(super) fn decode(v: &[u8]) -> Option<Group> {
         if v.len() != 40 {
             return None;
         }
@@ -76,7 +77,7 @@ impl Group {
 }
 
 impl Consumer {
-    fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(24);
         for n in [self.seen_ms, self.active_ms, self.pending] {
             v.extend_from_slice(&n.to_be_bytes());
@@ -84,7 +85,7 @@ impl Consumer {
         v
     }
 
-    fn decode(v: &[u8]) -> Option<Consumer> {
+    pub(super) fn decode(v: &[u8]) -> Option<Consumer> {
         (v.len() == 24).then_some(())?;
         Some(Consumer {
             seen_ms: be(v, 0)?,
@@ -95,7 +96,7 @@ impl Consumer {
 }
 
 impl Nack {
-    fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(16 + self.consumer.len());
         v.extend_from_slice(&self.delivery_ms.to_be_bytes());
         v.extend_from_slice(&self.deliveries.to_be_bytes());
@@ -103,7 +104,7 @@ impl Nack {
         v
     }
 
-    fn decode(v: &[u8]) -> Option<Nack> {
+    pub(super) fn decode(v: &[u8]) -> Option<Nack> {
         Some(Nack {
             delivery_ms: be(v, 0)?,
             deliveries: be(v, 8)?,
@@ -120,20 +121,20 @@ fn named(tag: u8, name: &[u8]) -> Vec<u8> {
     s
 }
 
-fn group_sub(g: &[u8]) -> Vec<u8> {
+pub(super) fn group_sub(g: &[u8]) -> Vec<u8> {
     let mut s = Vec::with_capacity(1 + g.len());
     s.push(GROUP);
     s.extend_from_slice(g);
     s
 }
 
-fn consumer_sub(g: &[u8], c: &[u8]) -> Vec<u8> {
+pub(super) fn consumer_sub(g: &[u8], c: &[u8]) -> Vec<u8> {
     let mut s = named(CONSUMER, g);
     s.extend_from_slice(c);
     s
 }
 
-fn pel_sub(g: &[u8], id: Id) -> Vec<u8> {
+pub(super) fn pel_sub(g: &[u8], id: Id) -> Vec<u8> {
     let mut s = named(PEL, g);
     s.extend_from_slice(&id.bytes());
     s
@@ -146,7 +147,7 @@ fn cpel_prefix(g: &[u8], c: &[u8]) -> Vec<u8> {
     s
 }
 
-fn cpel_sub(g: &[u8], c: &[u8], id: Id) -> Vec<u8> {
+pub(super) fn cpel_sub(g: &[u8], c: &[u8], id: Id) -> Vec<u8> {
     let mut s = cpel_prefix(g, c);
     s.extend_from_slice(&id.bytes());
     s
@@ -162,6 +163,32 @@ fn past(p: &[u8]) -> Vec<u8> {
         }
     }
     vec![0xFF; p.len() + 1]
+}
+
+/// Redis's `streamEstimateDistanceFromFirstEverEntry` over a stream's meta
+/// fields and length: the entries-read counter of ID `id`, when it can be
+/// known.
+pub(super) fn distance(s: &StreamMeta, len: u64, id: Id) -> Option<u64> {
+    if s.added == 0 {
+        return Some(0);
+    }
+    let last = Id::from_raw(s.last);
+    if (len == 0 && id <= last) || id == last {
+        return Some(s.added);
+    }
+    if id > last {
+        return None;
+    }
+    let (first, maxdel) = (Id::from_raw(s.first), Id::from_raw(s.max_deleted));
+    if maxdel == Id::MIN || maxdel < first {
+        if id < first {
+            return Some(s.added.saturating_sub(len));
+        }
+        if id == first {
+            return Some(s.added.saturating_sub(len) + 1);
+        }
+    }
+    None
 }
 
 impl Stream<'_> {
@@ -455,30 +482,7 @@ impl Stream<'_> {
     /// Redis's `streamEstimateDistanceFromFirstEverEntry`: the entries-read
     /// counter of ID `id`, when it can be known.
     pub fn distance_of(&self, id: Id) -> Option<u64> {
-        let s = &self.s;
-        if s.added == 0 {
-            return Some(0);
-        }
-        let last = self.last_id();
-        if self.is_empty() && id <= last {
-            return Some(s.added);
-        }
-        if id == last {
-            return Some(s.added);
-        }
-        if id > last {
-            return None;
-        }
-        let (first, maxdel) = (self.first_id(), self.max_deleted());
-        if maxdel == Id::MIN || maxdel < first {
-            if id < first {
-                return Some(s.added - self.len());
-            }
-            if id == first {
-                return Some(s.added - self.len() + 1);
-            }
-        }
-        None
+        distance(&self.s, self.len(), id)
     }
 
     /// Redis's `streamRangeHasTombstones` from `start` to the end.
