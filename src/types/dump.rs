@@ -5,6 +5,8 @@
 //! Basalt before that (its meta record and members, a version of Basalt's
 //! and a CRC-64 in the trailer), which older Basalt wrote for every type.
 
+use crc::{Crc, CRC_64_ECMA_182};
+
 use crate::error::{CmdResult, CORRUPT};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::types::bigstr;
@@ -26,20 +28,11 @@ const RDB_STRING: u8 = 0;
 /// count(8) (len(4) member len(4) value)*`.
 const DUMP_VERSION: u16 = 0xBA01;
 
-/// CRC-64/ECMA-182 (the polynomial Redis's DUMP uses, bit by bit).
-pub fn crc64(data: &[u8]) -> u64 {
-    let mut crc: u64 = 0;
-    for &b in data {
-        crc ^= (b as u64) << 56;
-        for _ in 0..8 {
-            crc = if crc & (1 << 63) != 0 {
-                (crc << 1) ^ 0x42F0_E1EB_A9EA_3693
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
+/// The checksum of Basalt's earlier payloads: CRC-64/ECMA-182 (not
+/// Redis's: `rdb::crc64`).
+fn crc64(data: &[u8]) -> u64 {
+    const ECMA: Crc<u64> = Crc::<u64>::new(&CRC_64_ECMA_182);
+    ECMA.checksum(data)
 }
 
 /// Serialises a value (expiry dropped; a hash's fields expired at `now`
@@ -320,6 +313,9 @@ mod tests {
 
     #[test]
     fn earlier_basalt_payloads_still_load() {
+        // The checksum older Basalt computed bit by bit: CRC-64/ECMA-182's
+        // check value.
+        assert_eq!(crc64(b"123456789"), 0x6C40_DF5F_0B49_7347);
         let set = meta::Coll {
             version: 9,
             size: 2,
