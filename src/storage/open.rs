@@ -102,6 +102,49 @@ fn descriptors(cache: &Cache, opts: &StoreOptions, names: &[String], gc: Option<
         .collect()
 }
 
+/// The bytes of the write-ahead log files in the database at `path`.
+fn wal_bytes(path: &Path) -> u64 {
+    let Ok(dir) = std::fs::read_dir(path) else { return 0 };
+    dir.flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Opens the database at `path` with the families `names`. Its log
+/// replays into memtables that hold all of it: `avoid_flush_during_recovery`
+/// still flushes a memtable that fills, and on a nearly full disk that
+/// flush failed the start for lack of space (tests/full_disk.rs: 8 MB
+/// free, 4 MB write buffers). So with more log than a write buffer, the
+/// families open with buffers of twice the log (a memtable entry costs more
+/// than its log record) and get their own size back once open; the
+/// memtables then flush at their next write, when the disk guard lets one
+/// through.
+fn open_db(
+    db_opts: &Options,
+    cache: &Cache,
+    opts: &StoreOptions,
+    path: &Path,
+    names: &[String],
+    gc: Option<(&Slots, &Founds)>,
+) -> Result<DB, StorageError> {
+    let wal = wal_bytes(path);
+    if wal <= opts.write_buffer_bytes as u64 {
+        return Ok(DB::open_cf_descriptors(db_opts, path, descriptors(cache, opts, names, gc))?);
+    }
+    let mut roomy = opts.clone();
+    roomy.write_buffer_bytes = usize::try_from(wal.saturating_mul(2)).unwrap_or(usize::MAX);
+    let db = DB::open_cf_descriptors(db_opts, path, descriptors(cache, &roomy, names, gc))?;
+    let size = opts.write_buffer_bytes.to_string();
+    for n in names {
+        if let Some(cf) = db.cf_handle(n) {
+            db.set_options_cf(&cf, &[("write_buffer_size", size.as_str())])?;
+        }
+    }
+    Ok(db)
+}
+
 /// Every shard family gets a compaction filter; each reads the meta
 /// family of its shard (`Engine::enable_gc`). The meta families hand the
 /// long-expired keys they meet to their shard (`gc_found`).
@@ -135,7 +178,7 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
     let mut all = names.clone();
     all.push("default".into());
     all.extend(logs.iter().cloned());
-    let mut db = DB::open_cf_descriptors(db_opts, &path, descriptors(cache, opts, &all, Some((&gc_slots, &gc_found))))?;
+    let mut db = open_db(db_opts, cache, opts, &path, &all, Some((&gc_slots, &gc_found)))?;
     // What the write tier's logs hold past what the families persisted
     // goes back first, with the shard count it was written with.
     let tier_starts = wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?;
@@ -181,7 +224,7 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
     let mut main_names: Vec<String> = existing.into_iter().filter(|n| n != "default").collect();
     let main_logs: Vec<String> = main_names.iter().filter(|n| n.ends_with("-log")).cloned().collect();
     main_names.push("default".into());
-    let mut main = DB::open_cf_descriptors(db_opts, &path, descriptors(cache, opts, &main_names, None))?;
+    let mut main = open_db(db_opts, cache, opts, &path, &main_names, None)?;
     main_names.pop();
     let stored = stored_shards(&main)?;
     let same_shards = stored == Some(opts.shards) && main_names.is_empty();
@@ -204,7 +247,7 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
         }
         all.push("default".into());
         all.extend(logs.iter().cloned());
-        let db = DB::open_cf_descriptors(db_opts, &dir, descriptors(cache, opts, &all, Some((&gc_slots, &gc_found))))?;
+        let db = open_db(db_opts, cache, opts, &dir, &all, Some((&gc_slots, &gc_found)))?;
         tier_starts.extend(wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?);
         shard_dbs.push(db);
     }
@@ -264,7 +307,7 @@ fn open_to_drop(db_opts: &Options, cache: &Cache, opts: &StoreOptions, i: usize)
     if !names.iter().any(|n| n == "default") {
         names.push("default".into());
     }
-    let db = DB::open_cf_descriptors(db_opts, &dir, descriptors(cache, opts, &names, None))?;
+    let db = open_db(db_opts, cache, opts, &dir, &names, None)?;
     let logs: Vec<String> = names.iter().filter(|n| n.ends_with("-log")).cloned().collect();
     wtier::replay_all(&db, &logs, false)?;
     Ok(db)

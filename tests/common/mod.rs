@@ -33,15 +33,6 @@ fn wait_ready(port: u16, child: &mut Child, what: &str) -> bool {
     panic!("{what} did not start on port {port}");
 }
 
-/// The server's stderr: the test's own with `BASALT_TEST_LOG` set.
-fn test_stderr() -> Stdio {
-    if std::env::var("BASALT_TEST_LOG").is_ok() {
-        Stdio::inherit()
-    } else {
-        Stdio::null()
-    }
-}
-
 /// What `ss` shows on `port` (listeners and connections), for a failure
 /// message: a restart that could not bind says who held the port.
 fn listeners_on(port: u16) -> String {
@@ -72,16 +63,29 @@ fn answers_ping(port: u16) -> bool {
 
 /// Spawns a server on a free port, retrying on a new port when the child
 /// exits before answering.
-fn spawn_on_free_port(what: &str, mut spawn: impl FnMut(u16) -> Child) -> (u16, Child) {
+/// Starts a server on a free port, retrying on new ports when one exits
+/// before it answers (another test may take the port first). `spawn`
+/// gets the port and where the server's stderr goes: a file, so a server
+/// that never answers can say why in the panic (or the test's own stderr
+/// with `BASALT_TEST_LOG`).
+fn spawn_on_free_port(what: &str, mut spawn: impl FnMut(u16, Stdio) -> Child) -> (u16, Child) {
+    let mut printed = String::new();
     for _ in 0..5 {
         let port = free_port();
-        let mut child = spawn(port);
+        let log = tempfile::NamedTempFile::new().expect("log file");
+        let stderr = if std::env::var("BASALT_TEST_LOG").is_ok() {
+            Stdio::inherit()
+        } else {
+            Stdio::from(log.reopen().expect("log file"))
+        };
+        let mut child = spawn(port, stderr);
         if wait_ready(port, &mut child, what) {
             return (port, child);
         }
-        let _ = child.wait();
+        let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+        printed = format!("{status}: {}", std::fs::read_to_string(log.path()).unwrap_or_default());
     }
-    panic!("{what} exited early five times");
+    panic!("{what} exited early five times; the last one {printed}");
 }
 
 /// A running Basalt server; killed on drop.
@@ -115,7 +119,7 @@ impl Basalt {
     pub fn start_with_file(shards: usize, file: &Path) -> Basalt {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().to_path_buf();
-        let (port, child) = spawn_on_free_port("basalt", |port| Self::spawn(&dir, port, shards, &[], Some(file)));
+        let (port, child) = spawn_on_free_port("basalt", |port, err| Self::spawn_logged(&dir, port, shards, &[], Some(file), err));
         Basalt {
             port,
             dir,
@@ -132,8 +136,8 @@ impl Basalt {
 
     /// [`Basalt::start_in`] with `envs` set for the server (`BASALT_SPLIT`).
     pub fn start_in_env(dir: &Path, shards: usize, extra: &[&str], envs: &[(&str, &str)]) -> Basalt {
-        let (port, child) = spawn_on_free_port("basalt", |port| {
-            let mut c = Self::command(dir, port, shards, extra, None, test_stderr());
+        let (port, child) = spawn_on_free_port("basalt", |port, err| {
+            let mut c = Self::command(dir, port, shards, extra, None, err);
             c.envs(envs.iter().copied());
             c.spawn().expect("spawn basalt")
         });
@@ -168,10 +172,6 @@ impl Basalt {
             child: Some(child),
             shards,
         })
-    }
-
-    fn spawn(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>) -> Child {
-        Self::spawn_logged(dir, port, shards, extra, file, test_stderr())
     }
 
     fn spawn_logged(dir: &Path, port: u16, shards: usize, extra: &[&str], file: Option<&Path>, stderr: Stdio) -> Child {
@@ -247,7 +247,7 @@ impl RedisServer {
     pub fn start_with(extra: &[&str]) -> RedisServer {
         let tmp = tempfile::tempdir().expect("tempdir");
         let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let (port, child) = spawn_on_free_port("redis-server", |port| {
+        let (port, child) = spawn_on_free_port("redis-server", |port, _| {
             Command::new(&bin)
                 .args([
                     "--port",
