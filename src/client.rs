@@ -37,6 +37,10 @@ pub struct Client {
     /// The shard whose cluster node port the client came in on
     /// (`cluster-port-per-shard`); None: the main port.
     pub node: Option<usize>,
+    /// The ACL user the connection runs as, as the registry held it at
+    /// generation `acl_gen` (taken again when the generation moves).
+    pub user: Arc<crate::acl::User>,
+    pub acl_gen: u64,
 }
 
 /// CLIENT REPLY's modes. Pushed messages (pub/sub, MONITOR) are sent in
@@ -174,6 +178,8 @@ pub struct ClientInfo {
     pub paused: AtomicBool,
     /// CLIENT NO-TOUCH: its commands leave access times alone (but TOUCH).
     pub no_touch: AtomicBool,
+    /// The ACL user's name (CLIENT LIST `user=`, CLIENT KILL USER).
+    pub user: Mutex<String>,
     /// Buffer figures for CLIENT LIST, stored by the connection after
     /// each batch (one relaxed store each).
     pub mem: ClientMem,

@@ -55,6 +55,8 @@ pub struct Global {
     pub functions: crate::script::functions::Functions,
     /// Redis Cluster's view of this process (`cluster-enabled`).
     pub cluster: crate::cluster::Cluster,
+    /// ACL users and the ACL log.
+    pub acl: crate::acl::Registry,
 }
 
 /// The process-wide transaction gate: whether an EXEC holds it, and the

@@ -37,6 +37,7 @@
 //! - [`pause`]: CLIENT PAUSE's process-wide state.
 //! - [`error`]: the error type that maps to RESP errors.
 
+pub mod acl;
 pub mod blocked;
 pub mod client;
 pub mod clock;

@@ -10,6 +10,20 @@ pub fn of(fullname: &str) -> Option<&'static [&'static str]> {
 
 #[rustfmt::skip]
 const CATEGORIES: &[(&str, &[&str])] = &[
+    ("acl", &["@slow"]),
+    ("acl|cat", &["@slow"]),
+    ("acl|deluser", &["@admin", "@slow", "@dangerous"]),
+    ("acl|dryrun", &["@admin", "@slow", "@dangerous"]),
+    ("acl|genpass", &["@slow"]),
+    ("acl|getuser", &["@admin", "@slow", "@dangerous"]),
+    ("acl|help", &["@slow"]),
+    ("acl|list", &["@admin", "@slow", "@dangerous"]),
+    ("acl|load", &["@admin", "@slow", "@dangerous"]),
+    ("acl|log", &["@admin", "@slow", "@dangerous"]),
+    ("acl|save", &["@admin", "@slow", "@dangerous"]),
+    ("acl|setuser", &["@admin", "@slow", "@dangerous"]),
+    ("acl|users", &["@admin", "@slow", "@dangerous"]),
+    ("acl|whoami", &["@slow"]),
     ("append", &["@write", "@string", "@fast"]),
     ("asking", &["@fast", "@connection"]),
     ("auth", &["@fast", "@connection"]),

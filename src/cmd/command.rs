@@ -24,7 +24,7 @@ pub(super) const COMMAND_SUBS: &[SubSpec] = subcommands! {
 
 /// The ACL categories of command or subcommand `name`: Redis's
 /// (`aclcats`), or for one Redis 7.0 lacks, derived from its flags and group.
-fn acl_categories(name: &str, flags: &[&str], group: &str) -> Vec<String> {
+pub(super) fn acl_categories(name: &str, flags: &[&str], group: &str) -> Vec<String> {
     if let Some(cats) = super::aclcats::of(name) {
         return cats.iter().map(|c| c.to_string()).collect();
     }
@@ -254,6 +254,19 @@ fn named(cmd: &[Bytes]) -> Option<(String, i32)> {
 /// their flags, found with its key specs as Redis's
 /// `getKeysUsingKeySpecs`; SET's flags depend on its GET option, as
 /// Redis's `setGetKeys` says.
+/// The flags of a key of `cmd` (command `name`): its spec's, or for the
+/// two commands whose flags depend on their arguments (`variable_flags`),
+/// what Redis's `setGetKeys` and `bitfieldGetKeys` say.
+pub(super) fn key_flags(name: &str, cmd: &[Bytes], spec: &'static [&'static str]) -> &'static [&'static str] {
+    match name {
+        "set" if cmd.iter().skip(3).any(|a| is(a, "get")) => &["RW", "access", "update"],
+        "set" => &["OW", "update"],
+        "bitfield" if cmd.iter().skip(2).any(|a| is(a, "set") || is(a, "incrby")) => &["RW", "access", "update"],
+        "bitfield" => &["RO", "access"],
+        _ => spec,
+    }
+}
+
 fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
     let Some((name, arity)) = named(cmd) else {
         return Err(CmdError::new("ERR Invalid command specified"));
@@ -270,15 +283,7 @@ fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
     if name == "sort" || name == "sort_ro" {
         return Ok(sort_keys(cmd));
     }
-    let set_get = name == "set" && cmd.iter().skip(3).any(|a| is(a, "get"));
-    let complete = keyspecs::walk(specs, cmd, |i, k| {
-        let flags: &'static [&'static str] = match name.as_str() {
-            "set" if set_get => &["RW", "access", "update"],
-            "set" => &["OW", "update"],
-            _ => k.flags,
-        };
-        out.push((i, flags));
-    });
+    let complete = keyspecs::walk(specs, cmd, |i, k| out.push((i, key_flags(&name, cmd, k.flags))));
     if !complete {
         return Err(invalid());
     }

@@ -54,33 +54,41 @@ const CLIENT_SUBS: &[SubSpec] = subcommands! {
 
 pub const SERVER_VERSION: &str = "7.2.0";
 
-fn check_password(g: &Global, user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
-    let required = g.config.get("requirepass");
-    if let Some(u) = user {
-        if u != b"default" {
-            return Err(CmdError::new("WRONGPASS invalid username-password pair or user is disabled."));
-        }
-    }
-    if required.is_empty() {
-        if user.is_none() {
-            return Err(CmdError::new("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
-        }
-        return Ok(());
-    }
-    if !same_secret(pass, required.as_bytes()) {
-        return Err(CmdError::new("WRONGPASS invalid username-password pair or user is disabled."));
-    }
-    Ok(())
-}
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Redis's `time_independent_strcmp`: compares the SHA-256 digests of both
-/// with no early exit, so the time taken depends on neither where the
-/// inputs differ nor the password's length.
-fn same_secret(given: &[u8], required: &[u8]) -> bool {
-    use sha2::{Digest, Sha256};
-    let (a, b) = (Sha256::digest(given), Sha256::digest(required));
-    let diff = a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
+/// AUTH's and HELLO's check: `user` (the default user when None) opens
+/// with `pass`; the client runs as that user from now on. A failure is
+/// logged (ACL LOG `auth`), named by the command as typed.
+fn authenticate(g: &Global, client: &mut Client, cmd: &[u8], user: Option<&[u8]>, pass: &[u8]) -> CmdResult {
+    if user.is_none() && g.acl.default_user().nopass {
+        return Err(CmdError::new(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        ));
+    }
+    let name = user.unwrap_or(b"default");
+    match g.acl.authenticate(name, pass) {
+        Some(u) => {
+            if let Ok(mut n) = client.info.user.lock() {
+                *n = String::from_utf8_lossy(&u.name).into_owned();
+            }
+            client.user = u;
+            client.acl_gen = g.acl.generation();
+            client.authed = true;
+            Ok(())
+        }
+        None => {
+            let now = crate::clock::wall_ms();
+            g.acl.log(
+                crate::acl::Reason::Auth,
+                crate::acl::Context::Toplevel,
+                cmd,
+                name,
+                client_line(&client.info, now, 0),
+                now,
+            );
+            Err(CmdError::new(WRONGPASS))
+        }
+    }
 }
 
 fn valid_name(name: &[u8]) -> bool {
@@ -139,7 +147,13 @@ pub async fn reset(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
     client.db = 0;
     client.resp3 = false;
     r.resp3 = false;
-    client.authed = !c.shard.state().global.config.requirepass_set.load(Ordering::Relaxed);
+    let g = &c.shard.state().global;
+    client.authed = g.acl.default_open();
+    client.user = g.acl.default_user();
+    client.acl_gen = g.acl.generation();
+    if let Ok(mut n) = client.info.user.lock() {
+        *n = "default".into();
+    }
     if let Ok(mut n) = client.info.name.lock() {
         n.clear();
     }
@@ -160,8 +174,7 @@ pub async fn auth(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         2 => (Some(args.bytes()?), args.bytes()?),
         _ => return Err(SYNTAX),
     };
-    check_password(&c.shard.state().global, user, pass)?;
-    c.client.authed = true;
+    authenticate(&c.shard.state().global, c.client, &argv[0], user, pass)?;
     r.ok();
     Ok(())
 }
@@ -203,7 +216,8 @@ fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
     let mut authed_now = false;
     while let Some(opt) = args.peek() {
         if args.option("auth", 2) {
-            check_password(g, Some(args.bytes()?), args.bytes()?)?;
+            let (user, pass) = (args.bytes()?, args.bytes()?);
+            authenticate(g, client, &argv[0], Some(user), pass)?;
             authed_now = true;
         } else if args.option("setname", 1) {
             let n = args.arg()?;
@@ -220,7 +234,7 @@ fn hello_with(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
     if authed_now {
         client.authed = true;
     }
-    if g.config.requirepass_set.load(Ordering::Relaxed) && !client.authed {
+    if !g.acl.default_open() && !client.authed {
         return Err(CmdError::new("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(n) = name {
@@ -254,7 +268,7 @@ const CLIENT_OVERHEAD: u64 = 1024;
 /// One CLIENT LIST / CLIENT INFO line, in Redis 7.2's field order;
 /// `argv_mem`: the bytes of the command the client runs now (the caller's
 /// own CLIENT command; 0 for the others, which are between commands).
-fn client_line(c: &ClientInfo, now_ms: u64, argv_mem: u64) -> String {
+pub(crate) fn client_line(c: &ClientInfo, now_ms: u64, argv_mem: u64) -> String {
     let m = &c.mem;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
     let (qbuf, qfree, rbs, omem, multi) = (load(&m.qbuf), load(&m.qbuf_free), load(&m.rbs), load(&m.omem), load(&m.multi));
@@ -262,7 +276,7 @@ fn client_line(c: &ClientInfo, now_ms: u64, argv_mem: u64) -> String {
     let age = c.created.elapsed().as_secs();
     let idle = now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000;
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={qfree} argv-mem={argv_mem} multi-mem={multi} rbs={rbs} rbp={} obl=0 oll=0 omem={omem} tot-mem={tot} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={qbuf} qbuf-free={qfree} argv-mem={argv_mem} multi-mem={multi} rbs={rbs} rbp={} obl=0 oll=0 omem={omem} tot-mem={tot} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -281,6 +295,7 @@ fn client_line(c: &ClientInfo, now_ms: u64, argv_mem: u64) -> String {
         ClientInfo::cmd_of(c.last_cmd.load(Ordering::Relaxed))
             .and_then(|(i, sub)| Some(super::TABLE.get(i)?.fullname(sub)))
             .unwrap_or_else(|| "NULL".to_string()),
+        ClientInfo::text(&c.user),
         c.resp.load(Ordering::Relaxed),
         ClientInfo::text(&c.lib_name),
         ClientInfo::text(&c.lib_ver),
@@ -602,8 +617,7 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
             "addr" => addr = Some(text(val)),
             "laddr" => laddr = Some(text(val)),
             "user" => {
-                // Only the default user exists (no ACL yet).
-                if &val[..] != b"default" {
+                if g.acl.get(val).is_none() {
                     return Err(CmdError::new(format!("ERR No such user '{}'", text(val))));
                 }
                 user = Some(text(val));
@@ -633,7 +647,7 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
         let matches = id.is_none_or(|v| v == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.addr)
             && laddr.as_ref().is_none_or(|a| *a == c.laddr)
-            && user.as_ref().is_none_or(|u| u == "default")
+            && user.as_ref().is_none_or(|u| *u == ClientInfo::text(&c.user))
             && ty.as_ref().is_none_or(|t| t == client_type(c))
             && maxage.is_none_or(|m| c.created.elapsed().as_secs() as i64 >= m);
         if !matches || (skipme && c.id == client.info.id) {
@@ -648,18 +662,4 @@ fn client_kill(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) -
     }
     r.int(killed);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn secrets_compare_by_digest() {
-        assert!(same_secret(b"s3cret", b"s3cret"));
-        assert!(same_secret(b"", b""));
-        assert!(!same_secret(b"s3cre", b"s3cret"));
-        assert!(!same_secret(b"s3cret!", b"s3cret"));
-        assert!(!same_secret(b"S3cret", b"s3cret"));
-    }
 }

@@ -11,6 +11,7 @@
 //! - [`Exec::Conn`]: runs in the connection task; it may await other shards
 //!   (multi-key fan-out, server commands) or touch connection state.
 
+pub mod acl;
 pub mod aclcats;
 pub mod args;
 pub mod bits;
@@ -397,6 +398,11 @@ pub fn stat_slot(idx: usize, argv: &[Bytes]) -> usize {
         },
         _ => idx,
     }
+}
+
+/// The command and subcommand of a stats slot.
+pub fn stat_of(slot: usize) -> Option<(usize, Option<usize>)> {
+    stat_slots().slots.get(slot).copied()
 }
 
 /// How many stats slots there are.

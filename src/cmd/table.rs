@@ -12,8 +12,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    bits, cluster, connection, functions, geo, hashes, hll, keys, lists, migrate, monitor, multi, pubsub, scripting, server, sets, sort,
-    streams, strings, xgroups, xread, zedit, zmulti, zscan, zsets, CommandSpec,
+    acl, bits, cluster, connection, functions, geo, hashes, hll, keys, lists, migrate, monitor, multi, pubsub, scripting, server, sets,
+    sort, streams, strings, xgroups, xread, zedit, zmulti, zscan, zsets, CommandSpec,
 };
 
 /// Declares a family's commands, one line each (see the module doc). The
@@ -77,6 +77,7 @@ pub(crate) use {commands, conn_fn, exec, subcommands};
 pub static TABLE: LazyLock<Vec<CommandSpec>> = LazyLock::new(|| {
     [
         connection::COMMANDS,
+        acl::COMMANDS,
         cluster::COMMANDS,
         strings::COMMANDS,
         bits::COMMANDS,

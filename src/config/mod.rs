@@ -173,8 +173,6 @@ pub struct Config {
     pub maxclients: AtomicU64,
     pub timeout_secs: AtomicU64,
     pub hz: AtomicU64,
-    /// `requirepass` is not empty.
-    pub requirepass_set: AtomicBool,
     /// `protected-mode yes`: with no password, only loopback clients.
     pub protected_mode: AtomicBool,
     /// Commands at least this slow (µs) go to the slow log; negative: none.
@@ -262,7 +260,6 @@ impl Config {
             maxclients: AtomicU64::new(0),
             timeout_secs: AtomicU64::new(0),
             hz: AtomicU64::new(10),
-            requirepass_set: AtomicBool::new(false),
             protected_mode: AtomicBool::new(true),
             slowlog_slower_than: AtomicI64::new(10_000),
             slowlog_max_len: AtomicU64::new(128),
@@ -324,8 +321,6 @@ impl Config {
         self.maxclients.store(int("maxclients") as u64, Ordering::Relaxed);
         self.timeout_secs.store(int("timeout") as u64, Ordering::Relaxed);
         self.hz.store(int("hz").max(1) as u64, Ordering::Relaxed);
-        self.requirepass_set
-            .store(m.get("requirepass").is_some_and(|p| !p.is_empty()), Ordering::Relaxed);
         self.protected_mode
             .store(m.get("protected-mode").is_none_or(|v| v == "yes"), Ordering::Relaxed);
         self.slowlog_slower_than.store(int("slowlog-log-slower-than"), Ordering::Relaxed);

@@ -117,6 +117,7 @@ struct Gate<'a> {
     held: bool,
     /// Cluster mode: the checks of `cluster` run.
     cluster: Option<&'a crate::global::Global>,
+    global: &'a crate::global::Global,
 }
 
 /// Checks done before a command runs: unknown, auth, arity, subcommand,
@@ -133,6 +134,16 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<(usize, &
         return Err((Some(idx), cmd::arity_error(spec.name)));
     }
     cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
+    if !client.user.unrestricted() {
+        if let Err(d) = cmd::acl::check(&client.user, idx, argv) {
+            let context = if client.multi.is_some() {
+                crate::acl::Context::Multi
+            } else {
+                crate::acl::Context::Toplevel
+            };
+            return Err((Some(idx), cmd::acl::refuse(gate.global, client, idx, argv, d, context)));
+        }
+    }
     if spec.no_multi() && client.multi.is_some() {
         return Err((Some(idx), "ERR Command not allowed inside a transaction".into()));
     }
@@ -248,12 +259,21 @@ async fn run_batch(
     let st = shard.state();
     let g = &st.global;
     let gate = Gate {
-        requirepass: g.config.requirepass_set.load(Ordering::Relaxed),
+        requirepass: !g.acl.default_open(),
         writes_refused: g.engine.disk.refused(),
         scripts: &g.script_board,
         held: false,
         cluster: g.cluster.enabled.then_some(&**g),
+        global: g,
     };
+    // The user again when an ACL changed since this client last looked.
+    let generation = g.acl.generation();
+    if client.acl_gen != generation {
+        if let Some(u) = g.acl.get(&client.user.name) {
+            client.user = u;
+        }
+        client.acl_gen = generation;
+    }
     let here = shard.id();
     let n = shard.count();
     // Counted as running while it runs: a multi-shard EXEC waits for it.

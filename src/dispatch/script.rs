@@ -99,6 +99,7 @@ pub(super) async fn eval(
         info: client.info.clone(),
         time: now_ms(),
         node: client.node,
+        user: client.user.clone(),
     });
     // Inside a multi-shard EXEC (the only kind a script can be in), the
     // gate is already this client's: the script runs as its commands do.

@@ -113,6 +113,8 @@ impl Running {
                 &job.keys,
             ),
             global: g.clone(),
+            info: job.info.clone(),
+            user: job.user.clone(),
         };
         g.script_board.start(st.id, matches!(job.what, What::Function(_)));
         let (job, resp3) = (job.clone(), job.resp3);
@@ -206,6 +208,9 @@ struct ScriptHost {
     /// Cluster mode: the slot checks of the script's commands.
     slots: Option<super::cluster::ScriptSlots>,
     global: Arc<crate::global::Global>,
+    /// The calling client and its ACL user.
+    info: Arc<ClientInfo>,
+    user: Arc<crate::acl::User>,
 }
 
 impl ScriptHost {
@@ -246,6 +251,13 @@ impl Host for ScriptHost {
         let Some((idx, spec)) = checked(&argv, self.no_writes, out) else {
             return Ok(());
         };
+        if !self.user.unrestricted() {
+            if let Err(d) = cmd::acl::check(&self.user, idx, &argv) {
+                let msg = cmd::acl::refuse_as(&self.global, &self.info, &self.user, idx, &argv, d, crate::acl::Context::Lua);
+                out.error(&msg);
+                return Ok(());
+            }
+        }
         if let Some(slots) = self.slots.as_mut() {
             if let Err(e) = slots.check(&self.global, idx, spec, &argv) {
                 out.error(&e);
@@ -275,7 +287,7 @@ impl Host for ScriptHost {
     }
 
     fn acl_check(&mut self, argv: &[Bytes]) -> Option<bool> {
-        acl_check(argv)
+        acl_check(&self.user, argv)
     }
 
     fn tick(&mut self) -> Result<(), Stop> {

@@ -36,6 +36,8 @@ pub(super) struct Job {
     pub time: u64,
     /// The cluster node port the client came in on (`Client::node`).
     pub node: Option<usize>,
+    /// The client's ACL user: the script's commands are checked against it.
+    pub user: Arc<crate::acl::User>,
 }
 
 /// Redis's checks of a command a script calls (`scriptCall`): the
@@ -80,8 +82,9 @@ pub(super) fn select(databases: usize, cluster: bool, argv: &[Bytes], db: &mut u
     }
 }
 
-/// `redis.acl_check_cmd`: only the default user exists, and it may run
-/// every command.
-pub(super) fn acl_check(argv: &[Bytes]) -> Option<bool> {
-    cmd::lookup(&argv[0]).map(|_| true)
+/// `redis.acl_check_cmd`: whether `user` may run `argv` (None: an
+/// unknown command).
+pub(super) fn acl_check(user: &crate::acl::User, argv: &[Bytes]) -> Option<bool> {
+    let (idx, _) = cmd::lookup(&argv[0])?;
+    Some(user.unrestricted() || cmd::acl::check(user, idx, argv).is_ok())
 }

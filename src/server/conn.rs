@@ -10,7 +10,7 @@
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -41,7 +41,7 @@ const DENIED: &[u8] = b"-DENIED Redis is running in protected mode because prote
 /// password, a client not on the loopback interface is refused. An address
 /// that cannot be read counts as not local.
 fn refused_by_protected_mode(g: &Global, peer: Option<std::net::SocketAddr>) -> bool {
-    if !g.config.protected_mode.load(Ordering::Relaxed) || g.config.requirepass_set.load(Ordering::Relaxed) {
+    if !g.config.protected_mode.load(Ordering::Relaxed) || !g.acl.default_open() {
         return false;
     }
     !peer.is_some_and(|a| a.ip().to_canonical().is_loopback())
@@ -78,6 +78,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
         waiter: Default::default(),
         paused: false.into(),
         no_touch: false.into(),
+        user: Mutex::new("default".into()),
         mem: Default::default(),
     });
     {
@@ -97,7 +98,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
     g.total_connections.fetch_add(1, Ordering::Relaxed);
     st.connections.set(st.connections.get() + 1);
     // As Redis: a client that connects while no password is set is authenticated.
-    let authed = !g.config.requirepass_set.load(Ordering::Relaxed);
+    let authed = g.acl.default_open();
     let mut client = Client {
         info: info.clone(),
         db: 0,
@@ -111,6 +112,8 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
         pubsub: None,
         reply: crate::client::ReplyMode::On,
         node,
+        user: g.acl.default_user(),
+        acl_gen: g.acl.generation(),
     };
     // `rbuf` holds only what the parser has not consumed yet; it grows on
     // demand, so a connection costs one read chunk, not two.
@@ -267,7 +270,7 @@ async fn run_batch(
 ) -> (bool, bool, Option<dispatch::Deferred>) {
     let limits = Limits {
         max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
-        unauthenticated: !client.authed && st.global.config.requirepass_set.load(Ordering::Relaxed),
+        unauthenticated: !client.authed && !st.global.acl.default_open(),
     };
     let mut frames = Vec::new();
     let mut consumed = 0;

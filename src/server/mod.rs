@@ -223,6 +223,13 @@ pub fn run(config: Config) -> Result<(), String> {
     } else {
         crate::cluster::Cluster::disabled(shards, port)
     };
+    let acl = crate::acl::Registry::new(crate::cmd::acl::catalog());
+    acl.log_max
+        .store(config.get_int("acllog-max-len").max(0) as u64, std::sync::atomic::Ordering::Relaxed);
+    let requirepass = config.get("requirepass");
+    if !requirepass.is_empty() {
+        acl.set_default_password(Some(requirepass.as_bytes()));
+    }
     let spin = Duration::from_micros(config.get_int("shard-spin-us") as u64);
     crate::types::zlayout::set_block(config.get_int("zset-rank-block") as u64);
     let g = Arc::new(Global {
@@ -256,6 +263,7 @@ pub fn run(config: Config) -> Result<(), String> {
         script_board: crate::script::busy::Board::new(shards),
         functions: Default::default(),
         cluster,
+        acl,
     });
     load_functions(&g)?;
     install_signal_thread(g.clone(), signals);

@@ -127,6 +127,13 @@ pub async fn config(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
             let pairs: Vec<(String, String)> = rest.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
             g.config.set_many(&pairs).map_err(CmdError::new)?;
+            for (k, v) in &pairs {
+                if k.eq_ignore_ascii_case("requirepass") {
+                    g.acl.set_default_password((!v.is_empty()).then_some(v.as_bytes()));
+                } else if k.eq_ignore_ascii_case("acllog-max-len") {
+                    g.acl.log_max.store(v.parse().unwrap_or(128), Ordering::Relaxed);
+                }
+            }
             r.ok();
         }
         "resetstat" => {
