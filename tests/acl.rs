@@ -368,3 +368,110 @@ fn authentication_and_connections() {
     assert_eq!(q(&mut me, "ACL DELUSER me"), ":1\\r\\n");
     assert!(me.closed());
 }
+
+/// `aclfile`: loaded at the start, ACL SAVE and LOAD (whole or not at
+/// all, closing the connections of users gone); `user` lines of the
+/// config file; not both; INFO's refusal counters.
+#[test]
+fn acl_files_and_config_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("users.acl");
+    std::fs::write(&path, "user alice on >pw ~* +@all\nuser default on nopass ~* &* +@all\n").unwrap();
+    let file = path.display().to_string();
+    let basalt = Basalt::start_with(1, &["--aclfile", &file]);
+    let mut admin = basalt.raw();
+    let ok = "+OK\\r\\n";
+    let mut a = basalt.raw();
+    assert_eq!(q(&mut a, "AUTH alice pw"), ok);
+    assert_eq!(q(&mut admin, "ACL SETUSER bob on >b +get"), ok);
+    assert_eq!(q(&mut admin, "ACL SAVE"), ok);
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(saved.contains("user bob on sanitize-payload #"), "{saved}");
+    assert!(saved.contains("user alice on sanitize-payload #"), "{saved}");
+    // A wrong file changes nothing.
+    std::fs::write(&path, "user carol on nopass +@all ~*\nnot a user line\n").unwrap();
+    let err = q(&mut admin, "ACL LOAD");
+    assert_eq!(
+        err,
+        format!("-ERR {file}:2 should start with user keyword followed by the username. WARNING: ACL errors detected, no change to the previously active ACL rules was performed\\r\\n")
+    );
+    assert_eq!(
+        q(&mut admin, "ACL USERS"),
+        "*3\\r\\n$5\\r\\nalice\\r\\n$3\\r\\nbob\\r\\n$7\\r\\ndefault\\r\\n"
+    );
+    // A right one replaces every user; alice's connection ends.
+    std::fs::write(&path, "user carol on nopass +@all ~*\n").unwrap();
+    assert_eq!(q(&mut admin, "ACL LOAD"), ok);
+    assert!(a.closed());
+    assert_eq!(q(&mut admin, "ACL USERS"), "*2\\r\\n$5\\r\\ncarol\\r\\n$7\\r\\ndefault\\r\\n");
+    assert_eq!(q(&mut admin, "AUTH carol x"), ok);
+    // INFO counts refusals, the log kept or not.
+    let mut c = basalt.raw();
+    q(&mut c, "AUTH alice nope");
+    q(&mut c, "AUTH nobody nope");
+    let info = q(&mut admin, "INFO stats");
+    assert!(info.contains("acl_access_denied_auth:2\\r\\n"), "{info}");
+    assert!(info.contains("acl_access_denied_cmd:0"), "{info}");
+    drop(basalt);
+
+    // `user` lines in the config file: the default user off needs AUTH.
+    let conf = dir.path().join("basalt.conf");
+    std::fs::write(&conf, "user default off\nuser ops on >opspw ~* &* +@all\n").unwrap();
+    let basalt = Basalt::start_with_file(1, &conf);
+    let mut c = basalt.raw();
+    assert_eq!(q(&mut c, "GET k"), "-NOAUTH Authentication required.\\r\\n");
+    assert_eq!(
+        q(&mut c, "AUTH default x"),
+        "-WRONGPASS invalid username-password pair or user is disabled.\\r\\n"
+    );
+    assert_eq!(q(&mut c, "AUTH ops opspw"), ok);
+    assert!(q(&mut c, "ACL LIST").contains("user default off sanitize-payload resetchannels -@all"));
+    assert!(q(&mut c, "INFO stats").contains("acl_access_denied_auth:1"));
+    drop(basalt);
+
+    // Both: the start is refused, as Redis refuses it.
+    std::fs::write(&conf, format!("user ops on nopass\naclfile {file}\n")).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg(&conf)
+        .args([
+            "--port",
+            &common::free_port().to_string(),
+            "--dir",
+            &data.path().display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let printed = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("please define either an ACL file or declare users directly"),
+        "{printed}"
+    );
+}
+
+fn run_redis_py(port: u16) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_acl.py");
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args([script, &port.to_string()])
+        .output()
+        .expect("run /usr/bin/python3 (install python3-redis: bash .ci/install-deps)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.trim() == "ok",
+        "redis-py's ACL methods on port {port} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// redis-py's own ACL methods and its parsing of the replies, on
+/// redis-server first (the script's expectations are Redis's) and on
+/// Basalt.
+#[test]
+fn redis_py_acl_methods_work() {
+    let redis = RedisServer::start();
+    run_redis_py(redis.port);
+    let basalt = Basalt::start(2);
+    run_redis_py(basalt.port);
+}

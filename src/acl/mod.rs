@@ -86,6 +86,9 @@ pub struct Registry {
     /// The default user is on and takes no password: a new connection
     /// starts authenticated ([`Registry::default_open`]).
     open: AtomicBool,
+    /// Refusals by reason (INFO's `acl_access_denied_*`), counted whether
+    /// or not the log keeps them.
+    denied: [AtomicU64; 4],
 }
 
 /// Usernames may not hold spaces or NUL (Redis's `ACLStringHasSpaces`).
@@ -104,6 +107,7 @@ impl Registry {
             log: Mutex::new(Log::default()),
             log_max: AtomicU64::new(128),
             open: AtomicBool::new(true),
+            denied: Default::default(),
         }
     }
 
@@ -171,6 +175,75 @@ impl Registry {
         gone
     }
 
+    /// ACL LOAD (and the start): the users of an ACL file's `text`,
+    /// replacing every user at once (a default user the file leaves out
+    /// comes back as at the start); nothing changes when a line is wrong,
+    /// and the error names each (Redis's texts; `path` names the file).
+    /// The users that are gone, whose connections must end.
+    pub fn load(&self, path: &str, text: &str) -> Result<Vec<Vec<u8>>, String> {
+        let mut users: BTreeMap<Vec<u8>, Arc<User>> = BTreeMap::new();
+        let mut errors = String::new();
+        for (i, line) in text.split('\n').enumerate() {
+            let n = i + 1;
+            let line = line.trim_matches([' ', '\t', '\r', '\n']);
+            if line.is_empty() {
+                continue;
+            }
+            let words: Vec<&[u8]> = line.split(' ').filter(|w| !w.is_empty()).map(str::as_bytes).collect();
+            if words.len() < 2 || words[0] != b"user" {
+                errors.push_str(&format!("{path}:{n} should start with user keyword followed by the username. "));
+                continue;
+            }
+            let name = words[1];
+            if users.contains_key(name) {
+                errors.push_str(&format!(
+                    "WARNING: Duplicate user '{}' found on line {n}. ",
+                    String::from_utf8_lossy(name)
+                ));
+                continue;
+            }
+            let Ok(rules) = merge_selectors(&words[2..]) else {
+                errors.push_str(&format!("{path}:{n}: Unmatched parenthesis in selector definition."));
+                continue;
+            };
+            let mut u = User::new(name, self.catalog);
+            for op in &rules {
+                if let Err(e) = u.apply(op, self.catalog) {
+                    errors.push_str(&format!(
+                        "{path}:{n}: Error in applying operation '{}': {}. ",
+                        String::from_utf8_lossy(op),
+                        e.text()
+                    ));
+                    break;
+                }
+            }
+            users.insert(name.to_vec(), Arc::new(u));
+        }
+        if !errors.is_empty() {
+            errors.push_str("WARNING: ACL errors detected, no change to the previously active ACL rules was performed");
+            return Err(errors);
+        }
+        users
+            .entry(b"default".to_vec())
+            .or_insert_with(|| Arc::new(User::default_user(self.catalog)));
+        let mut gone = Vec::new();
+        if let Ok(mut now) = self.users.write() {
+            gone = now.keys().filter(|k| !users.contains_key(*k)).cloned().collect();
+            *now = users;
+        }
+        self.changed();
+        Ok(gone)
+    }
+
+    /// ACL SAVE's text: a `user` line per user, as ACL LIST shows them.
+    pub fn save_text(&self) -> String {
+        let mut out = String::new();
+        for u in self.all() {
+            out.push_str(&format!("user {} {}\n", String::from_utf8_lossy(&u.name), u.describe()));
+        }
+        out
+    }
+
     /// The user `name` opens with `password`, if any.
     pub fn authenticate(&self, name: &[u8], password: &[u8]) -> Option<Arc<User>> {
         self.get(name).filter(|u| u.accepts(password))
@@ -194,8 +267,14 @@ impl Registry {
         self.open.load(Ordering::Acquire)
     }
 
+    /// Refusals for `reason` since the start.
+    pub fn denied(&self, reason: Reason) -> u64 {
+        self.denied[reason as usize].load(Ordering::Relaxed)
+    }
+
     /// Adds a log entry (or counts it into a recent one like it).
     pub fn log(&self, reason: Reason, context: Context, object: &[u8], username: &[u8], client_info: String, now_ms: u64) {
+        self.denied[reason as usize].fetch_add(1, Ordering::Relaxed);
         let max = self.log_max.load(Ordering::Relaxed) as usize;
         let Ok(mut log) = self.log.lock() else { return };
         let similar = log.entries.iter().take(10).position(|e| {
@@ -314,6 +393,29 @@ mod tests {
     }
 
     #[test]
+    fn acl_files_load_whole_or_not_at_all() {
+        let r = Registry::new(catalog());
+        r.set_user(b"old", &[b"on"]).unwrap();
+        let err = r.load("/f", "user a on +get\n\n# note\nuser b on bogus\nuser a on\n").unwrap_err();
+        assert_eq!(
+            err,
+            "/f:3 should start with user keyword followed by the username. /f:4: Error in applying operation 'bogus': Syntax error. WARNING: Duplicate user 'a' found on line 5. WARNING: ACL errors detected, no change to the previously active ACL rules was performed"
+        );
+        assert!(r.get(b"old").is_some() && r.get(b"a").is_none());
+        let gone = r.load("/f", "user a on >pw +get ~k (+set ~s)\r\n").unwrap();
+        assert_eq!(gone, vec![b"old".to_vec()]);
+        assert!(r.authenticate(b"a", b"pw").is_some());
+        assert!(r.default_open(), "a default user the file leaves out is the start's");
+        // What SAVE writes, LOAD reads back the same.
+        let text = r.save_text();
+        assert!(text.starts_with("user a on sanitize-payload #"), "{text}");
+        let before: Vec<User> = r.all().iter().map(|u| (**u).clone()).collect();
+        r.load("/f", &text).unwrap();
+        let after: Vec<User> = r.all().iter().map(|u| (**u).clone()).collect();
+        assert_eq!(before, after);
+    }
+
+    #[test]
     fn requirepass_is_the_default_password() {
         let r = Registry::new(catalog());
         assert!(r.default_open());
@@ -334,6 +436,10 @@ mod tests {
         assert_eq!(e.len(), 2);
         assert_eq!((e[0].reason, e[1].count, e[1].client_info.as_str()), (Reason::Key, 2, "id=2"));
         assert_eq!((e[1].created_ms, e[1].updated_ms), (1000, 2000));
+        assert_eq!(
+            (r.denied(Reason::Command), r.denied(Reason::Key), r.denied(Reason::Auth)),
+            (2, 1, 0)
+        );
         r.log_reset();
         assert!(r.log_entries(10).is_empty());
     }

@@ -259,6 +259,17 @@ fn getrandom_fill(buf: &mut [u8]) -> std::io::Result<()> {
     std::fs::File::open("/dev/urandom")?.read_exact(buf)
 }
 
+/// Writes the ACL file whole: a temporary file beside it, synced, then
+/// renamed over it (as Redis's ACL SAVE).
+fn save_file(path: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Ends the connections of users that were deleted; the caller's own
 /// after its reply.
 fn kill_clients_of(g: &Global, client: &mut Client, gone: &[Vec<u8>]) {
@@ -315,8 +326,23 @@ pub async fn acl_cmd(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
         }
         "whoami" => r.bulk(&client.user.name),
-        "load" | "save" => {
-            return Err(CmdError::new("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."));
+        "load" | "save" if argc == 2 => {
+            let path = g.config.get("aclfile");
+            if path.is_empty() {
+                return Err(CmdError::new("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."));
+            }
+            if sub == "load" {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| CmdError::new(format!("ERR Error loading ACLs, opening file '{path}': {e}")))?;
+                let gone = g.acl.load(&path, &text).map_err(|e| CmdError::new(format!("ERR {e}")))?;
+                kill_clients_of(g, client, &gone);
+            } else {
+                save_file(&path, &g.acl.save_text()).map_err(|e| {
+                    tracing::warn!(%path, error = %e, "ACL SAVE failed");
+                    CmdError::new("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+                })?;
+            }
+            r.ok();
         }
         "cat" if argc == 2 => {
             r.array(acl::user::CATEGORIES.len());

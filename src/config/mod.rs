@@ -194,6 +194,9 @@ pub struct Config {
     enc: [AtomicU64; 9],
     list_size: std::sync::atomic::AtomicI64,
     hooks: Mutex<Vec<(&'static str, Hook)>>,
+    /// The `user` lines of the config file and `--user` options (each what
+    /// follows the keyword: a name and its ACL rules), applied at start.
+    pub users: Vec<String>,
 }
 
 impl Config {
@@ -243,8 +246,12 @@ impl Config {
             pairs.push((name.to_string(), value.clone()));
             i += 2;
         }
-        let cfg = Config::defaults(file);
+        let mut cfg = Config::defaults(file);
         for (k, v) in pairs {
+            if k.eq_ignore_ascii_case("user") {
+                cfg.users.push(v);
+                continue;
+            }
             cfg.set_at_startup(&k, &v)?;
         }
         Ok(cfg)
@@ -272,6 +279,7 @@ impl Config {
             enc: Default::default(),
             list_size: Default::default(),
             hooks: Mutex::new(Vec::new()),
+            users: Vec::new(),
         };
         cfg.mirror();
         cfg

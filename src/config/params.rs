@@ -9,7 +9,7 @@ use super::{Kind::*, Mode, Param};
 
 const I32: i64 = i32::MAX as i64;
 
-const ACL: &str = "ACL users live in memory only (no ACL file: ACL SAVE and LOAD answer Redis's no-file error), and a new user starts with `resetchannels`, the default";
+const ACL: &str = "a new ACL user always starts with `resetchannels`, Redis's default";
 const ALLOC: &str = "no in-memory dictionaries to rehash or defragment: data lives in RocksDB, whose compaction rewrites it on disk";
 const CLUSTER: &str = "no cluster bus, replicas or failover yet: one process is the whole cluster (docs/cluster.md)";
 const EVICTION: &str = "nothing is evicted: data lives on disk, and maxmemory sizes the caches in front of it (docs/larger-than-memory.md)";
@@ -76,6 +76,7 @@ pub(super) const PARAMS: &[Param] = &[
     live("databases", "16", Int(1, 254)).fixed(),
     live("requirepass", "", Str),
     live("acllog-max-len", "128", Int(0, i64::MAX)),
+    live("aclfile", "", Str).fixed(),
     live("protected-mode", "yes", Bool),
     live("appendfsync", "everysec", Enum(&["everysec", "always", "no"])),
     live("maxclients", "10000", Int(1, u32::MAX as i64)),
@@ -97,7 +98,6 @@ pub(super) const PARAMS: &[Param] = &[
     live("set-max-intset-entries", "512", Int(0, i64::MAX)),
 
     inert("acl-pubsub-default", "resetchannels", Enum(&["allchannels", "resetchannels"]), ACL),
-    inert("aclfile", "", Str, ACL).fixed(),
     inert("active-defrag-cycle-max", "25", Int(1, 99), ALLOC),
     inert("active-defrag-cycle-min", "1", Int(1, 99), ALLOC),
     inert("active-defrag-ignore-bytes", "104857600", Bytes(1, i64::MAX), ALLOC),

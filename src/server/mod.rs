@@ -230,6 +230,7 @@ pub fn run(config: Config) -> Result<(), String> {
     if !requirepass.is_empty() {
         acl.set_default_password(Some(requirepass.as_bytes()));
     }
+    load_users(&acl, &config)?;
     let spin = Duration::from_micros(config.get_int("shard-spin-us") as u64);
     crate::types::zlayout::set_block(config.get_int("zset-rank-block") as u64);
     let g = Arc::new(Global {
@@ -382,6 +383,31 @@ async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
     }
     let announce = shard.id() == 0 || listen.first() == Some(&shard.id());
     accept(shard, addr, None, announce).await;
+}
+
+/// The ACL users of the config file's `user` lines, or of `aclfile`
+/// (not both, as Redis); an error stops the start.
+fn load_users(acl: &crate::acl::Registry, config: &Config) -> Result<(), String> {
+    let file = config.get("aclfile");
+    if !config.users.is_empty() && !file.is_empty() {
+        return Err("Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into());
+    }
+    for line in &config.users {
+        let words: Vec<&[u8]> = line.split_ascii_whitespace().map(str::as_bytes).collect();
+        let Some((name, rules)) = words.split_first() else {
+            return Err("a `user` line needs a username".into());
+        };
+        let mut all: Vec<&[u8]> = vec![b"reset"];
+        all.extend_from_slice(rules);
+        acl.set_user(name, &all)
+            .map_err(|e| format!("Error in user declaration '{line}': {e}"))?;
+    }
+    if !file.is_empty() {
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("Error loading ACLs, opening file '{file}': {e}"))?;
+        acl.load(&file, &text)
+            .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Loads the FUNCTION libraries kept on disk (`storage::functions`): each

@@ -278,7 +278,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nexpired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nexpired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\nacl_access_denied_key:{}\r\nacl_access_denied_channel:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -305,6 +305,10 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             g.engine.read_pool_stats().2,
             reports.iter().flat_map(|r| r.errors.iter()).map(|(_, n)| n).sum::<u64>(),
             g.output_limit_cuts.load(Ordering::Relaxed),
+            g.acl.denied(crate::acl::Reason::Auth),
+            g.acl.denied(crate::acl::Reason::Command),
+            g.acl.denied(crate::acl::Reason::Key),
+            g.acl.denied(crate::acl::Reason::Channel),
         );
     }
     if want("replication") {
