@@ -206,6 +206,20 @@ impl PubSub {
         self.lock().of(class).entry(name.clone()).or_default().push(sub.clone());
     }
 
+    /// What client `client` subscribes to: (class, channel or pattern).
+    pub fn subscriptions(&self, client: u64) -> Vec<(Class, Bytes)> {
+        let mut reg = self.lock();
+        let mut out = Vec::new();
+        for class in [Class::Channel, Class::Pattern, Class::Shard] {
+            for (name, subs) in reg.of(class).iter() {
+                if subs.iter().any(|s| s.client == client) {
+                    out.push((class, name.clone()));
+                }
+            }
+        }
+        out
+    }
+
     /// Drops subscriber `client` from `name`; the name goes with its last one.
     pub fn unsubscribe(&self, class: Class, name: &[u8], client: u64) {
         let mut reg = self.lock();

@@ -475,3 +475,66 @@ fn redis_py_acl_methods_work() {
     let basalt = Basalt::start(2);
     run_redis_py(basalt.port);
 }
+
+/// The log's client-info names the command refused (or the EXEC, or the
+/// script's command); EXEC refuses a queued command the rules no longer
+/// allow, with Redis's text, and runs the others.
+#[test]
+fn rules_changed_under_a_transaction() {
+    let basalt = Basalt::start(2);
+    let mut admin = basalt.raw();
+    let mut c = basalt.raw();
+    q(&mut admin, "ACL SETUSER antirez on nopass +incr +get +multi +exec +eval ~object:*");
+    q(&mut c, "AUTH antirez x");
+    for (line, shown) in [
+        ("DEL object:1", "cmd=del "),
+        ("EVAL \"return redis.call('del','object:1')\" 0", "cmd=eval "),
+    ] {
+        q(&mut c, line);
+        let entry = q(&mut admin, "ACL LOG 1");
+        assert!(entry.contains(shown), "{line}: {entry}");
+    }
+    assert_eq!(q(&mut c, "MULTI"), "+OK\\r\\n");
+    assert_eq!(q(&mut c, "INCR object:1234"), "+QUEUED\\r\\n");
+    assert_eq!(q(&mut c, "GET object:1234"), "+QUEUED\\r\\n");
+    assert_eq!(q(&mut admin, "ACL SETUSER antirez -incr"), "+OK\\r\\n");
+    assert_eq!(
+        q(&mut c, "EXEC"),
+        "*2\\r\\n-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: User antirez has no permissions to run the 'incr' command\\r\\n$-1\\r\\n"
+    );
+    let entry = q(&mut admin, "ACL LOG 1");
+    assert!(
+        entry.contains("$7\\r\\ncontext\\r\\n$5\\r\\nmulti\\r\\n$6\\r\\nobject\\r\\n$4\\r\\nincr\\r\\n"),
+        "{entry}"
+    );
+    assert!(entry.contains("cmd=exec "), "{entry}");
+}
+
+/// A subscriber whose channel permission goes is disconnected (Redis 7);
+/// one whose subscriptions are still allowed stays.
+#[test]
+fn subscribers_go_with_their_channel_permission() {
+    let basalt = Basalt::start(2);
+    let mut admin = basalt.raw();
+    q(
+        &mut admin,
+        "ACL SETUSER psuser on >pspass +@all ~* resetchannels &foo:1 &bar:* &orders",
+    );
+    let mut doomed = basalt.raw();
+    q(&mut doomed, "AUTH psuser pspass");
+    q(&mut doomed, "CLIENT SETNAME deathrow");
+    assert!(q(&mut doomed, "PSUBSCRIBE foo:1").contains("psubscribe"));
+    let mut kept = basalt.raw();
+    q(&mut kept, "AUTH psuser pspass");
+    q(&mut kept, "CLIENT SETNAME pardoned");
+    assert!(q(&mut kept, "SUBSCRIBE bar:x").contains("subscribe"));
+    // bar:* stays, foo:1 goes: the pattern subscription to foo:1 must go.
+    assert_eq!(q(&mut admin, "ACL SETUSER psuser resetchannels &bar:*"), "+OK\\r\\n");
+    let list = q(&mut admin, "CLIENT LIST");
+    assert!(!list.contains("name=deathrow"), "{list}");
+    assert!(list.contains("name=pardoned"), "{list}");
+    assert!(doomed.closed());
+    // All channels: nobody goes.
+    assert_eq!(q(&mut admin, "ACL SETUSER psuser allchannels"), "+OK\\r\\n");
+    assert!(q(&mut admin, "CLIENT LIST").contains("name=pardoned"));
+}

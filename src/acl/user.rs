@@ -593,6 +593,19 @@ impl User {
         self.passwords.iter().fold(false, |ok, p| ok | (p.as_bytes() == given.as_bytes()))
     }
 
+    /// Whether a subscription may stay when the user's rules change
+    /// (Redis's `ACLKillPubsubClientsIfNeeded`): some selector allows every
+    /// channel, or a pattern of any selector matches `name` (equals it, for
+    /// a pattern subscription).
+    pub fn may_keep(&self, name: &[u8], pattern: bool) -> bool {
+        self.selectors.iter().any(|s| s.all_channels)
+            || self
+                .selectors
+                .iter()
+                .flat_map(|s| &s.channels)
+                .any(|p| if pattern { p[..] == *name } else { glob_match(p, name, false) })
+    }
+
     /// Whether every command, key and channel is allowed.
     pub fn unrestricted(&self) -> bool {
         self.selectors[0].unrestricted()

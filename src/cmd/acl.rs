@@ -147,13 +147,42 @@ pub fn check(user: &User, idx: usize, argv: &[Bytes]) -> Result<(), Denied> {
     user.check(catalog(), &req)
 }
 
-/// A refusal as the client reads it (`-NOPERM ...`), logging it.
-pub fn refuse(g: &Global, client: &Client, idx: usize, argv: &[Bytes], d: Denied, context: acl::Context) -> String {
-    refuse_as(g, &client.info, &client.user, idx, argv, d, context)
+/// A refusal of a connection's command as the client reads it
+/// (`-NOPERM ...`), logged: at the top level, while queueing in MULTI, or
+/// when EXEC runs the queue (the rules changed since it was queued: Redis's
+/// longer text, and the log shows the EXEC).
+pub fn refuse(g: &Global, client: &Client, idx: usize, argv: &[Bytes], d: Denied) -> String {
+    let spec = &TABLE[idx];
+    let fullname = spec.fullname(spec.subcommand_index(argv));
+    let in_exec = client.in_exec && !client.in_script;
+    let (context, shown) = match (client.multi.is_some(), in_exec) {
+        (_, true) => (acl::Context::Multi, "exec".to_string()),
+        (true, _) => (acl::Context::Multi, fullname),
+        _ => (acl::Context::Toplevel, fullname),
+    };
+    let text = refuse_as(g, &client.info, &client.user, idx, argv, d, context, Some(&shown));
+    if !in_exec {
+        return text;
+    }
+    format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
+        text.trim_start_matches("NOPERM ")
+    )
 }
 
-/// [`refuse`] for a connection's user and info (a script's command).
-pub fn refuse_as(g: &Global, info: &ClientInfo, user: &User, idx: usize, argv: &[Bytes], d: Denied, context: acl::Context) -> String {
+/// [`refuse`] for a connection's user and info (a script's command, whose
+/// log entry shows the script's command: `shown` None).
+#[allow(clippy::too_many_arguments)]
+pub fn refuse_as(
+    g: &Global,
+    info: &ClientInfo,
+    user: &User,
+    idx: usize,
+    argv: &[Bytes],
+    d: Denied,
+    context: acl::Context,
+    shown: Option<&str>,
+) -> String {
     let spec = &TABLE[idx];
     let fullname = spec.fullname(spec.subcommand_index(argv));
     let (reason, object, text) = match d {
@@ -173,7 +202,12 @@ pub fn refuse_as(g: &Global, info: &ClientInfo, user: &User, idx: usize, argv: &
         ),
     };
     let now = crate::clock::wall_ms();
-    let line = super::connection::client_line(info, now, 0);
+    let mut line = super::connection::client_line(info, now, 0);
+    // The command being refused, where the connection's last one shows.
+    if let (Some(name), Some(at)) = (shown, line.find(" cmd=")) {
+        let end = line[at + 5..].find(' ').map_or(line.len(), |e| at + 5 + e);
+        line.replace_range(at + 5..end, name);
+    }
     g.acl.log(reason, context, &object, &user.name, line, now);
     text
 }
@@ -259,6 +293,32 @@ fn getrandom_fill(buf: &mut [u8]) -> std::io::Result<()> {
     std::fs::File::open("/dev/urandom")?.read_exact(buf)
 }
 
+/// Ends the connections of user `name` subscribed to a channel or pattern
+/// its rules no longer allow (Redis 7's `ACLKillPubsubClientsIfNeeded`);
+/// the caller's own after its reply.
+fn kill_revoked_subscribers(g: &Global, client: &mut Client, name: &[u8]) {
+    let Some(u) = g.acl.get(name) else { return };
+    let Ok(clients) = g.clients.lock() else { return };
+    for c in clients.values() {
+        let subscribed = c.subs.iter().any(|n| n.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        if !subscribed || ClientInfo::text(&c.user).as_bytes() != name {
+            continue;
+        }
+        let revoked = g
+            .pubsub
+            .subscriptions(c.id)
+            .iter()
+            .any(|(class, ch)| !u.may_keep(ch, *class == crate::pubsub::Class::Pattern));
+        if revoked {
+            if c.id == client.info.id {
+                client.closing = true;
+            } else {
+                c.kill();
+            }
+        }
+    }
+}
+
 /// Writes the ACL file whole: a temporary file beside it, synced, then
 /// renamed over it (as Redis's ACL SAVE).
 fn save_file(path: &str, text: &str) -> std::io::Result<()> {
@@ -299,6 +359,7 @@ pub async fn acl_cmd(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             }
             let rules: Vec<&[u8]> = argv[3..].iter().map(|a| &a[..]).collect();
             g.acl.set_user(name, &rules).map_err(CmdError::new)?;
+            kill_revoked_subscribers(g, client, name);
             r.ok();
         }
         "deluser" => {

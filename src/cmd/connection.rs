@@ -444,8 +444,11 @@ fn client_cmd(g: &Global, client: &mut Client, argv: &[Bytes], r: &mut Reply) ->
                 .map(|c| c.values().cloned().collect::<Vec<_>>())
                 .unwrap_or_default();
             let mut out = String::new();
+            // A client killed is gone for its peers (Redis frees it at once).
             let wanted = |c: &&std::sync::Arc<ClientInfo>| {
-                ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && ty.as_ref().is_none_or(|t| t == client_type(c))
+                !c.killed.load(Ordering::Relaxed)
+                    && ids.as_ref().is_none_or(|ids| ids.contains(&c.id))
+                    && ty.as_ref().is_none_or(|t| t == client_type(c))
             };
             for c in clients.iter().filter(wanted) {
                 out.push_str(&client_line(c, now, if c.id == client.info.id { argv_mem } else { 0 }));

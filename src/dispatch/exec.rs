@@ -78,7 +78,19 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
     // As Redis, the client shows as in MULTI (`flags=x multi=<n>`) while
     // EXEC runs its queue.
     client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
-    if let Some((target, share)) = one_shard(&mut queue, shard.id(), shard.count()) {
+    // A command the user may no longer run (the ACL changed since it was
+    // queued) is refused when its turn comes: only the gated way checks
+    // each command as it runs.
+    let denied = !client.user.unrestricted()
+        && queue
+            .iter()
+            .any(|a| cmd::lookup(&a[0]).is_some_and(|(i, _)| cmd::acl::check(&client.user, i, a).is_err()));
+    let alone = if denied {
+        None
+    } else {
+        one_shard(&mut queue, shard.id(), shard.count())
+    };
+    if let Some((target, share)) = alone {
         let count = share.len();
         let (db, resp3, info) = (client.db, client.resp3, client.info.clone());
         let done = shard

@@ -136,12 +136,7 @@ fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<(usize, &
     cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
     if !client.user.unrestricted() {
         if let Err(d) = cmd::acl::check(&client.user, idx, argv) {
-            let context = if client.multi.is_some() {
-                crate::acl::Context::Multi
-            } else {
-                crate::acl::Context::Toplevel
-            };
-            return Err((Some(idx), cmd::acl::refuse(gate.global, client, idx, argv, d, context)));
+            return Err((Some(idx), cmd::acl::refuse(gate.global, client, idx, argv, d)));
         }
     }
     if spec.no_multi() && client.multi.is_some() {

@@ -253,7 +253,7 @@ impl Host for ScriptHost {
         };
         if !self.user.unrestricted() {
             if let Err(d) = cmd::acl::check(&self.user, idx, &argv) {
-                let msg = cmd::acl::refuse_as(&self.global, &self.info, &self.user, idx, &argv, d, crate::acl::Context::Lua);
+                let msg = cmd::acl::refuse_as(&self.global, &self.info, &self.user, idx, &argv, d, crate::acl::Context::Lua, None);
                 out.error(&msg);
                 return Ok(());
             }
