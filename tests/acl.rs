@@ -172,7 +172,7 @@ fn users_read_back_as_redis_72_prints_them() {
     // RESP3: maps.
     q(&mut b, "HELLO 3");
     let u = q(&mut b, "ACL GETUSER bob");
-    assert!(u.starts_with("%6\\r\\n$5\\r\\nflags\\r\\n*2\\r\\n"), "{u}");
+    assert!(u.starts_with("%6\\r\\n$5\\r\\nflags\\r\\n~2\\r\\n"), "{u}");
     assert!(u.contains("$9\\r\\nselectors\\r\\n*1\\r\\n%3\\r\\n"), "{u}");
 }
 

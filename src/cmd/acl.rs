@@ -215,8 +215,9 @@ pub fn refuse_as(
 fn user_reply(r: &mut Reply, u: &User) {
     r.map(6);
     r.bulk(b"flags");
+    // A set in RESP3, as Redis's deferred set length makes it.
     let flags = u.flags();
-    r.array(flags.len());
+    r.set(flags.len());
     for f in flags {
         r.bulk(f.as_bytes());
     }
