@@ -91,16 +91,60 @@ pub struct SlowEntry {
 
 /// The arguments a slow-log entry keeps: at most 32, each at most 128 bytes,
 /// with Redis's "... (N more ...)" markers.
+/// Which arguments MONITOR and the slow log show as `(redacted)`, as
+/// Redis's `redactClientCommandArgument` hides them: AUTH's, the two after
+/// HELLO's AUTH, ACL SETUSER's, DELUSER's and GETUSER's, and MIGRATE's
+/// passwords.
+pub fn redacted(argv: &[Bytes]) -> Vec<bool> {
+    let mut hide = vec![false; argv.len()];
+    let is = |i: usize, w: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()));
+    if is(0, "auth") {
+        hide.iter_mut().skip(1).for_each(|h| *h = true);
+    } else if is(0, "hello") {
+        let mut i = 2;
+        while i < argv.len() {
+            if is(i, "auth") {
+                hide.iter_mut().skip(i + 1).take(2).for_each(|h| *h = true);
+                i += 3;
+            } else {
+                i += 1;
+            }
+        }
+    } else if is(0, "acl") && (is(1, "setuser") || is(1, "deluser") || is(1, "getuser")) {
+        hide.iter_mut().skip(2).for_each(|h| *h = true);
+    } else if is(0, "migrate") {
+        let mut i = 6;
+        while i < argv.len() {
+            if is(i, "auth") {
+                hide.iter_mut().skip(i + 1).take(1).for_each(|h| *h = true);
+                i += 2;
+            } else if is(i, "auth2") {
+                hide.iter_mut().skip(i + 1).take(2).for_each(|h| *h = true);
+                i += 3;
+            } else if is(i, "keys") {
+                break;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    hide
+}
+
 pub fn slowlog_args(argv: &[Bytes]) -> Vec<Bytes> {
     let keep = if argv.len() > SLOWLOG_MAX_ARGC {
         SLOWLOG_MAX_ARGC - 1
     } else {
         argv.len()
     };
+    let hide = redacted(argv);
     let mut out: Vec<Bytes> = argv[..keep]
         .iter()
-        .map(|a| {
-            if a.len() > SLOWLOG_MAX_STRING {
+        .zip(hide)
+        .map(|(a, hide)| {
+            if hide {
+                Bytes::from_static(b"(redacted)")
+            } else if a.len() > SLOWLOG_MAX_STRING {
                 let mut v = a[..SLOWLOG_MAX_STRING].to_vec();
                 v.extend_from_slice(format!("... ({} more bytes)", a.len() - SLOWLOG_MAX_STRING).as_bytes());
                 Bytes::from(v)
@@ -184,6 +228,21 @@ impl LatencyMonitor {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn credentials_are_redacted() {
+        let args = |a: &[&str]| a.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect::<Vec<_>>();
+        assert_eq!(redacted(&args(&["AUTH", "user", "pass"])), vec![false, true, true]);
+        let hide = redacted(&args(&["hello", "3", "AUTH", "u", "p", "SETNAME", "n"]));
+        assert_eq!(hide, vec![false, false, false, true, true, false, false]);
+        assert_eq!(redacted(&args(&["get", "auth"])), vec![false, false]);
+        assert_eq!(redacted(&args(&["acl", "SETUSER", "u", ">pw"])), vec![false, false, true, true]);
+        assert_eq!(redacted(&args(&["acl", "whoami"])), vec![false, false]);
+        let m = redacted(&args(&["migrate", "h", "1", "", "0", "10", "AUTH2", "u", "p", "KEYS", "auth"]));
+        assert_eq!(m, vec![false, false, false, false, false, false, false, true, true, false, false]);
+        let s = slowlog_args(&args(&["AUTH", "secret"]));
+        assert_eq!(s[1], Bytes::from_static(b"(redacted)"));
+    }
+
     use super::*;
 
     #[test]

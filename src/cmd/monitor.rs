@@ -18,6 +18,7 @@ use crate::client::ClientInfo;
 use crate::clock::now_us;
 use crate::error::{CmdError, CmdResult};
 use crate::global::Global;
+use crate::monitor::redacted;
 use crate::resp::Reply;
 
 /// MONITOR's declaration (`cmd::table` has the line format).
@@ -50,26 +51,6 @@ fn hidden(spec: &CommandSpec, argv: &[Bytes]) -> bool {
         || spec
             .subcommand_index(argv)
             .is_some_and(|s| spec.subcommands[s].flags.contains(&"admin"))
-}
-
-/// Which arguments MONITOR shows as `(redacted)`: AUTH's, and the two
-/// after HELLO's AUTH.
-fn redacted(argv: &[Bytes]) -> Vec<bool> {
-    let mut hide = vec![false; argv.len()];
-    if argv[0].eq_ignore_ascii_case(b"auth") {
-        hide.iter_mut().skip(1).for_each(|h| *h = true);
-    } else if argv[0].eq_ignore_ascii_case(b"hello") {
-        let mut i = 2;
-        while i < argv.len() {
-            if argv[i].eq_ignore_ascii_case(b"auth") {
-                hide.iter_mut().skip(i + 1).take(2).for_each(|h| *h = true);
-                i += 3;
-            } else {
-                i += 1;
-            }
-        }
-    }
-    hide
 }
 
 /// Appends `arg` quoted as Redis's `sdscatrepr`.
@@ -131,14 +112,5 @@ mod tests {
             &l[..],
             &b"1700000000.000042 [3 127.0.0.1:5000] \"set\" \"k\" \"a b\\\"c\\n\\\\\\x01\""[..]
         );
-    }
-
-    #[test]
-    fn credentials_are_redacted() {
-        let hide = redacted(&args(&["AUTH", "user", "pass"]));
-        assert_eq!(hide, vec![false, true, true]);
-        let hide = redacted(&args(&["hello", "3", "AUTH", "u", "p", "SETNAME", "n"]));
-        assert_eq!(hide, vec![false, false, false, true, true, false, false]);
-        assert_eq!(redacted(&args(&["get", "auth"])), vec![false, false]);
     }
 }
