@@ -538,3 +538,34 @@ fn subscribers_go_with_their_channel_permission() {
     assert_eq!(q(&mut admin, "ACL SETUSER psuser allchannels"), "+OK\\r\\n");
     assert!(q(&mut admin, "CLIENT LIST").contains("name=pardoned"));
 }
+
+/// SORT's BY (with a pattern) and GET read keys no key spec names: Redis
+/// refuses them to a user who may not read every key.
+#[test]
+fn sort_patterns_need_every_key() {
+    let basalt = Basalt::start(1);
+    let mut admin = basalt.raw();
+    q(&mut admin, "RPUSH foo:l 3 1 2");
+    q(&mut admin, "ACL SETUSER part on nopass ~foo:* +sort +sort_ro");
+    q(&mut admin, "ACL SETUSER whole on nopass %R~* ~foo:* +sort");
+    let mut c = basalt.raw();
+    q(&mut c, "AUTH part x");
+    assert_eq!(
+        q(&mut c, "SORT foo:l BY w_*"),
+        "-ERR BY option of SORT denied due to insufficient ACL permissions.\\r\\n"
+    );
+    assert_eq!(
+        q(&mut c, "SORT_RO foo:l GET #"),
+        "-ERR GET option of SORT denied due to insufficient ACL permissions.\\r\\n"
+    );
+    assert_eq!(
+        q(&mut c, "SORT foo:l BY nosort"),
+        "*3\\r\\n$1\\r\\n3\\r\\n$1\\r\\n1\\r\\n$1\\r\\n2\\r\\n"
+    );
+    assert_eq!(q(&mut c, "SORT foo:l"), "*3\\r\\n$1\\r\\n1\\r\\n$1\\r\\n2\\r\\n$1\\r\\n3\\r\\n");
+    q(&mut c, "AUTH whole x");
+    assert_eq!(
+        q(&mut c, "SORT foo:l BY w_* GET #"),
+        "*3\\r\\n$1\\r\\n1\\r\\n$1\\r\\n2\\r\\n$1\\r\\n3\\r\\n"
+    );
+}

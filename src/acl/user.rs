@@ -606,6 +606,15 @@ impl User {
                 .any(|p| if pattern { p[..] == *name } else { glob_match(p, name, false) })
     }
 
+    /// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`: a selector that
+    /// allows the command also reads every key (SORT's BY and GET read
+    /// keys no key spec names).
+    pub fn full_key_access(&self, cat: &Catalog, req: &Request<'_>) -> bool {
+        self.selectors
+            .iter()
+            .any(|s| s.check(cat, req).is_ok() && (s.all_keys || s.keys.iter().any(|(p, f)| p == b"*" && f & READ != 0)))
+    }
+
     /// Whether every command, key and channel is allowed.
     pub fn unrestricted(&self) -> bool {
         self.selectors[0].unrestricted()

@@ -147,6 +147,22 @@ pub fn check(user: &User, idx: usize, argv: &[Bytes]) -> Result<(), Denied> {
     user.check(catalog(), &req)
 }
 
+/// Whether `user` may run `argv` (command `idx`) on any key it reads
+/// (SORT's BY and GET patterns need it).
+pub fn full_key_access(user: &User, idx: usize, argv: &[Bytes]) -> bool {
+    if user.unrestricted() {
+        return true;
+    }
+    let (keys, channels) = request_parts(idx, argv);
+    let req = Request {
+        id: super::stat_slot(idx, argv),
+        argv,
+        keys: &keys,
+        channels: &channels,
+    };
+    user.full_key_access(catalog(), &req)
+}
+
 /// A refusal of a connection's command as the client reads it
 /// (`-NOPERM ...`), logged: at the top level, while queueing in MULTI, or
 /// when EXEC runs the queue (the rules changed since it was queued: Redis's

@@ -49,7 +49,9 @@ fn c_str(b: &[u8]) -> &[u8] {
     memchr::memchr(0, b).map_or(b, |i| &b[..i])
 }
 
-fn parse(argv: &[Bytes], readonly: bool) -> CmdResult<Request> {
+/// `full`: the user may read any key (else BY with a pattern and GET are
+/// refused, as Redis refuses them: they read keys ACLs cannot see).
+fn parse(argv: &[Bytes], readonly: bool, full: bool) -> CmdResult<Request> {
     let mut q = Request {
         desc: false,
         alpha: false,
@@ -82,9 +84,14 @@ fn parse(argv: &[Bytes], readonly: bool) -> CmdResult<Request> {
             // BY with one does not take that back.
             if memchr::memchr(b'*', c_str(&argv[j + 1])).is_none() {
                 q.dontsort = true;
+            } else if !full {
+                return Err(CmdError::new("ERR BY option of SORT denied due to insufficient ACL permissions."));
             }
             j += 1;
         } else if is(a, "get") && left >= 1 {
+            if !full {
+                return Err(CmdError::new("ERR GET option of SORT denied due to insufficient ACL permissions."));
+            }
             q.gets.push(argv[j + 1].clone());
             j += 1;
         } else {
@@ -220,7 +227,8 @@ fn compare(q: &Request, store: bool, a: &(Vec<u8>, f64, Option<Vec<u8>>), b: &(V
 }
 
 async fn sort_generic(c: Conn<'_>, argv: &[Bytes], r: &mut Reply, readonly: bool) -> CmdResult {
-    let mut q = parse(argv, readonly)?;
+    let full = super::lookup(&argv[0]).is_none_or(|(idx, _)| super::acl::full_key_access(&c.client.user, idx, argv));
+    let mut q = parse(argv, readonly, full)?;
     let (shard, db, src) = (c.shard, c.db(), argv[1].clone());
     let found = shard
         .invoke_on(owner(&src, shard.count()), move |st: &ShardState| {
