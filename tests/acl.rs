@@ -569,3 +569,41 @@ fn sort_patterns_need_every_key() {
         "*3\\r\\n$1\\r\\n1\\r\\n$1\\r\\n2\\r\\n$1\\r\\n3\\r\\n"
     );
 }
+
+/// The command rules as Redis 7.2 keeps them, rule by rule: duplicates
+/// moved last, opposites replacing, `-@all`/`+@all` starting over, case
+/// folded, subcommand rules folded into their command's.
+#[test]
+fn command_rules_fold_as_redis_72() {
+    let basalt = Basalt::start(1);
+    let mut b = basalt.raw();
+    let commands = |b: &mut Raw| {
+        let u = q(b, "ACL GETUSER adv-test");
+        let at = u.find("$8\\r\\ncommands\\r\\n").expect("commands");
+        let rest = &u[at + "$8\\r\\ncommands\\r\\n".len()..];
+        let body = rest.split("\\r\\n").nth(1).unwrap_or_default().to_string();
+        body
+    };
+    q(&mut b, "ACL SETUSER adv-test");
+    for (rules, want) in [
+        ("+@all -@hash -@slow +hget", "+@all -@hash -@slow +hget"),
+        ("-@hash", "+@all -@slow +hget -@hash"),
+        ("+@hash", "+@all -@slow +hget +@hash"),
+        ("-@all", "-@all"),
+        ("-@string -@slow +@all", "+@all"),
+        ("-@all +@HASH +@hash +@HaSh", "-@all +@hash"),
+        ("-@all +HGET +hget +hGeT", "-@all +hget"),
+        ("-@all +@hash +@slow +@set +@set +@slow +@hash", "-@all +@set +@slow +@hash"),
+        ("-@all +hget -hset +hset -hget", "-@all +hset -hget"),
+        (
+            "-@all +client|list +client|list +config|get +config +acl|list -acl",
+            "-@all +client|list +config -acl",
+        ),
+        ("-@all +select|0 +select|0 +debug|segfault +debug", "-@all +select|0 +debug"),
+        ("-@all -@dangerous", "-@all -@dangerous"),
+        ("-@all +config +config|get -config|set +config", "-@all +config"),
+    ] {
+        assert_eq!(q(&mut b, &format!("ACL SETUSER adv-test {rules}")), "+OK\\r\\n", "{rules}");
+        assert_eq!(commands(&mut b), want, "{rules}");
+    }
+}
