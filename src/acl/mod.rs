@@ -189,12 +189,24 @@ impl Registry {
             if line.is_empty() {
                 continue;
             }
-            let words: Vec<&[u8]> = line.split(' ').filter(|w| !w.is_empty()).map(str::as_bytes).collect();
+            let words: Vec<&[u8]> = line
+                .split(' ')
+                .map(|w| w.trim_matches(['\t', '\r', '\n']))
+                .filter(|w| !w.is_empty())
+                .map(str::as_bytes)
+                .collect();
             if words.len() < 2 || words[0] != b"user" {
                 errors.push_str(&format!("{path}:{n} should start with user keyword followed by the username. "));
                 continue;
             }
             let name = words[1];
+            if !valid_name(name) {
+                errors.push_str(&format!(
+                    "'{path}:{n}: username '{}' contains invalid characters. ",
+                    String::from_utf8_lossy(name)
+                ));
+                continue;
+            }
             if users.contains_key(name) {
                 errors.push_str(&format!(
                     "WARNING: Duplicate user '{}' found on line {n}. ",

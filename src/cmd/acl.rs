@@ -315,12 +315,18 @@ fn getrandom_fill(buf: &mut [u8]) -> std::io::Result<()> {
 /// the caller's own after its reply.
 fn kill_revoked_subscribers(g: &Global, client: &mut Client, name: &[u8]) {
     let Some(u) = g.acl.get(name) else { return };
-    let Ok(clients) = g.clients.lock() else { return };
-    for c in clients.values() {
-        let subscribed = c.subs.iter().any(|n| n.load(std::sync::atomic::Ordering::Relaxed) > 0);
-        if !subscribed || ClientInfo::text(&c.user).as_bytes() != name {
-            continue;
-        }
+    // The user's subscribers, taken out of the registry's lock first: the
+    // pub/sub registry has a lock of its own.
+    let subscribers: Vec<std::sync::Arc<ClientInfo>> = match g.clients.lock() {
+        Ok(clients) => clients
+            .values()
+            .filter(|c| c.subs.iter().any(|n| n.load(std::sync::atomic::Ordering::Relaxed) > 0))
+            .filter(|c| ClientInfo::text(&c.user).as_bytes() == name)
+            .cloned()
+            .collect(),
+        Err(_) => return,
+    };
+    for c in subscribers {
         let revoked = g
             .pubsub
             .subscriptions(c.id)
