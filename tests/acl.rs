@@ -607,3 +607,51 @@ fn command_rules_fold_as_redis_72() {
         assert_eq!(commands(&mut b), want, "{rules}");
     }
 }
+
+/// Keys of commands whose key specs are incomplete or keyword-based are
+/// found as Redis finds them (Redis's "odd commands" cases).
+#[test]
+fn odd_commands_keys_for_acls() {
+    let basalt = Basalt::start(1);
+    let mut b = basalt.raw();
+    q(&mut b, "ACL SETUSER command-test +@all %R~read* %W~write* %RW~rw*");
+    let ok = "+OK\\r\\n";
+    let key = |k: &str| format!("User command-test has no permissions to access the '{k}' key");
+    let dry = |b: &mut Raw, l: &str| {
+        let r = q(b, &format!("ACL DRYRUN command-test {l}"));
+        if r == ok {
+            r
+        } else {
+            r.split("\\r\\n").nth(1).unwrap_or_default().to_string()
+        }
+    };
+    for (line, want) in [
+        ("MIGRATE whatever whatever rw 0 500", ok.to_string()),
+        ("MIGRATE whatever whatever read 0 500", key("read")),
+        ("MIGRATE whatever whatever write 0 500", key("write")),
+        ("MIGRATE whatever whatever \"\" 0 5000 KEYS rw", ok.to_string()),
+        ("MIGRATE whatever whatever \"\" 0 5000 KEYS read", key("read")),
+        ("MIGRATE whatever whatever \"\" 0 5000 KEYS write", key("write")),
+        ("MIGRATE whatever whatever \"\" 0 5000 AUTH KEYS KEYS rw", ok.to_string()),
+        ("MIGRATE whatever whatever \"\" 0 5000 AUTH2 KEYS 123 KEYS rw", ok.to_string()),
+        ("SORT read STORE write", ok.to_string()),
+        ("SORT read STORE read", key("read")),
+        ("SORT write STORE write", key("write")),
+        ("EVAL \"\" 1 rw1", ok.to_string()),
+        ("EVAL \"\" 1 read", key("read")),
+        ("EVAL_RO \"\" 1 rw1", ok.to_string()),
+        ("EVAL_RO \"\" 1 read", ok.to_string()),
+        ("EVAL \"\" 0 read", ok.to_string()),
+        ("GEORADIUS read longitude latitude radius M STOREDIST write", ok.to_string()),
+        ("GEORADIUS read longitude latitude radius M", ok.to_string()),
+        ("GEORADIUS read longitude latitude radius M STOREDIST read", key("read")),
+        ("GEORADIUS write longitude latitude radius M", key("write")),
+    ] {
+        assert_eq!(dry(&mut b, line), want, "{line}");
+    }
+    // COMMAND GETKEYS agrees: MIGRATE's KEYS form names the keys after KEYS.
+    assert_eq!(
+        q(&mut b, "COMMAND GETKEYS MIGRATE h 1 \"\" 0 500 KEYS a b"),
+        "*2\\r\\n$1\\r\\na\\r\\n$1\\r\\nb\\r\\n"
+    );
+}

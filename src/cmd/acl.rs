@@ -110,22 +110,25 @@ pub type ChannelArg = (usize, bool);
 /// or update) and its channels (true: a pattern).
 pub fn request_parts(idx: usize, argv: &[Bytes]) -> (Vec<KeyNeed>, Vec<ChannelArg>) {
     let spec = &TABLE[idx];
-    let mut keys = Vec::new();
-    let specs = match spec.subcommand_index(argv) {
-        Some(s) => super::keyspecs::of(&spec.fullname(Some(s))),
-        None => super::keyspecs::of(spec.name),
+    let need = |flags: &[&str]| {
+        flags.iter().fold(0, |n, f| match *f {
+            "access" => n | acl::READ,
+            "insert" | "delete" | "update" => n | acl::WRITE,
+            _ => n,
+        })
     };
-    super::keyspecs::walk(specs, argv, |pos, k| {
-        let mut need = 0;
-        for f in super::command::key_flags(spec.name, argv, k.flags) {
-            match *f {
-                "access" => need |= acl::READ,
-                "insert" | "delete" | "update" => need |= acl::WRITE,
-                _ => {}
-            }
-        }
-        keys.push((pos, need));
-    });
+    let mut keys = Vec::new();
+    if let Some(found) = super::command::proc_keys(spec.name, argv) {
+        keys = found.into_iter().map(|(pos, flags)| (pos, need(flags))).collect();
+    } else {
+        let specs = match spec.subcommand_index(argv) {
+            Some(s) => super::keyspecs::of(&spec.fullname(Some(s))),
+            None => super::keyspecs::of(spec.name),
+        };
+        super::keyspecs::walk(specs, argv, |pos, k| {
+            keys.push((pos, need(super::command::key_flags(spec.name, argv, k.flags))))
+        });
+    }
     let channels = match spec.name {
         "publish" | "spublish" => vec![(1, false)],
         "subscribe" | "ssubscribe" => (1..argv.len()).map(|i| (i, false)).collect(),

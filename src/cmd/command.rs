@@ -73,7 +73,40 @@ fn legacy_range(specs: &[KeySpec]) -> (i64, i64, i64) {
 
 /// SORT's keys as Redis's `sortGetKeys` finds them: the key sorted, and
 /// the last STORE's key (LIMIT's, GET's and BY's arguments skipped).
-pub(super) fn sort_keys(cmd: &[Bytes]) -> Vec<(usize, &'static [&'static str])> {
+/// The keys of the commands whose key specs are incomplete, as Redis's
+/// `getkeys_proc`s find them (COMMAND GETKEYS and ACLs use these): SORT's,
+/// and MIGRATE's (the key, or with KEYS and an empty key the keys after
+/// it, AUTH's and AUTH2's arguments skipped). None for the others.
+pub(super) fn proc_keys(name: &str, cmd: &[Bytes]) -> Option<Vec<(usize, &'static [&'static str])>> {
+    match name {
+        "sort" | "sort_ro" => Some(sort_keys(cmd)),
+        "migrate" => {
+            const FLAGS: &[&str] = &["RW", "access", "delete"];
+            let (mut first, mut num) = (3, 1);
+            let mut i = 6;
+            while i < cmd.len() {
+                if is(&cmd[i], "keys") {
+                    if !cmd[3].is_empty() {
+                        return Some(Vec::new());
+                    }
+                    first = i + 1;
+                    num = cmd.len() - first;
+                    break;
+                }
+                if is(&cmd[i], "auth") {
+                    i += 1;
+                } else if is(&cmd[i], "auth2") {
+                    i += 2;
+                }
+                i += 1;
+            }
+            Some((first..first + num).filter(|&p| p < cmd.len()).map(|p| (p, FLAGS)).collect())
+        }
+        _ => None,
+    }
+}
+
+fn sort_keys(cmd: &[Bytes]) -> Vec<(usize, &'static [&'static str])> {
     let mut out: Vec<(usize, &'static [&'static str])> = vec![(1, &["RO", "access"])];
     let mut store = None;
     let mut i = 2;
@@ -280,8 +313,8 @@ fn keys_of(cmd: &[Bytes]) -> CmdResult<Vec<(usize, &'static [&'static str])>> {
     }
     let invalid = || CmdError::new("ERR Invalid arguments specified for command");
     let mut out = Vec::new();
-    if name == "sort" || name == "sort_ro" {
-        return Ok(sort_keys(cmd));
+    if let Some(keys) = proc_keys(&name, cmd) {
+        return if keys.is_empty() { Err(invalid()) } else { Ok(keys) };
     }
     let complete = keyspecs::walk(specs, cmd, |i, k| out.push((i, key_flags(&name, cmd, k.flags))));
     if !complete {

@@ -44,17 +44,20 @@ pub fn of(fullname: &str) -> &'static [KeySpec] {
 
 /// Visits the positions of `cmd`'s keys by `specs`, as Redis's
 /// `getKeysUsingKeySpecs`: each with the spec that found it. Specs of
-/// unknown kind (SORT's) are skipped. False: a spec's keyword or key count
-/// is missing or out of range, or the count is 0 (COMMAND GETKEYS:
-/// "Invalid arguments"); the keys found before it were visited.
+/// unknown kind (SORT's) are skipped, and so is a spec whose keyword is not
+/// in the command. False: a spec's key count is missing or out of range,
+/// or the count is 0 (COMMAND GETKEYS: "Invalid arguments"); the keys
+/// found before it were visited.
 pub fn walk(specs: &'static [KeySpec], cmd: &[bytes::Bytes], mut f: impl FnMut(usize, &'static KeySpec)) -> bool {
     let argc = cmd.len() as i64;
     for k in specs {
         let mut first = match k.begin {
             Begin::Index(i) => i as i64,
+            // A keyword not there: this spec finds no key (Redis's
+            // `getKeysUsingKeySpecs` goes on with the next one).
             Begin::Keyword(word, from) => match keyword_at(cmd, word, from) {
                 Some(at) => at + 1,
-                None => return false,
+                None => continue,
             },
             Begin::Unknown => continue,
         };

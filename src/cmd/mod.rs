@@ -480,11 +480,12 @@ pub fn single_key(idx: usize) -> bool {
 }
 
 /// The keys Redis Cluster checks of a command (`getNodeByQuery`): every
-/// key its key specs find (shard channels too), SORT's key and STORE key;
+/// key its key specs find (shard channels too), SORT's key and STORE key,
+/// MIGRATE's keys as Redis finds them (`command::proc_keys`);
 /// on a malformed command, the keys found before the fault.
 pub fn cluster_keys<'a>(idx: usize, spec: &CommandSpec, argv: &'a [Bytes], mut f: impl FnMut(&'a [u8])) {
-    if spec.name == "sort" || spec.name == "sort_ro" {
-        for (pos, _) in command::sort_keys(argv) {
+    if let Some(keys) = command::proc_keys(spec.name, argv) {
+        for (pos, _) in keys {
             f(&argv[pos]);
         }
         return;
