@@ -4,13 +4,15 @@
 //! when the registry's generation moved (ACL SETUSER changes a user for
 //! every connection authenticated as it, as in Redis).
 
+pub mod catalog;
 pub mod user;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-pub use user::{Catalog, Denied, Request, RuleError, User, READ, WRITE};
+pub use catalog::{category_bit, Catalog, CATEGORIES};
+pub use user::{Denied, Request, RuleError, User, READ, WRITE};
 
 /// Why the log has an entry (Redis's `ACL_DENIED_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,7 +377,7 @@ mod tests {
             let mut c = Catalog::default();
             for (i, n) in ["get", "set"].iter().enumerate() {
                 c.names.push(n.to_string());
-                c.cats.push(user::category_bit(b"string").unwrap_or(0));
+                c.cats.push(category_bit(b"string").unwrap_or(0));
                 c.parent.push(None);
                 c.subs.push(Vec::new());
                 c.no_auth.push(false);

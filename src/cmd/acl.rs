@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::args::{is, parse_i64};
 use super::keys::help_reply;
 use super::{commands, subcommands, CommandSpec, Conn, SubSpec, TABLE};
-use crate::acl::{self, user::category_bit, Catalog, Denied, Request, User};
+use crate::acl::{self, category_bit, Catalog, Denied, Request, User};
 use crate::client::{Client, ClientInfo};
 use crate::error::{CmdError, CmdResult};
 use crate::global::Global;
@@ -432,8 +432,8 @@ pub async fn acl_cmd(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
             r.ok();
         }
         "cat" if argc == 2 => {
-            r.array(acl::user::CATEGORIES.len());
-            for c in acl::user::CATEGORIES {
+            r.array(acl::CATEGORIES.len());
+            for c in acl::CATEGORIES {
                 r.bulk(c.as_bytes());
             }
         }
