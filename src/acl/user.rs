@@ -393,6 +393,16 @@ fn valid_hash(h: &[u8]) -> bool {
     h.len() == 64 && h.iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
 }
 
+/// The hash a password rule names: of the password (`>`, `<`), or given
+/// (`#`, `!`: 64 lowercase hex digits).
+fn password_hash(op: &[u8]) -> Result<String, RuleError> {
+    match op[0] {
+        b'>' | b'<' => Ok(sha256_hex(&op[1..])),
+        _ if valid_hash(&op[1..]) => Ok(String::from_utf8_lossy(&op[1..]).into_owned()),
+        _ => Err(RuleError::BadHash),
+    }
+}
+
 impl User {
     /// A new user as Redis makes one: off, no passwords, commands, keys or
     /// channels (`acl-pubsub-default resetchannels`).
@@ -438,25 +448,13 @@ impl User {
             self.nopass = false;
             self.passwords.clear();
         } else if op[0] == b'>' || op[0] == b'#' {
-            let hash = if op[0] == b'>' {
-                sha256_hex(&op[1..])
-            } else if valid_hash(&op[1..]) {
-                String::from_utf8_lossy(&op[1..]).into_owned()
-            } else {
-                return Err(RuleError::BadHash);
-            };
+            let hash = password_hash(op)?;
             if !self.passwords.contains(&hash) {
                 self.passwords.push(hash);
             }
             self.nopass = false;
         } else if op[0] == b'<' || op[0] == b'!' {
-            let hash = if op[0] == b'<' {
-                sha256_hex(&op[1..])
-            } else if valid_hash(&op[1..]) {
-                String::from_utf8_lossy(&op[1..]).into_owned()
-            } else {
-                return Err(RuleError::BadHash);
-            };
+            let hash = password_hash(op)?;
             let at = self.passwords.iter().position(|p| *p == hash).ok_or(RuleError::NoSuchPassword)?;
             self.passwords.remove(at);
         } else if op[0] == b'(' && op.len() > 1 && op[op.len() - 1] == b')' {

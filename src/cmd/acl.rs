@@ -138,32 +138,26 @@ pub fn request_parts(idx: usize, argv: &[Bytes]) -> (Vec<KeyNeed>, Vec<ChannelAr
     (keys, channels)
 }
 
-/// Checks `argv` (command `idx`) against `user`.
-pub fn check(user: &User, idx: usize, argv: &[Bytes]) -> Result<(), Denied> {
+/// Runs `f` on the ACL request of `argv` (command `idx`).
+fn with_request<R>(idx: usize, argv: &[Bytes], f: impl FnOnce(&Request<'_>) -> R) -> R {
     let (keys, channels) = request_parts(idx, argv);
-    let req = Request {
+    f(&Request {
         id: super::stat_slot(idx, argv),
         argv,
         keys: &keys,
         channels: &channels,
-    };
-    user.check(catalog(), &req)
+    })
+}
+
+/// Checks `argv` (command `idx`) against `user`.
+pub fn check(user: &User, idx: usize, argv: &[Bytes]) -> Result<(), Denied> {
+    with_request(idx, argv, |req| user.check(catalog(), req))
 }
 
 /// Whether `user` may run `argv` (command `idx`) on any key it reads
 /// (SORT's BY and GET patterns need it).
 pub fn full_key_access(user: &User, idx: usize, argv: &[Bytes]) -> bool {
-    if user.unrestricted() {
-        return true;
-    }
-    let (keys, channels) = request_parts(idx, argv);
-    let req = Request {
-        id: super::stat_slot(idx, argv),
-        argv,
-        keys: &keys,
-        channels: &channels,
-    };
-    user.full_key_access(catalog(), &req)
+    user.unrestricted() || with_request(idx, argv, |req| user.full_key_access(catalog(), req))
 }
 
 /// A refusal of a connection's command as the client reads it

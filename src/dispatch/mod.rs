@@ -53,6 +53,7 @@
 //!   "Replica can't interact with the keyspace", in [`precheck`]); every
 //!   command that ran is shown to the monitors from [`finish_cmd`].
 
+mod checks;
 pub mod cluster;
 mod exec;
 mod gated;
@@ -79,6 +80,7 @@ use crate::error::CmdError;
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::slot::owner;
+use checks::{precheck, Gate};
 pub use group::Deferred;
 use group::Grouped;
 
@@ -99,97 +101,6 @@ fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> 
     } else {
         here
     }
-}
-
-/// Redis's refusal of writes after a failed AOF write; Basalt's WAL is its AOF.
-const MISCONF: &str = "MISCONF Errors writing to the AOF file: No space left on device";
-
-/// What a batch's commands are checked against.
-#[derive(Clone, Copy)]
-struct Gate<'a> {
-    requirepass: bool,
-    /// The disk guard refuses writes (`storage::disk`).
-    writes_refused: bool,
-    /// Scripts running anywhere: a busy one refuses most commands.
-    scripts: &'a crate::script::busy::Board,
-    /// Another client's script holds the transaction gate and let this
-    /// command through only to be refused (`coord::gate::admit`).
-    held: bool,
-    /// Cluster mode: the checks of `cluster` run.
-    cluster: Option<&'a crate::global::Global>,
-    global: &'a crate::global::Global,
-}
-
-/// Checks done before a command runs: unknown, auth, arity, subcommand,
-/// and writes while the disk is full (Redis's `MISCONF` after a failed AOF
-/// write, which refuses PING too, so health checks notice).
-fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
-    let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
-        return Err((None, cmd::unknown_command_error(argv)));
-    };
-    if gate.requirepass && !client.authed && !spec.no_auth() {
-        return Err((Some(idx), "NOAUTH Authentication required.".into()));
-    }
-    if !CommandSpec::arity_ok(spec.arity, argv.len()) {
-        return Err((Some(idx), cmd::arity_error(spec.name)));
-    }
-    cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
-    if !client.user.unrestricted() {
-        if let Err(d) = cmd::acl::check(&client.user, idx, argv) {
-            return Err((Some(idx), cmd::acl::refuse(gate.global, client, idx, argv, d)));
-        }
-    }
-    if spec.no_multi() && client.multi.is_some() {
-        return Err((Some(idx), "ERR Command not allowed inside a transaction".into()));
-    }
-    if let Some(g) = gate.cluster {
-        cluster::check(g, client, idx, spec, argv).map_err(|e| (Some(idx), e))?;
-    }
-    if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
-        return Err((Some(idx), MISCONF.into()));
-    }
-    if (gate.held || gate.scripts.busy_error().is_some()) && !client.in_script && !allowed_busy(spec, argv) {
-        let busy = gate.scripts.busy_error().unwrap_or(crate::script::busy::BUSY_EVAL);
-        return Err((Some(idx), busy.into()));
-    }
-    // MODES: subscribers and monitors (both have a mailbox); one check for
-    // every other client.
-    if client.pubsub.is_some() {
-        // RESP2's subscribed mode (not inside EXEC: Redis checks only
-        // what a client sends).
-        if !client.resp3 && !client.in_exec && client.subscribed() && !allowed_subscribed(spec.name) {
-            return Err((Some(idx), not_in_subscribed_mode(spec, argv)));
-        }
-        // A MONITOR client is a replica to Redis: it may not touch keys.
-        if (spec.is_write() || spec.is_readonly()) && client.info.monitor.load(Ordering::Relaxed) {
-            return Err((Some(idx), "ERR Replica can't interact with the keyspace".into()));
-        }
-    }
-    Ok((idx, spec))
-}
-
-/// What runs while a script is busy: commands flagged `allow_busy`
-/// (SCRIPT KILL, FUNCTION KILL...) and SHUTDOWN NOSAVE, as Redis.
-fn allowed_busy(spec: &CommandSpec, argv: &[Bytes]) -> bool {
-    let flags = spec.subcommand_index(argv).map_or(spec.flags, |i| spec.subcommands[i].flags);
-    flags.contains(&"allow_busy")
-        || spec.flags.contains(&"allow_busy")
-        || spec.name == "shutdown" && argv.len() == 2 && argv[1].first().is_some_and(|c| c.eq_ignore_ascii_case(&b'n'))
-}
-
-/// What a RESP2 client in subscribed mode may run.
-fn allowed_subscribed(name: &str) -> bool {
-    matches!(
-        name,
-        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe" | "ping" | "quit" | "reset"
-    )
-}
-
-/// Redis's refusal in subscribed mode, naming the command by its
-/// `fullname` (`config|get` for a subcommand).
-fn not_in_subscribed_mode(spec: &CommandSpec, argv: &[Bytes]) -> String {
-    let name = spec.fullname(spec.subcommand_index(argv));
-    format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }
 
 /// Produces the replies handlers left to the connection, in order, each at
