@@ -36,8 +36,11 @@
 //! - [`clock`]: the wall clock.
 //! - [`pause`]: CLIENT PAUSE's process-wide state.
 //! - [`error`]: the error type that maps to RESP errors.
+//! - [`allocs`]: the process's allocator, counting allocations when asked
+//!   (`DEBUG ALLOCATIONS`, `perf/allocs`).
 
 pub mod acl;
+pub mod allocs;
 pub mod blocked;
 pub mod client;
 pub mod clock;

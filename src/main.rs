@@ -2,7 +2,14 @@
 
 use std::process::ExitCode;
 
+/// The system allocator behind a counting switch (`basalt::allocs`).
+#[global_allocator]
+static ALLOCATOR: basalt::allocs::Counting = basalt::allocs::Counting;
+
 fn main() -> ExitCode {
+    if std::env::var_os("BASALT_COUNT_ALLOCS").is_some_and(|v| v == "1") {
+        basalt::allocs::enable();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         print!("{}", basalt::config::help_text());

@@ -344,22 +344,24 @@ impl CommandSpec {
     }
 
     /// Positions of the keys in `argv` (COMMAND GETKEYS and routing).
-    pub fn key_positions(&self, argc: usize) -> Vec<usize> {
+    pub fn key_positions(&self, argc: usize) -> std::iter::StepBy<std::ops::Range<usize>> {
+        // An iterator, not a Vec: every write asks for its keys (the
+        // probe before it), and a Vec was an allocation per command.
         if self.first_key <= 0 {
-            return Vec::new();
+            return (0..0).step_by(1);
         }
         let last = if self.last_key < 0 {
             argc as i32 + self.last_key
         } else {
             self.last_key.min(argc as i32 - 1)
         };
-        let mut out = Vec::new();
-        let mut i = self.first_key;
-        while i <= last && (i as usize) < argc {
-            out.push(i as usize);
-            i += self.step.max(1);
-        }
-        out
+        let first = self.first_key as usize;
+        let end = if last < self.first_key {
+            first
+        } else {
+            (last as usize + 1).min(argc).max(first)
+        };
+        (first..end).step_by(self.step.max(1) as usize)
     }
 }
 
@@ -618,11 +620,17 @@ mod tests {
     #[test]
     fn key_positions() {
         let (_, mset) = lookup(b"mset").unwrap();
-        assert_eq!(mset.key_positions(5), vec![1, 3]);
+        assert_eq!(mset.key_positions(5).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(mset.key_positions(1).count(), 0);
         let (_, get) = lookup(b"get").unwrap();
-        assert_eq!(get.key_positions(2), vec![1]);
+        assert_eq!(get.key_positions(2).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(get.key_positions(1).count(), 0);
         let (_, lcs) = lookup(b"lcs").unwrap();
-        assert_eq!(lcs.key_positions(4), vec![1, 2]);
+        assert_eq!(lcs.key_positions(4).collect::<Vec<_>>(), vec![1, 2]);
+        let (_, ping) = lookup(b"ping").unwrap();
+        assert_eq!(ping.key_positions(2).count(), 0);
+        let (_, del) = lookup(b"del").unwrap();
+        assert_eq!(del.key_positions(4).collect::<Vec<_>>(), vec![1, 2, 3]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use shards::Then;
 
 use crate::shard::ShardState;
-use crate::storage::keys::meta_key;
+use crate::storage::keys::{meta_key, meta_key_buf};
 
 /// Probe-and-fetch rounds before a command reads the disk itself: a chain
 /// of reads (a hash's meta, then its field) takes two; more means blocks
@@ -28,8 +28,10 @@ pub const ROUNDS: usize = 4;
 
 /// [`cold_keys`] of a list of keys.
 pub fn cold_of<'k>(st: &ShardState, db: u8, keys: impl Iterator<Item = &'k [u8]>) -> Vec<Vec<u8>> {
-    keys.map(|key| meta_key(db, key))
+    // Built on the stack: the cold ones are rare, the check is per write.
+    keys.map(|key| meta_key_buf(db, key))
         .filter(|k| matches!(st.ks.store.needs_io_before_write(k), Ok(true)))
+        .map(|k| k.to_vec())
         .collect()
 }
 
@@ -63,7 +65,7 @@ impl Drop for Hold<'_> {
 }
 
 pub fn held_of<'k>(st: &ShardState, db: u8, mut keys: impl Iterator<Item = &'k [u8]>) -> bool {
-    st.ks.store.any_held() && keys.any(|k| st.ks.store.is_held(&meta_key(db, k)))
+    st.ks.store.any_held() && keys.any(|k| st.ks.store.is_held(&meta_key_buf(db, k)))
 }
 
 pub async fn after_reads_of<'k>(st: &ShardState, db: u8, keys: impl Iterator<Item = &'k [u8]>) {

@@ -24,7 +24,6 @@
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use shards::{Shard, Then};
@@ -62,7 +61,7 @@ pub(super) fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
 /// answer at once (`Client::in_exec`).
 pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx: usize, argv: &[Bytes], out: &mut Reply) {
     let st = shard.state();
-    let start = Instant::now();
+    let start = crate::clock::start();
     let watch = client.watch.take();
     let Some(m) = client.end_multi() else { return };
     if m.dirty {
@@ -186,7 +185,7 @@ fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, 
             return None;
         }
         let t = target_of(spec, argv, here, n);
-        if *target.get_or_insert(t) != t || spec.key_positions(argv.len()).iter().any(|&p| owner(&argv[p], n) != t) {
+        if *target.get_or_insert(t) != t || spec.key_positions(argv.len()).any(|p| owner(&argv[p], n) != t) {
             return None;
         }
     }

@@ -66,7 +66,6 @@ mod spread;
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use bytes::Bytes;
 use futures_lite::FutureExt;
@@ -126,7 +125,7 @@ async fn splice_later(
 /// Produces one reply a shard handler left to the connection, at the end
 /// of `out`.
 async fn run_later(shard: &Rc<Shard<ShardState>>, st: &ShardState, client: &mut Client, l: Later, out: &mut Reply) {
-    let start = Instant::now();
+    let start = crate::clock::start();
     let res = std::panic::AssertUnwindSafe((l.f)(cmd::Conn { shard, client }, &l.argv, out))
         .catch_unwind()
         .await
@@ -182,6 +181,9 @@ async fn run_batch(
     }
     let here = shard.id();
     let n = shard.count();
+    // Once per batch, as Redis sets `lastinteraction` once per read
+    // (CLIENT LIST's idle): a clock read per command was a GET's cost.
+    client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
     // Counted as running while it runs: a multi-shard EXEC waits for it.
     st.gate.enter();
     let _running = Running(st);
@@ -252,7 +254,6 @@ async fn run_batch(
             crate::expire::send_peer_touches(shard).await;
         }
         // MODES: MULTI queueing here; the pub/sub command filter is in `precheck`.
-        client.info.last_active_ms.store(now_ms(), Ordering::Relaxed);
         client
             .info
             .last_cmd
@@ -301,7 +302,7 @@ async fn run_batch(
                 // (`storage::tx`), and only the owner reads them.
                 if spec.name == "get" && !client.in_exec {
                     if let Some(store) = st.peers.get(target) {
-                        let start = Instant::now();
+                        let start = crate::clock::start();
                         let next = cmds[i + 1..].iter().map(Vec::as_slice);
                         let found = probe::peer_get(store, client.db, &cmds[i][1], next, n, out).await;
                         if let Some(res) = found {
@@ -350,7 +351,7 @@ async fn run_batch(
             }
             Exec::Conn(_) | Exec::Script(_) => {
                 let argv = std::mem::take(&mut cmds[i]);
-                let start = Instant::now();
+                let start = crate::clock::start();
                 let run = match spec.exec {
                     Exec::Script(kind) => Box::pin(script::eval(shard, client, kind, &argv, out)),
                     Exec::Conn(f) => f(cmd::Conn { shard, client }, &argv, out),
@@ -452,8 +453,8 @@ pub fn run_shard_cmd(
         r.error(st.global.script_board.busy_error().unwrap_or(crate::script::busy::BUSY_EVAL));
         return true;
     }
-    let start = Instant::now();
-    let ctx = Ctx::new(st, db, now_ms());
+    let start = crate::clock::start();
+    let ctx = Ctx::new(st, db, start.now_ms);
     let at = r.buf.len();
     // A probe pass that misses is undone, its hit and miss counts too.
     let lookups = (st.ks.stats.hits.get(), st.ks.stats.misses.get());
@@ -667,8 +668,8 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
 /// Records a finished command: commandstats, latency histogram, errorstats,
 /// slow log and latency monitor.
 #[inline]
-pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: Instant, err: Option<&CmdError>, client: &ClientInfo) {
-    let ns = start.elapsed().as_nanos() as u64;
+pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: crate::clock::Started, err: Option<&CmdError>, client: &ClientInfo) {
+    let ns = start.elapsed_ns();
     if st.global.pubsub.monitored() {
         if let Some(spec) = cmd::TABLE.get(idx) {
             cmd::monitor::feed(&st.global, spec, argv, client);

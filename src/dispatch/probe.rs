@@ -13,7 +13,7 @@ use crate::error::CmdResult;
 use crate::resp::Reply;
 use crate::shard::ShardState;
 use crate::slot::owner;
-use crate::storage::keys::meta_key;
+use crate::storage::keys::meta_key_buf;
 use crate::storage::{PeerStore, ShardStore};
 use crate::types::bigstr;
 
@@ -105,9 +105,9 @@ fn ahead_of<'a>(
             }
             // Only the meta cache is asked: a full probe costs as much as
             // the read it would save when the record is in memory.
-            let k = meta_key(db, key);
+            let k = meta_key_buf(db, key);
             if !store.meta_cached(&k) {
-                keys.push(k);
+                keys.push(k.to_vec());
             }
         }
     }
@@ -115,10 +115,7 @@ fn ahead_of<'a>(
 
 /// The keys a command names, by its key positions.
 fn named<'k>(spec: &cmd::CommandSpec, argv: &'k [Bytes]) -> impl Iterator<Item = &'k [u8]> + 'k {
-    spec.key_positions(argv.len())
-        .into_iter()
-        .filter_map(move |p| argv.get(p))
-        .map(|k| k.as_ref())
+    spec.key_positions(argv.len()).filter_map(move |p| argv.get(p)).map(|k| k.as_ref())
 }
 
 /// The key records of a (writing) command that are on disk only: it

@@ -232,7 +232,7 @@ impl ScriptHost {
         };
         let n = st.global.shards;
         let positions = spec.key_positions(argv.len());
-        if positions.iter().any(|&p| owner(&argv[p], n) != st.id) || (positions.is_empty() && spec.first_key > 0) {
+        if positions.clone().any(|p| owner(&argv[p], n) != st.id) || (positions.len() == 0 && spec.first_key > 0) {
             return Err(Stop::Rerun);
         }
         let mut later: Vec<Later> = Vec::new();

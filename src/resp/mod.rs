@@ -7,5 +7,5 @@
 pub mod parse;
 pub mod reply;
 
-pub use parse::{parse_request, Frame, Limits, ProtocolError};
+pub use parse::{parse_request, parse_request_into, Frame, Limits, Parsed, ProtocolError};
 pub use reply::{format_double, Reply};

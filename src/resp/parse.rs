@@ -120,17 +120,43 @@ pub fn string2ll(digits: &[u8]) -> Option<i64> {
 /// needed; `Ok(Some(frame))` with an empty `args` for requests Redis skips
 /// silently (`*0`, `*-1`, empty inline lines).
 pub fn parse_request(buf: &[u8], limits: Limits) -> Result<Option<Frame>, ProtocolError> {
+    let mut args = Vec::new();
+    Ok(parse_request_into(buf, limits, &mut args)?.map(|p| Frame {
+        consumed: p.consumed,
+        args,
+        owned: p.owned,
+    }))
+}
+
+/// What [`parse_request_into`] found: the bytes the request took, and its
+/// arguments when they had to be unquoted (an inline request with quotes).
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub consumed: usize,
+    pub owned: Option<Vec<Vec<u8>>>,
+}
+
+/// [`parse_request`] into a caller's vector: the request's argument ranges
+/// are appended to `args` (a connection keeps one for all its batches, so
+/// a request costs no allocation of its own). On `Ok(None)` or an error
+/// `args` is left as it was.
+pub fn parse_request_into(buf: &[u8], limits: Limits, args: &mut Vec<Range<usize>>) -> Result<Option<Parsed>, ProtocolError> {
     if buf.is_empty() {
         return Ok(None);
     }
-    if buf[0] == b'*' {
-        parse_multibulk(buf, limits)
+    let before = args.len();
+    let res = if buf[0] == b'*' {
+        parse_multibulk(buf, limits, args)
     } else {
-        parse_inline(buf)
+        parse_inline(buf, args)
+    };
+    if !matches!(res, Ok(Some(_))) {
+        args.truncate(before);
     }
+    res
 }
 
-fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, ProtocolError> {
+fn parse_multibulk(buf: &[u8], limits: Limits, args: &mut Vec<Range<usize>>) -> Result<Option<Parsed>, ProtocolError> {
     let Some(eol) = find_header_end(buf, 1) else {
         if buf.len() > INLINE_MAX {
             return Err(ProtocolError("too big mbulk count string".into()));
@@ -146,13 +172,13 @@ fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protocol
     }
     let mut pos = eol + 2;
     if count <= 0 {
-        return Ok(Some(Frame {
+        return Ok(Some(Parsed {
             consumed: pos,
-            ..Frame::default()
+            owned: None,
         }));
     }
-    // Cap the pre-allocation: a client may announce a million arguments and send none.
-    let mut args = Vec::with_capacity((count as usize).min(64));
+    // Cap the reservation: a client may announce a million arguments and send none.
+    args.reserve((count as usize).min(64));
     for _ in 0..count {
         if pos >= buf.len() {
             return Ok(None);
@@ -184,14 +210,13 @@ fn parse_multibulk(buf: &[u8], limits: Limits) -> Result<Option<Frame>, Protocol
         args.push(start..end);
         pos = end + 2;
     }
-    Ok(Some(Frame {
+    Ok(Some(Parsed {
         consumed: pos,
-        args,
         owned: None,
     }))
 }
 
-fn parse_inline(buf: &[u8]) -> Result<Option<Frame>, ProtocolError> {
+fn parse_inline(buf: &[u8], args: &mut Vec<Range<usize>>) -> Result<Option<Parsed>, ProtocolError> {
     // Redis finds the newline with `strchr`: a NUL before it hides it, and
     // the request waits for more bytes until it passes the inline limit.
     let nl = match memchr::memchr2(b'\n', 0, buf) {
@@ -210,7 +235,6 @@ fn parse_inline(buf: &[u8]) -> Result<Option<Frame>, ProtocolError> {
     // As `sdssplitargs`: any C space separates arguments, but only space,
     // tab, CR and LF end one (VT and FF inside an argument stay in it).
     if memchr::memchr2(b'"', b'\'', line).is_none() {
-        let mut args = Vec::new();
         let mut i = 0;
         loop {
             while i < line.len() && is_space(line[i]) {
@@ -225,16 +249,11 @@ fn parse_inline(buf: &[u8]) -> Result<Option<Frame>, ProtocolError> {
             }
             args.push(start..i);
         }
-        return Ok(Some(Frame {
-            consumed,
-            args,
-            owned: None,
-        }));
+        return Ok(Some(Parsed { consumed, owned: None }));
     }
     match split_args(line) {
-        Some(owned) => Ok(Some(Frame {
+        Some(owned) => Ok(Some(Parsed {
             consumed,
-            args: Vec::new(),
             owned: Some(owned),
         })),
         None => Err(ProtocolError("unbalanced quotes in request".into())),
@@ -369,6 +388,25 @@ mod tests {
             Some(o) => o,
             None => f.args.iter().map(|r| buf[r.clone()].to_vec()).collect(),
         }
+    }
+
+    /// A connection's one vector of ranges: each request appends its own,
+    /// an incomplete or refused one leaves what was there.
+    #[test]
+    fn into_a_shared_vector() {
+        let buf = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\nPING x\r\n*2\r\n$3\r\nGET\r\n$5\r\nab";
+        let mut args: Vec<Range<usize>> = Vec::new();
+        args.push(0..0);
+        let p = parse_request_into(buf, L, &mut args).unwrap().unwrap();
+        assert_eq!((p.consumed, args.len()), (20, 3));
+        assert_eq!((&buf[args[1].clone()], &buf[args[2].clone()]), (&b"GET"[..], &b"a"[..]));
+        let q = parse_request_into(&buf[20..], L, &mut args).unwrap().unwrap();
+        assert_eq!((q.consumed, args.len()), (8, 5));
+        assert_eq!(&buf[20..][args[4].clone()], b"x");
+        assert!(parse_request_into(&buf[28..], L, &mut args).unwrap().is_none());
+        assert_eq!(args.len(), 5);
+        assert!(parse_request_into(b"*2\r\n$3\r\nGET\r\n:1\r\n", L, &mut args).is_err());
+        assert_eq!(args.len(), 5);
     }
 
     /// Every request, fed whole and then cut at every byte boundary: a prefix

@@ -8,6 +8,7 @@
 //! A batch is every complete request in the read buffer; `dispatch::execute`
 //! runs it in order and writes the replies into one buffer.
 
+use std::ops::Range;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,7 @@ use crate::clock::now_ms;
 use crate::dispatch;
 use crate::global::Global;
 use crate::pubsub::Push;
-use crate::resp::{parse_request, Limits, Reply};
+use crate::resp::{parse_request_into, Limits, Reply};
 use crate::shard::ShardState;
 
 const READ_CHUNK: usize = 16 * 1024;
@@ -120,6 +121,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
     let mut rbuf = BytesMut::new();
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut out = Reply::new(false);
+    let mut batch = Batch::default();
     loop {
         // As Redis: a subscribed or monitoring client never times out.
         let timeout = if client.listening() {
@@ -166,7 +168,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
         // (Only a batch that leaves no request to run holds writes for
         // the turn.)
         let (proto_err, deferred) = loop {
-            let (err, more, d) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut out).await;
+            let (err, more, d) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut batch, &mut out).await;
             if !more || err || client.closing {
                 break (err, d);
             }
@@ -266,24 +268,33 @@ async fn run_batch(
     st: &Rc<ShardState>,
     client: &mut Client,
     rbuf: &mut BytesMut,
+    batch: &mut Batch,
     out: &mut Reply,
 ) -> (bool, bool, Option<dispatch::Deferred>) {
     let limits = Limits {
         max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
         unauthenticated: !client.authed && !st.global.acl.default_open(),
     };
-    let mut frames = Vec::new();
+    let Batch {
+        frames,
+        ranges,
+        cmds,
+        spare,
+    } = batch;
+    frames.clear();
+    ranges.clear();
     let mut consumed = 0;
     let mut proto_err = None;
     loop {
-        match parse_request(&rbuf[consumed..], limits) {
-            Ok(Some(f)) => {
+        let from = ranges.len();
+        match parse_request_into(&rbuf[consumed..], limits, ranges) {
+            Ok(Some(p)) => {
                 let base = consumed;
-                consumed += f.consumed;
-                if f.args.is_empty() && f.owned.is_none() {
+                consumed += p.consumed;
+                if ranges.len() == from && p.owned.is_none() {
                     continue;
                 }
-                frames.push((base, f));
+                frames.push((base, from..ranges.len(), p.owned));
                 // A client that must authenticate gets its limits request by
                 // request, as Redis parses them: the request after an AUTH
                 // is parsed with the authenticated limits.
@@ -301,29 +312,46 @@ async fn run_batch(
     // One freeze per batch: every argument is a slice of this chunk.
     let chunk = rbuf.split_to(consumed).freeze();
     let more = limits.unauthenticated && proto_err.is_none() && !frames.is_empty() && !rbuf.is_empty();
-    let mut cmds: Vec<Vec<Bytes>> = frames
-        .into_iter()
-        .map(|(base, f)| match f.owned {
-            Some(owned) => owned.into_iter().map(Bytes::from).collect(),
-            None => f.args.into_iter().map(|r| chunk.slice(base + r.start..base + r.end)).collect(),
-        })
-        .filter(|a: &Vec<Bytes>| !a.is_empty())
-        .collect();
+    // Each request's argument vector is one the connection used before
+    // (`Batch::spare`): a request allocates nothing once the connection is warm.
+    for (base, args, owned) in frames.drain(..) {
+        let mut argv = spare.pop().unwrap_or_default();
+        match owned {
+            Some(owned) => argv.extend(owned.into_iter().map(Bytes::from)),
+            None => argv.extend(ranges[args].iter().map(|r| chunk.slice(base + r.start..base + r.end))),
+        }
+        if !argv.is_empty() {
+            cmds.push(argv);
+        }
+    }
+    let batch_cmds = &mut cmds[..];
     // A bug outside the handlers' own guards must cost this connection, not
     // the shard: a panic that escaped the connection task wedged its whole
     // executor (seen while building replies left to the connection).
     // A batch's writes wait for the loop iteration's one write (a turn),
     // unless requests run one at a time (before AUTH, CLIENT REPLY).
-    let ran = if client.reply == ReplyMode::On && !cmds.iter().any(|a| is_client_reply(a)) && !more {
-        std::panic::AssertUnwindSafe(dispatch::execute_turn(shard, client, &mut cmds, out))
+    let ran = if client.reply == ReplyMode::On && !batch_cmds.iter().any(|a| is_client_reply(a)) && !more {
+        std::panic::AssertUnwindSafe(dispatch::execute_turn(shard, client, batch_cmds, out))
             .catch_unwind()
             .await
     } else {
-        std::panic::AssertUnwindSafe(one_by_one(shard, client, &mut cmds, out))
+        std::panic::AssertUnwindSafe(one_by_one(shard, client, batch_cmds, out))
             .catch_unwind()
             .await
             .map(|()| None)
     };
+    // The arguments go now, not with the next batch: an idle connection
+    // must not keep its last read chunk (it may be a 512 MB argument).
+    recycle(cmds, spare);
+    // A batch of thousands of requests, or one of a million arguments,
+    // does not size these for the connection's life.
+    if ranges.capacity() > 4 * SPARE_VECS {
+        *ranges = Vec::new();
+    }
+    if frames.capacity() > 4 * SPARE_VECS {
+        *frames = Vec::new();
+        *cmds = Vec::new();
+    }
     let Ok(deferred) = ran else {
         tracing::error!("connection loop panicked; closing the connection");
         out.error("ERR internal error");
@@ -335,6 +363,43 @@ async fn run_batch(
         return (true, false, deferred);
     }
     (false, more, deferred)
+}
+
+/// A connection's parsing state, kept between batches so that a warm
+/// connection parses and runs a batch without allocating per request.
+#[derive(Default)]
+struct Batch {
+    /// Per request: where it starts in the read chunk, its ranges in
+    /// `ranges`, and its unquoted arguments if it had to be unquoted.
+    frames: Vec<Request>,
+    ranges: Vec<Range<usize>>,
+    /// The batch's requests, as `dispatch` takes them.
+    cmds: Vec<Vec<Bytes>>,
+    /// Emptied argument vectors of earlier batches, to be filled again.
+    spare: Vec<Vec<Bytes>>,
+}
+
+/// A parsed request of a batch: where it starts in the read chunk, its
+/// argument ranges in `Batch::ranges`, its unquoted arguments if any.
+type Request = (usize, Range<usize>, Option<Vec<Vec<u8>>>);
+
+/// Most argument vectors a connection keeps for reuse, and the largest
+/// one kept (a huge MSET's vector is not held for the next GET).
+const SPARE_VECS: usize = 1024;
+const SPARE_ARGS: usize = 64;
+
+/// Empties the last batch's argument vectors into `spare` (dropping their
+/// arguments: the read chunk they share is freed with the last of them).
+/// A vector dispatch moved elsewhere (a share sent to another shard) is
+/// left empty with no capacity and is not kept.
+fn recycle(cmds: &mut Vec<Vec<Bytes>>, spare: &mut Vec<Vec<Bytes>>) {
+    for mut argv in cmds.drain(..) {
+        if argv.capacity() == 0 || argv.capacity() > SPARE_ARGS || spare.len() >= SPARE_VECS {
+            continue;
+        }
+        argv.clear();
+        spare.push(argv);
+    }
 }
 
 /// Whether `argv` is CLIENT REPLY (a batch holding one runs command by

@@ -101,6 +101,23 @@ pub fn meta_key(db: u8, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// A meta key held inline up to this many bytes (a user key of up to 60).
+pub type MetaKeyBuf = smallvec::SmallVec<[u8; 64]>;
+
+/// [`meta_key`] on the stack for keys of up to 60 bytes: the hot path's
+/// lookups (a GET's, a SET's) allocate nothing for their key.
+#[inline]
+pub fn meta_key_buf(db: u8, key: &[u8]) -> MetaKeyBuf {
+    let slot = slot_of(key);
+    let mut k = MetaKeyBuf::new();
+    k.reserve_exact(4 + key.len());
+    k.push(physical(db));
+    k.push(TAG_META);
+    k.extend_from_slice(&slot.to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
 /// The first meta key of `slot` in `db` (inclusive bound).
 pub fn meta_slot_start(db: u8, slot: u16) -> Vec<u8> {
     let mut k = vec![physical(db), TAG_META];

@@ -299,7 +299,7 @@ pub fn with_value<R>(ks: &Keyspace, db: u8, key: &[u8], now: u64, f: impl FnOnce
 /// hash whose fields all expired reads as missing there, not WRONGTYPE), or
 /// a record the owner's write tier may hold.
 pub fn peek<R>(store: &PeerStore, db: u8, key: &[u8], now: u64, f: impl FnOnce(Option<&[u8]>) -> R) -> Option<CmdResult<R>> {
-    let found = store.get_with(&keys::meta_key(db, key), |v| match v.map(Meta::decode) {
+    let found = store.get_with(&keys::meta_key_buf(db, key), |v| match v.map(Meta::decode) {
         None => Some(Ok(f(None))),
         Some(None) => Some(Err(CORRUPT)),
         Some(Some(m)) if m.is_expired(now) => Some(Ok(f(None))),

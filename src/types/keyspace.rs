@@ -17,7 +17,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use crate::error::{CmdError, CmdResult, CORRUPT};
-use crate::storage::keys::{self, meta_key, ttl_key};
+use crate::storage::keys::{self, meta_key, meta_key_buf, ttl_key};
 use crate::storage::meta::{self, Coll, KeyType, Meta};
 use crate::storage::{Batch, ShardStore};
 
@@ -226,24 +226,24 @@ impl Keyspace {
 
     /// Milliseconds since `key` was last accessed (OBJECT IDLETIME).
     pub fn idle_ms(&self, db: u8, key: &[u8], now_ms: u64) -> u64 {
-        self.access.idle_ms(&meta_key(db, key), now_ms)
+        self.access.idle_ms(&meta_key_buf(db, key), now_ms)
     }
 
     /// `key`'s access counter (OBJECT FREQ).
     pub fn freq(&self, db: u8, key: &[u8], now_ms: u64) -> u8 {
-        self.access.freq(&meta_key(db, key), now_ms)
+        self.access.freq(&meta_key_buf(db, key), now_ms)
     }
 
     /// A read elsewhere accessed `key` (a cross-shard GET): one table
     /// update, no read (an entry for a key deleted meanwhile is harmless:
     /// a new key starts fresh).
     pub fn touch(&self, db: u8, key: &[u8], now_ms: u64) {
-        self.access.touch(&meta_key(db, key), now_ms);
+        self.access.touch(&meta_key_buf(db, key), now_ms);
     }
 
     /// RESTORE's IDLETIME and FREQ for `key`.
     pub fn set_access(&self, db: u8, key: &[u8], now_ms: u64, idle_s: Option<u64>, freq: Option<u8>) {
-        self.access.set(&meta_key(db, key), now_ms, idle_s, freq);
+        self.access.set(&meta_key_buf(db, key), now_ms, idle_s, freq);
     }
 
     /// SWAPDB `a` `b` on this shard, once the engine switched its map
@@ -346,7 +346,7 @@ impl Keyspace {
             Expired(u64, Option<Box<Coll>>),
             Repair(Vec<u8>),
         }
-        let mk = meta_key(db, key);
+        let mk = meta_key_buf(db, key);
         let mut f = Some(f);
         let mut live = false;
         let step = self.store.get_with(&mk, |v| match v {
@@ -401,7 +401,7 @@ impl Keyspace {
     /// counting it as Redis counts expired keys.
     fn expire_key(&self, db: u8, key: &[u8], at: u64, coll: Option<Coll>) -> CmdResult<()> {
         let mut b = self.store.batch();
-        self.store.delete(&mut b, &meta_key(db, key));
+        self.store.delete(&mut b, &meta_key_buf(db, key));
         self.store.delete(&mut b, &ttl_key(at, db, key));
         self.stage_drop_members(&mut b, db, key, coll);
         self.store.write(b)?;
@@ -415,7 +415,7 @@ impl Keyspace {
     /// Adds the writes that store `raw` as `key`'s meta value to `b`.
     /// `prior`: the key's state before (for the key and expiry counts).
     pub fn stage_put(&self, b: &mut Batch, db: u8, key: &[u8], raw: &[u8], prior: Prior) {
-        let mk = meta_key(db, key);
+        let mk = meta_key_buf(db, key);
         if prior.is_none() {
             // A new key starts with a fresh access time and counter.
             self.access.created(&mk, self.access.now());
@@ -455,7 +455,7 @@ impl Keyspace {
     /// [`Keyspace::stage_delete`] but for the TTL index entry, which the
     /// caller deletes (active expiry deletes its slice's in index order).
     pub(super) fn stage_delete_meta(&self, b: &mut Batch, db: u8, key: &[u8], m: &Meta<'_>) {
-        self.store.delete(b, &meta_key(db, key));
+        self.store.delete(b, &meta_key_buf(db, key));
         self.stage_drop_members(b, db, key, m.coll());
         self.account(db, Some(m.expire_ms), None);
     }

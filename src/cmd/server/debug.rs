@@ -46,6 +46,10 @@ const DEBUG_HELP: &[&str] = &[
     "    for tests; it only moves forward).",
     "SET-DISK-READ-DELAY <milliseconds>",
     "    Delay each read of the I/O pool (Basalt; for tests).",
+    "ALLOCATIONS",
+    "    The allocations (reallocations included) and their bytes since the server",
+    "    started, all threads (Basalt; counted only when it was started with",
+    "    BASALT_COUNT_ALLOCS=1, else an error).",
     "HELP",
     "    Prints this help.",
 ];
@@ -118,6 +122,17 @@ pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         // record is on disk only (tests of the read pool).
         g.engine.drop_caches().map_err(CmdError::from)?;
         r.ok();
+    } else if is(sub, "allocations") && args.is_empty() {
+        // Basalt's own: what perf/allocs divides by the requests.
+        if !crate::allocs::enabled() {
+            return Err(CmdError::new(
+                "ERR allocations are counted only when the server starts with BASALT_COUNT_ALLOCS=1",
+            ));
+        }
+        let (n, bytes) = crate::allocs::counts();
+        r.array(2);
+        r.int(n as i64);
+        r.int(bytes as i64);
     } else if is(sub, "help") {
         help_reply(r, DEBUG_HELP);
     } else {
