@@ -44,6 +44,7 @@
 
 mod held;
 mod log;
+mod runs;
 #[cfg(test)]
 mod tests;
 
@@ -91,6 +92,8 @@ struct Gen {
     other: bool,
     /// Key and value bytes, for INFO.
     bytes: u64,
+    /// Its keys, sorted in runs as they arrive (`runs`).
+    order: runs::Runs,
 }
 
 impl Gen {
@@ -103,9 +106,12 @@ impl Gen {
             None => self.other = true,
         }
         let (kl, vl) = (k.len() as u64, v.as_ref().map_or(0, |v| v.len()) as u64);
-        match self.map.insert(k, v) {
+        match self.map.insert(k.clone(), v) {
             Some(old) => self.bytes = self.bytes + vl - old.map_or(0, |v| v.len()) as u64,
-            None => self.bytes += kl + vl,
+            None => {
+                self.bytes += kl + vl;
+                self.order.add(k);
+            }
         }
     }
 
@@ -137,9 +143,8 @@ impl Gen {
 /// A generation being applied slice by slice.
 struct Drain {
     gen: Gen,
-    /// Its keys in key order; those before `next` are applied.
-    order: Vec<Bytes>,
-    next: usize,
+    /// Its keys not yet applied, in key order.
+    order: runs::Merge,
     /// The log position it reached: the mark its last slice writes.
     mark: u64,
     /// Which of the two `Held` filters stands for it.
@@ -176,21 +181,6 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
     let keylen = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
     let n = 8 + keylen + 8;
     (k.len() >= n).then_some(n)
-}
-
-/// `recs` in key order: by each key's first 16 bytes held inline (one read
-/// of each key, then a sort that stays in the CPU's caches), whole keys
-/// compared only on a tie.
-fn in_order(keys: impl Iterator<Item = Bytes>) -> Vec<Bytes> {
-    let head = |k: &[u8]| {
-        let mut h = [0u8; 16];
-        let n = k.len().min(16);
-        h[..n].copy_from_slice(&k[..n]);
-        u128::from_be_bytes(h)
-    };
-    let mut v: Vec<(u128, Bytes)> = keys.map(|k| (head(&k), k)).collect();
-    v.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    v.into_iter().map(|(_, k)| k).collect()
 }
 
 impl WriteTier {
@@ -311,14 +301,14 @@ impl ShardStore {
     /// Makes dirty the draining generation, its keys sorted.
     fn tier_start_drain(&self) {
         let t = &self.wtier;
-        let gen = std::mem::take(&mut *t.dirty.borrow_mut());
-        let order = in_order(gen.map.keys().cloned());
+        let mut gen = std::mem::take(&mut *t.dirty.borrow_mut());
+        // Sorted as it filled: only its last run is sorted now.
+        let order = std::mem::take(&mut gen.order).merge();
         let filter = t.cur.get();
         t.cur.set(1 - filter);
         *t.drain.borrow_mut() = Some(Drain {
             gen,
             order,
-            next: 0,
             mark: t.pos.get(),
             filter,
         });
@@ -331,23 +321,26 @@ impl ShardStore {
         let t = &self.wtier;
         let mut slot = t.drain.borrow_mut();
         let Some(d) = slot.as_mut() else { return Ok(()) };
-        let end = d.order.len().min(d.next.saturating_add(n));
         let mut wb = WriteBatch::default();
-        for k in &d.order[d.next..end] {
+        let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
+        for k in &slice {
             match d.gen.map.get(k) {
                 Some(Some(v)) => wb.put_cf(self.cf_of(k), k, v),
                 _ => wb.delete_cf(self.cf_of(k), k),
             }
         }
-        let last = end == d.order.len();
+        let last = d.order.left() == 0;
         if last {
             wb.put_cf(self.cf, MARK, d.mark.to_be_bytes());
             wb.put_cf(self.sub, MARK, d.mark.to_be_bytes());
         }
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
-        self.db.write_opt(wb, &wo)?;
-        d.next = end;
+        if let Err(e) = self.db.write_opt(wb, &wo) {
+            // Not applied: the next slice takes them again.
+            d.order.put_back(slice);
+            return Err(e.into());
+        }
         if !last {
             return Ok(());
         }

@@ -1,0 +1,169 @@
+//! A generation's keys in key order, sorted as the generation fills.
+//!
+//! A generation used to be sorted whole when it started draining: about
+//! 25 ms for 262144 keys inside one write, the tier's p99 at -P16 (issue
+//! 35's measurements in tuning.md). Now each [`RUN`] new keys are sorted
+//! as they arrive (a fraction of a millisecond, spread over the writes
+//! that added them), and the drain takes the keys from a k-way merge of
+//! those runs, a slice at a time (issue 52, item 2: "sorted runs, sorted
+//! as they fill, merged when written back").
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use bytes::Bytes;
+
+/// New keys sorted together into one run.
+pub(super) const RUN: usize = 4096;
+
+/// A key with its first 16 bytes as a number: most comparisons end there,
+/// without reading the key's bytes on the heap.
+type Keyed = (u128, Bytes);
+
+fn keyed(k: Bytes) -> Keyed {
+    let mut h = [0u8; 16];
+    let n = k.len().min(16);
+    h[..n].copy_from_slice(&k[..n]);
+    (u128::from_be_bytes(h), k)
+}
+
+/// `keys` in key order (ties on the first 16 bytes compare whole keys).
+fn sorted(keys: Vec<Bytes>) -> Vec<Keyed> {
+    let mut v: Vec<Keyed> = keys.into_iter().map(keyed).collect();
+    v.sort_unstable();
+    v
+}
+
+/// The keys a generation added, each once: sorted runs and the newest
+/// keys not yet sorted.
+#[derive(Default)]
+pub(super) struct Runs {
+    fresh: Vec<Bytes>,
+    runs: Vec<Vec<Keyed>>,
+}
+
+impl Runs {
+    /// Notes a key new to the generation; every [`RUN`] of them are sorted.
+    pub(super) fn add(&mut self, k: Bytes) {
+        self.fresh.push(k);
+        if self.fresh.len() >= RUN {
+            self.seal();
+        }
+    }
+
+    fn seal(&mut self) {
+        if !self.fresh.is_empty() {
+            let fresh = std::mem::take(&mut self.fresh);
+            self.runs.push(sorted(fresh));
+        }
+    }
+
+    /// Every key added, merged in key order (the last keys sorted now).
+    pub(super) fn merge(mut self) -> Merge {
+        self.seal();
+        let mut heap = BinaryHeap::with_capacity(self.runs.len());
+        let mut left = 0;
+        for (r, run) in self.runs.iter().enumerate() {
+            left += run.len();
+            if let Some((h, k)) = run.first() {
+                heap.push(Reverse((*h, k.clone(), r)));
+            }
+        }
+        Merge {
+            pos: vec![0; self.runs.len()],
+            runs: self.runs,
+            heap,
+            left,
+            back: Default::default(),
+        }
+    }
+}
+
+/// A k-way merge of sorted runs, taken a key at a time.
+pub(super) struct Merge {
+    runs: Vec<Vec<Keyed>>,
+    /// The next key of each run.
+    pos: Vec<usize>,
+    heap: BinaryHeap<Reverse<(u128, Bytes, usize)>>,
+    left: usize,
+    /// Keys taken and given back (a slice that failed to apply), first.
+    back: std::collections::VecDeque<Bytes>,
+}
+
+impl Merge {
+    /// Keys not yet taken.
+    pub(super) fn left(&self) -> usize {
+        self.left
+    }
+
+    /// Gives back `keys`, the last ones taken, in the order taken: they
+    /// come out again before the rest.
+    pub(super) fn put_back(&mut self, keys: Vec<Bytes>) {
+        self.left += keys.len();
+        for k in keys.into_iter().rev() {
+            self.back.push_front(k);
+        }
+    }
+}
+
+impl Iterator for Merge {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if let Some(k) = self.back.pop_front() {
+            self.left -= 1;
+            return Some(k);
+        }
+        let Reverse((_, k, r)) = self.heap.pop()?;
+        self.pos[r] += 1;
+        if let Some((h, next)) = self.runs[r].get(self.pos[r]) {
+            self.heap.push(Reverse((*h, next.clone(), r)));
+        }
+        self.left -= 1;
+        Some(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys added in any order, more than one run's worth, sharing long
+    /// prefixes (ties on the first 16 bytes), come out in key order, each
+    /// once, the count left falling to 0.
+    #[test]
+    fn the_merge_is_the_keys_in_order() {
+        let mut runs = Runs::default();
+        let mut want = Vec::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for i in 0..(RUN * 3 + 17) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = if i % 3 == 0 {
+                format!("a-common-prefix-of-more-than-16-bytes:{x}")
+            } else {
+                format!("{x:x}")
+            };
+            want.push(k.clone().into_bytes());
+            runs.add(Bytes::from(k));
+        }
+        want.sort();
+        let mut m = runs.merge();
+        assert_eq!(m.left(), want.len());
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            got.push(m.next().unwrap().to_vec());
+        }
+        assert_eq!(m.left(), want.len() - 100);
+        // A slice that failed to apply is taken again, in order.
+        let taken: Vec<Bytes> = m.by_ref().take(5).collect();
+        m.put_back(taken);
+        assert_eq!(m.left(), want.len() - 100);
+        got.extend(m.by_ref().map(|k| k.to_vec()));
+        assert_eq!(got, want);
+        assert_eq!(m.left(), 0);
+        assert!(m.next().is_none());
+        assert_eq!(Runs::default().merge().left(), 0);
+    }
+}
