@@ -50,6 +50,11 @@ pub fn shard_of_slot(slot: u16, shards: usize) -> usize {
 /// The shard that owns `key` when there are `shards` shards.
 #[inline]
 pub fn owner(key: &[u8], shards: usize) -> usize {
+    // One shard owns every slot: no CRC16 of the key (routing asked for
+    // it once per command, and the key's meta record computes it again).
+    if shards == 1 {
+        return 0;
+    }
     shard_of_slot(slot_of(key), shards)
 }
 
@@ -66,6 +71,7 @@ mod tests {
     fn slots_match_redis_cluster() {
         // Values from CLUSTER KEYSLOT on a real Redis.
         assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!((owner(b"foo", 1), owner(b"foo", 2), owner(b"bar", 2)), (0, 1, 0));
         assert_eq!(slot_of(b"bar"), 5061);
         assert_eq!(slot_of(b"{user1000}.following"), slot_of(b"user1000"));
         assert_eq!(slot_of(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 16383);
