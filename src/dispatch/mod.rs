@@ -366,6 +366,8 @@ async fn run_batch(
                     out.error(&e.0);
                 }
                 finish_cmd(st, idx, &argv, start, res.err().as_ref(), &client.info);
+                // Back in its place: the connection reuses the vector.
+                cmds[i] = argv;
                 i += 1;
             }
         }

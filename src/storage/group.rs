@@ -214,7 +214,7 @@ impl ShardStore {
 
     /// Stages `b` in the open group. False when it must be written on its
     /// own (a range delete: reads could not tell what it covers).
-    pub(super) fn stage(&self, b: &Batch) -> bool {
+    pub(super) fn stage(&self, b: &mut Batch) -> bool {
         if self.tx.on() {
             self.tx_stage(b);
             self.group.staged.set(self.group.staged.get() + 1);
@@ -232,8 +232,9 @@ impl ShardStore {
             p.rep.extend_from_slice(data.get(HEADER..).unwrap_or_default());
             p.count += b.wb.len() as u32;
             p.keys.extend(b.hashes.iter().copied());
-            for (k, v) in &b.meta {
-                p.meta.insert(k.clone(), v.clone());
+            // Moved, not copied: the batch is spent once staged.
+            for (k, v) in b.meta.drain(..) {
+                p.meta.insert(k, v);
             }
             p.count >= MAX_RECORDS || p.rep.len() >= MAX_BYTES
         };

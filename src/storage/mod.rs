@@ -406,6 +406,7 @@ impl Engine {
                 self.tier_held.get(i).cloned().flatten(),
             ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
+            spare: Default::default(),
         })
     }
 
@@ -473,7 +474,13 @@ pub struct ShardStore {
     wtier: wtier::WriteTier,
     /// Long-expired keys the compaction filter met (`gc`).
     found: Option<gc::Found>,
+    /// Emptied batches, to be filled again ([`ShardStore::batch`]).
+    spare: std::cell::RefCell<Vec<Batch>>,
 }
+
+/// Batches kept for reuse per shard, and the largest one kept.
+const SPARE_BATCHES: usize = 8;
+const SPARE_BATCH_BYTES: usize = 64 << 10;
 
 /// Another shard's column family, read from this shard's thread.
 pub struct PeerStore(ShardStore);
@@ -598,8 +605,27 @@ impl ShardStore {
         Ok(())
     }
 
+    /// An empty batch: one a staged write left, when there is one (a
+    /// write allocated a RocksDB batch, its buffer and two vectors; issue
+    /// 52, item 3).
+    #[inline]
     pub fn batch(&self) -> Batch {
-        Batch::default()
+        self.spare.borrow_mut().pop().unwrap_or_default()
+    }
+
+    /// Keeps an emptied `b` for [`ShardStore::batch`] (not a large one).
+    fn recycle(&self, mut b: Batch) {
+        let mut spare = self.spare.borrow_mut();
+        if spare.len() >= SPARE_BATCHES || b.wb.size_in_bytes() > SPARE_BATCH_BYTES || b.main.is_some() {
+            return;
+        }
+        b.wb.clear();
+        b.meta.clear();
+        b.hashes.clear();
+        b.ops.clear();
+        b.clears_meta = false;
+        b.has_range = false;
+        spare.push(b);
     }
 
     /// Whether writes are staged (an open group or transaction) rather
@@ -683,13 +709,15 @@ impl ShardStore {
 
     /// Applies a batch atomically, synced according to `appendfsync`.
     /// With a group open (`group`), the batch joins the group instead.
-    pub fn write(&self, b: Batch) -> Result<(), StorageError> {
+    pub fn write(&self, mut b: Batch) -> Result<(), StorageError> {
         if b.wb.is_empty() && b.main.is_none() {
+            self.recycle(b);
             return Ok(());
         }
         self.note_write();
         if self.staging() {
-            if self.stage(&b) {
+            if self.stage(&mut b) {
+                self.recycle(b);
                 return Ok(());
             }
             // Written on its own, after what the group holds (what waits
