@@ -25,15 +25,18 @@ thread_local! {
 /// transaction running.
 #[inline]
 pub fn now_ms() -> u64 {
+    frozen().unwrap_or_else(wall_ms)
+}
+
+/// The time a running transaction froze, if any: this thread's first.
+#[inline]
+fn frozen() -> Option<u64> {
     let here = FROZEN_HERE.with(Cell::get);
     if here != 0 {
-        return here;
+        return Some(here);
     }
     let all = FROZEN.load(Ordering::Relaxed);
-    if all != 0 {
-        return all;
-    }
-    wall_ms()
+    (all != 0).then_some(all)
 }
 
 /// A command's start, from one read of the clock: the time the command
@@ -52,15 +55,7 @@ pub struct Started {
 #[inline]
 pub fn start() -> Started {
     let wall_ns = wall_ns();
-    let here = FROZEN_HERE.with(Cell::get);
-    let all = FROZEN.load(Ordering::Relaxed);
-    let now_ms = if here != 0 {
-        here
-    } else if all != 0 {
-        all
-    } else {
-        wall_ns / 1_000_000 + OFFSET_MS.load(Ordering::Relaxed)
-    };
+    let now_ms = frozen().unwrap_or_else(|| wall_ms_at(wall_ns));
     Started { wall_ns, now_ms }
 }
 
@@ -85,10 +80,13 @@ static OFFSET_MS: AtomicU64 = AtomicU64::new(0);
 
 /// Wall clock in ms since the Unix epoch, never frozen.
 pub fn wall_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-        + OFFSET_MS.load(Ordering::Relaxed)
+    wall_ms_at(wall_ns())
+}
+
+/// [`wall_ms`] at the system time `wall_ns` (ns since the Unix epoch).
+#[inline]
+fn wall_ms_at(wall_ns: u64) -> u64 {
+    wall_ns / 1_000_000 + OFFSET_MS.load(Ordering::Relaxed)
 }
 
 /// Moves [`wall_ms`] (and so every expiry decision) `ms` ahead of the

@@ -121,7 +121,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
     let mut rbuf = BytesMut::new();
     let mut scratch = vec![0u8; READ_CHUNK];
     let mut out = Reply::new(false);
-    let mut batch = Batch::default();
+    let mut requests = Requests::default();
     loop {
         // As Redis: a subscribed or monitoring client never times out.
         let timeout = if client.listening() {
@@ -168,7 +168,7 @@ pub async fn serve(shard: Rc<Shard<ShardState>>, mut stream: TcpStream, node: Op
         // (Only a batch that leaves no request to run holds writes for
         // the turn.)
         let (proto_err, deferred) = loop {
-            let (err, more, d) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut batch, &mut out).await;
+            let (err, more, d) = run_batch(&shard, &st, &mut client, &mut rbuf, &mut requests, &mut out).await;
             if !more || err || client.closing {
                 break (err, d);
             }
@@ -268,19 +268,19 @@ async fn run_batch(
     st: &Rc<ShardState>,
     client: &mut Client,
     rbuf: &mut BytesMut,
-    batch: &mut Batch,
+    requests: &mut Requests,
     out: &mut Reply,
 ) -> (bool, bool, Option<dispatch::Deferred>) {
     let limits = Limits {
         max_bulk: st.global.config.proto_max_bulk_len.load(Ordering::Relaxed),
         unauthenticated: !client.authed && !st.global.acl.default_open(),
     };
-    let Batch {
+    let Requests {
         frames,
         ranges,
         cmds,
         spare,
-    } = batch;
+    } = requests;
     frames.clear();
     ranges.clear();
     let mut consumed = 0;
@@ -313,7 +313,7 @@ async fn run_batch(
     let chunk = rbuf.split_to(consumed).freeze();
     let more = limits.unauthenticated && proto_err.is_none() && !frames.is_empty() && !rbuf.is_empty();
     // Each request's argument vector is one the connection used before
-    // (`Batch::spare`): a request allocates nothing once the connection is warm.
+    // (`Requests::spare`): a request allocates nothing once the connection is warm.
     for (base, args, owned) in frames.drain(..) {
         let mut argv = spare.pop().unwrap_or_default();
         match owned {
@@ -368,7 +368,7 @@ async fn run_batch(
 /// A connection's parsing state, kept between batches so that a warm
 /// connection parses and runs a batch without allocating per request.
 #[derive(Default)]
-struct Batch {
+struct Requests {
     /// Per request: where it starts in the read chunk, its ranges in
     /// `ranges`, and its unquoted arguments if it had to be unquoted.
     frames: Vec<Request>,
@@ -380,7 +380,7 @@ struct Batch {
 }
 
 /// A parsed request of a batch: where it starts in the read chunk, its
-/// argument ranges in `Batch::ranges`, its unquoted arguments if any.
+/// argument ranges in `Requests::ranges`, its unquoted arguments if any.
 type Request = (usize, Range<usize>, Option<Vec<Vec<u8>>>);
 
 /// Most argument vectors a connection keeps for reuse, and the largest
