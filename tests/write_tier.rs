@@ -208,3 +208,109 @@ fn two_shards_read_each_others_tiers_and_survive_kill_9() {
         assert_eq!(show(&c.cmd(&args)), show(want.as_bytes()), "tier off: {cmd:?}");
     }
 }
+
+/// Every type's writes, a cross-shard MSET and a transaction over
+/// several shards: (command, expected reply) to read back.
+fn typed_round(c: &mut Raw, round: usize) -> Vec<(Vec<String>, String)> {
+    let mut expect: Vec<(Vec<String>, String)> = Vec::new();
+    let mut want = |cmd: &[&str], reply: &str| expect.push((cmd.iter().map(|s| s.to_string()).collect(), reply.to_string()));
+    for i in 0..40 {
+        let k = |t: &str| format!("{t}:{round}:{i}");
+        assert_eq!(c.cmd(&["SET", &k("s"), "v"]), b"+OK\r\n");
+        assert_eq!(c.cmd(&["HSET", &k("h"), "f", "1", "g", "2"]), b":2\r\n");
+        assert_eq!(c.cmd(&["RPUSH", &k("l"), "a", "b", "c"]), b":3\r\n");
+        assert_eq!(c.cmd(&["SADD", &k("t"), "x", "y"]), b":2\r\n");
+        assert_eq!(c.cmd(&["ZADD", &k("z"), "1", "a", "2", "b"]), b":2\r\n");
+        assert_eq!(c.cmd(&["XADD", &k("x"), "1-1", "f", "v"]), b"$3\r\n1-1\r\n");
+        want(&["GET", &k("s")], "$1\r\nv\r\n");
+        want(&["HGET", &k("h"), "g"], "$1\r\n2\r\n");
+        want(&["LINDEX", &k("l"), "-1"], "$1\r\nc\r\n");
+        want(&["SCARD", &k("t")], ":2\r\n");
+        want(&["ZSCORE", &k("z"), "b"], "$1\r\n2\r\n");
+        want(&["XLEN", &k("x")], ":1\r\n");
+    }
+    let m: Vec<String> = (0..8).map(|i| format!("m:{round}:{i}")).collect();
+    let mut mset = vec!["MSET"];
+    for k in &m {
+        mset.extend([k.as_str(), "5"]);
+    }
+    assert_eq!(c.cmd(&mset), b"+OK\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), b"+OK\r\n");
+    for k in &m {
+        assert_eq!(c.cmd(&["INCRBY", k, "2"]), b"+QUEUED\r\n");
+    }
+    let exec = c.cmd(&["EXEC"]);
+    assert_eq!(show(&exec), show(format!("*8\r\n{}", ":7\r\n".repeat(8)).as_bytes()));
+    for k in &m {
+        want(&["GET", k], "$1\r\n7\r\n");
+    }
+    expect
+}
+
+fn check_all(c: &mut Raw, expect: &[(Vec<String>, String)], when: &str) {
+    for (cmd, want) in expect {
+        let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        assert_eq!(show(&c.cmd(&args)), show(want.as_bytes()), "{when}: {cmd:?}");
+    }
+}
+
+/// Four shards with the tier and `appendfsync always`: each shard's log
+/// is a file in its database's directory; what was acknowledged of every
+/// type survives kill -9; and a checkpoint (SAVE) carries the logs, so a
+/// server started on a copy of it has what the tier held.
+#[test]
+fn four_shards_every_type_under_always_and_a_checkpoint_with_the_tier() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let args = ["--appendfsync", "always"];
+    let env = [("BASALT_TIER", "97")];
+    let mut expect = Vec::new();
+    for round in 0..2 {
+        let mut b = Basalt::start_in_env(&dir, 4, &args, &env);
+        let mut c = b.raw();
+        check_all(&mut c, &expect, "after kill -9");
+        expect.extend(typed_round(&mut c, round));
+        check_all(&mut c, &expect, "before kill -9");
+        let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
+        let log_bytes: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("wtier_log_bytes:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("wtier_log_bytes");
+        assert!(log_bytes > 0, "{info}");
+        b.signal_and_wait("-KILL");
+    }
+    let logs: Vec<_> = (0..4)
+        .filter(|i| dir.join(format!("shard-{i}/tier-log/shard-{i}")).is_dir())
+        .collect();
+    assert_eq!(logs, vec![0, 1, 2, 3], "a log directory per shard, in its database");
+    // A checkpoint, then writes after it that it must not be missing
+    // anything before.
+    let mut b = Basalt::start_in_env(&dir, 4, &args, &env);
+    let mut c = b.raw();
+    expect.extend(typed_round(&mut c, 2));
+    // After the transaction (which applied every tier it touched): these
+    // wait in the tiers when the checkpoint is made.
+    for i in 0..50 {
+        let (k, v) = (format!("late:{i}"), format!("v{i}"));
+        assert_eq!(c.cmd(&["SET", &k, &v]), b"+OK\r\n");
+        expect.push((vec!["GET".into(), k], format!("${}\r\n{v}\r\n", v.len())));
+    }
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    let cp = dir.join("checkpoint");
+    assert!(cp.join("shard-0/tier-log/shard-0").is_dir(), "the checkpoint has the logs");
+    b.signal_and_wait("-KILL");
+    // The checkpoint laid out as a data directory: its first database as
+    // `db`, the shards' beside it.
+    let restored = tmp.path().join("restored");
+    std::fs::create_dir_all(&restored).unwrap();
+    std::fs::rename(&cp, restored.join("db")).unwrap();
+    for i in 0..4 {
+        std::fs::rename(restored.join(format!("db/shard-{i}")), restored.join(format!("shard-{i}"))).unwrap();
+    }
+    for (d, tier) in [(&restored, "97"), (&dir, "0")] {
+        let b = Basalt::start_in_env(d, 4, &args, &[("BASALT_TIER", tier)]);
+        check_all(&mut b.raw(), &expect, &format!("{} with BASALT_TIER={tier}", d.display()));
+    }
+}

@@ -228,8 +228,14 @@ pub struct Engine {
     memtables: Option<rocksdb::WriteBufferManager>,
     /// `StoreOptions::write_tier`.
     write_tier: usize,
-    /// Per shard with a log: where its write tier goes on (`wtier::replay`).
-    tier_starts: Vec<(usize, u64)>,
+    /// Per shard: where its write tier's log positions go on
+    /// (`wtier::start_of`).
+    tier_starts: Vec<u64>,
+    /// Per shard, with the tier on: its log file (`wtier::file`).
+    tier_logs: Vec<Option<Arc<wtier::TierLog>>>,
+    /// While non-zero (a checkpoint copying the logs), no log is cut.
+    tier_cut_pauses: std::sync::atomic::AtomicUsize,
+
     /// Per shard, with the tier on and several shards: what its tier may
     /// hold, for other shards' reads.
     tier_held: Vec<Option<Arc<[wtier::Held; 2]>>>,
@@ -295,6 +301,16 @@ impl Engine {
         Self::record_layout(main, opts.shards)?;
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(main));
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
+        let (mut tier_starts, mut tier_logs) = (Vec::with_capacity(opts.shards), Vec::with_capacity(opts.shards));
+        for i in 0..opts.shards {
+            let d = opened.homes.get(i).copied().unwrap_or(0);
+            tier_starts.push(wtier::start_of(&opened.dbs[d], i, &opened.tier_starts)?);
+            let log = match opts.write_tier {
+                0 => None,
+                _ => Some(Arc::new(wtier::TierLog::open(wtier::log_dir(&opened.db_dirs[d], i))?)),
+            };
+            tier_logs.push(log);
+        }
         Ok(Engine {
             dbs: opened.dbs.into_iter().map(Db::new).collect(),
             homes: opened.homes,
@@ -316,7 +332,9 @@ impl Engine {
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
             write_tier: opts.write_tier,
-            tier_starts: opened.tier_starts,
+            tier_starts,
+            tier_logs,
+            tier_cut_pauses: Default::default(),
             tier_held: (0..opts.shards)
                 .map(|_| (opts.write_tier > 0 && opts.shards > 1).then(|| Arc::new([wtier::Held::new(), wtier::Held::new()])))
                 .collect(),
@@ -400,9 +418,9 @@ impl Engine {
             tx: Default::default(),
             probe: Default::default(),
             wtier: wtier::WriteTier::new(
-                db.cf_handle(&wtier::log_cf_name(i)),
+                self.tier_logs.get(i).cloned().flatten(),
                 self.write_tier,
-                self.tier_starts.iter().find(|(s, _)| *s == i).map_or(0, |(_, p)| *p),
+                self.tier_starts.get(i).copied().unwrap_or(0),
                 self.tier_held.get(i).cloned().flatten(),
             ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
@@ -516,9 +534,11 @@ impl ShardStore {
         self.wtier.on()
     }
 
-    /// Records and key and value bytes the write tier holds (`wtier`).
-    pub fn write_tier_size(&self) -> (u64, u64) {
-        self.wtier.size()
+    /// Records and key and value bytes the write tier holds, and its
+    /// log's bytes (`wtier`).
+    pub fn write_tier_size(&self) -> (u64, u64, u64) {
+        let (n, b) = self.wtier.size();
+        (n, b, self.tier_log_bytes())
     }
 
     /// The meta cache's counters, if this store has one.

@@ -31,6 +31,8 @@ pub(super) struct Opened {
     pub gc_slots: Slots,
     pub gc_found: Founds,
     pub tier_starts: Vec<(usize, u64)>,
+    /// Each database's directory (its write tier logs live in it).
+    pub db_dirs: Vec<PathBuf>,
 }
 
 /// Shard `i`'s database directory in the split layout.
@@ -166,7 +168,7 @@ fn gc_for(names: &[String]) -> (Slots, Founds) {
 pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions) -> Result<Opened, StorageError> {
     let path = opts.dir.join("db");
     let existing = DB::list_cf(db_opts, &path).unwrap_or_default();
-    let logs = wtier::logs(&existing, opts);
+    let logs = wtier::logs(&existing);
     let mut names: Vec<String> = existing.into_iter().filter(|n| n != "default" && !n.ends_with("-log")).collect();
     let same_shards = names.len() == 2 * opts.shards && shard_cf_names(opts.shards).all(|n| names.contains(&n));
     for n in shard_cf_names(opts.shards) {
@@ -181,7 +183,8 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
     let mut db = open_db(db_opts, cache, opts, &path, &all, Some((&gc_slots, &gc_found)))?;
     // What the write tier's logs hold past what the families persisted
     // goes back first, with the shard count it was written with.
-    let tier_starts = wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?;
+    wtier::replay_all(&db, &logs)?;
+    let tier_starts = wtier::replay_files(&db, &path, opts.write_tier > 0 && same_shards)?;
     // Records a split layout left in shard databases come back here, once
     // the writes over several of them a crash cut short are whole.
     let mut left = Vec::new();
@@ -197,10 +200,7 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
         drop_shard_db(sdb, &opts.dir, i)?;
     }
     reshard(&db, &names, opts.shards)?;
-    let mut wanted: Vec<String> = shard_cf_names(opts.shards).collect();
-    if opts.write_tier > 0 {
-        wanted.extend((0..opts.shards).map(wtier::log_cf_name));
-    }
+    let wanted: Vec<String> = shard_cf_names(opts.shards).collect();
     for stale in names.iter().chain(&logs).filter(|n| !wanted.contains(n)) {
         db.drop_cf(stale)?;
     }
@@ -210,6 +210,7 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
         gc_slots,
         gc_found,
         tier_starts,
+        db_dirs: vec![path],
     })
 }
 
@@ -228,17 +229,17 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
     main_names.pop();
     let stored = stored_shards(&main)?;
     let same_shards = stored == Some(opts.shards) && main_names.is_empty();
-    let mut tier_starts = wtier::replay_all(&main, &main_logs, false)?;
+    wtier::replay_all(&main, &main_logs)?;
+    // (Shared-layout logs: their shards' records move out below.)
+    wtier::replay_files(&main, &path, false)?;
+    let mut tier_starts = Vec::new();
     let names: Vec<String> = shard_cf_names(opts.shards).collect();
     let (gc_slots, gc_found) = gc_for(&names);
     let mut shard_dbs = Vec::with_capacity(opts.shards);
     for i in 0..opts.shards {
         let dir = shard_dir(&opts.dir, i);
         let existing = DB::list_cf(db_opts, &dir).unwrap_or_default();
-        let logs = wtier::logs(&existing, opts)
-            .into_iter()
-            .filter(|n| *n == wtier::log_cf_name(i) || existing.contains(n))
-            .collect::<Vec<_>>();
+        let logs = wtier::logs(&existing);
         let mut all: Vec<String> = existing.into_iter().filter(|n| n != "default" && !n.ends_with("-log")).collect();
         for n in [cf_name(i), sub_cf_name(i)] {
             if !all.contains(&n) {
@@ -247,8 +248,12 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
         }
         all.push("default".into());
         all.extend(logs.iter().cloned());
-        let db = open_db(db_opts, cache, opts, &dir, &all, Some((&gc_slots, &gc_found)))?;
-        tier_starts.extend(wtier::replay_all(&db, &logs, opts.write_tier > 0 && same_shards)?);
+        let mut db = open_db(db_opts, cache, opts, &dir, &all, Some((&gc_slots, &gc_found)))?;
+        wtier::replay_all(&db, &logs)?;
+        tier_starts.extend(wtier::replay_files(&db, &dir, opts.write_tier > 0 && same_shards)?);
+        for n in &logs {
+            db.drop_cf(n)?;
+        }
         shard_dbs.push(db);
     }
     let mut extra = Vec::new();
@@ -283,11 +288,8 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
             move_out(db, &shard_families_at(db_opts, &shard_dir(&opts.dir, i)), &home, opts.shards)?;
         }
     }
-    for (i, db) in shard_dbs.iter_mut().enumerate() {
-        if opts.write_tier == 0 && db.cf_handle(&wtier::log_cf_name(i)).is_some() {
-            db.drop_cf(&wtier::log_cf_name(i))?;
-        }
-    }
+    let mut db_dirs = vec![path];
+    db_dirs.extend((0..opts.shards).map(|i| shard_dir(&opts.dir, i)));
     let mut dbs = vec![main];
     dbs.extend(shard_dbs);
     Ok(Opened {
@@ -296,6 +298,7 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
         gc_slots,
         gc_found,
         tier_starts,
+        db_dirs,
     })
 }
 
@@ -308,8 +311,8 @@ fn open_to_drop(db_opts: &Options, cache: &Cache, opts: &StoreOptions, i: usize)
         names.push("default".into());
     }
     let db = open_db(db_opts, cache, opts, &dir, &names, None)?;
-    let logs: Vec<String> = names.iter().filter(|n| n.ends_with("-log")).cloned().collect();
-    wtier::replay_all(&db, &logs, false)?;
+    wtier::replay_all(&db, &wtier::logs(&names))?;
+    wtier::replay_files(&db, &dir, false)?;
     Ok(db)
 }
 

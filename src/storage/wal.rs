@@ -25,8 +25,11 @@ impl Engine {
         });
     }
 
-    /// Syncs every database's WAL to disk.
+    /// Syncs every write tier log and every database's WAL to disk (the
+    /// logs first: a batch that skipped the tier is in its log before its
+    /// WAL, `wtier`).
     pub fn sync_wal(&self) -> Result<(), StorageError> {
+        self.sync_tier_logs()?;
         for d in &self.dbs {
             // Noted by the disk guard: with a database per shard, this
             // sync may be the first to meet a full disk, and the writes
@@ -42,6 +45,9 @@ impl Engine {
     /// [`Engine::flush_written`] before it replies.
     pub fn unflushed(&self) -> bool {
         let always = self.fsync() == Fsync::Always;
+        if always && self.tier_logs.iter().flatten().any(|l| l.unsynced()) {
+            return true;
+        }
         self.dbs.iter().any(|d| {
             let w = d.written.load(Ordering::Acquire);
             if always {
@@ -59,6 +65,11 @@ impl Engine {
     /// first pays, the rest find their writes already flushed.
     pub fn flush_written(&self) -> Result<(), StorageError> {
         let always = self.fsync() == Fsync::Always;
+        // The write tier's logs are in their files already (one write per
+        // turn, `wtier`); under `always` they are synced, before the WALs.
+        if always {
+            self.sync_tier_logs()?;
+        }
         for d in &self.dbs {
             let target = d.written.load(Ordering::Acquire);
             if always {
@@ -94,6 +105,22 @@ impl Engine {
     /// must be on disk before it takes effect: SWAPDB, FUNCTION).
     pub(super) fn sync_main(&self) -> Result<(), StorageError> {
         self.flush_wal(&self.dbs[0], true)
+    }
+
+    /// Syncs the write tier's logs that have records not yet synced.
+    fn sync_tier_logs(&self) -> Result<(), StorageError> {
+        for l in self.tier_logs.iter().flatten() {
+            if l.unsynced() {
+                l.sync().inspect_err(|e| self.disk.note_write_error(&e.0))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the write tier's logs must not be cut now (a checkpoint is
+    /// copying them).
+    pub(super) fn tier_cuts_paused(&self) -> bool {
+        self.tier_cut_pauses.load(Ordering::Acquire) > 0
     }
 
     fn flush_wal(&self, d: &Db, sync: bool) -> Result<(), StorageError> {
@@ -140,10 +167,38 @@ impl Engine {
     }
 
     /// Creates a RocksDB checkpoint (hard links, consistent) at `path`.
+    ///
+    /// With the write tier on, each shard's log is copied in beside its
+    /// database once that database's copy is made, no log being cut in
+    /// between: the copy holds every record past what the copied families
+    /// persisted (and perhaps later ones), which its opening replays.
     pub fn checkpoint(&self, path: &Path) -> Result<(), StorageError> {
         if path.exists() {
             std::fs::remove_dir_all(path).map_err(|e| StorageError(e.to_string()))?;
         }
+        self.tier_cut_pauses.fetch_add(1, Ordering::AcqRel);
+        let made = self.checkpoint_dbs(path).and_then(|()| self.checkpoint_logs(path));
+        self.tier_cut_pauses.fetch_sub(1, Ordering::AcqRel);
+        made
+    }
+
+    /// The write tier's logs into a checkpoint at `path` (as
+    /// [`Engine::checkpoint`] places each database).
+    fn checkpoint_logs(&self, path: &Path) -> Result<(), StorageError> {
+        for (i, log) in self.tier_logs.iter().enumerate() {
+            let Some(log) = log else { continue };
+            let d = self.homes.get(i).copied().unwrap_or(0);
+            let at = if d == 0 {
+                path.to_path_buf()
+            } else {
+                path.join(format!("shard-{}", d - 1))
+            };
+            log.copy_to(&super::wtier::log_dir(&at, i))?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint_dbs(&self, path: &Path) -> Result<(), StorageError> {
         let cp = rocksdb::checkpoint::Checkpoint::new(self.main())?;
         cp.create_checkpoint(path)?;
         // With a database per shard, each one's beside the first's, in

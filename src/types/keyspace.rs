@@ -481,7 +481,7 @@ impl Keyspace {
     }
 
     /// Records and key and value bytes the shard's write tier holds.
-    pub fn write_tier_size(&self) -> (u64, u64) {
+    pub fn write_tier_size(&self) -> (u64, u64, u64) {
         self.store.write_tier_size()
     }
 

@@ -1,6 +1,7 @@
-//! The write tier's log family: parsing a log record (a WriteBatch
-//! representation), and writing at startup what the log holds past the
-//! families' persisted marks (`replay`).
+//! The write tier's log records: parsing one (a WriteBatch
+//! representation), and writing at startup what a shard's log holds past
+//! its families' persisted marks (`replay_files`; `replay` for the log
+//! families runs before issue 52 left).
 
 use std::borrow::Cow;
 
@@ -104,24 +105,15 @@ pub(super) fn own_records(rep: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// The write tier's log families to open: those a run left, and this
-/// run's (`opts.write_tier`).
-pub(in crate::storage) fn logs(existing: &[String], opts: &crate::storage::StoreOptions) -> Vec<String> {
-    let mut logs: Vec<String> = existing.iter().filter(|n| n.ends_with("-log")).cloned().collect();
-    if opts.write_tier > 0 {
-        for n in (0..opts.shards).map(log_cf_name) {
-            if !logs.contains(&n) {
-                logs.push(n);
-            }
-        }
-    }
-    logs
+/// The write tier's log families an older run left (before issue 52 the
+/// log was a family): opened to be replayed and dropped.
+pub(in crate::storage) fn logs(existing: &[String]) -> Vec<String> {
+    existing.iter().filter(|n| n.ends_with("-log")).cloned().collect()
 }
 
-/// [`replay`] of every log in `logs`: per shard, where its tier goes on.
-/// `keep`: the tier stays on with the same shards (see [`replay`]).
-pub(in crate::storage) fn replay_all(db: &DB, logs: &[String], keep: bool) -> Result<Vec<(usize, u64)>, StorageError> {
-    let mut starts = Vec::new();
+/// [`replay`] of every log family in `logs`, through the WAL; the families
+/// are to be dropped after.
+pub(in crate::storage) fn replay_all(db: &DB, logs: &[String]) -> Result<(), StorageError> {
     for n in logs {
         let Some(i) = n
             .strip_prefix("shard-")
@@ -130,33 +122,41 @@ pub(in crate::storage) fn replay_all(db: &DB, logs: &[String], keep: bool) -> Re
         else {
             continue;
         };
-        let (records, last) = replay(db, i, keep)?;
+        let records = replay(db, i)?;
         if records > 0 {
-            tracing::info!(shard = i, records, "write tier: log records written again");
+            tracing::info!(shard = i, records, "write tier: log family records written again");
         }
-        starts.push((i, last));
     }
-    Ok(starts)
+    Ok(())
 }
 
-/// At startup, before anything reads shard `i`'s families: writes again
-/// every record its log holds past what both families persisted. Returns
-/// how many log records it wrote and the position to go on from.
-///
-/// With `keep` (the tier stays on, same shards) they are written without
-/// the WAL and the log stays as it is: the tier's next applies write the
-/// marks past them, and the log is cut once those are persisted, as in
-/// any run (a replay with the WAL filled a nearly full disk again, and the
-/// server could not start: tests/full_disk.rs). Without, they go through
-/// the WAL and the log is emptied (the tier is off, or the shards change
-/// and their records move).
-pub(super) fn replay(db: &DB, i: usize, keep: bool) -> Result<(usize, u64), StorageError> {
-    let (Some(log), Some(meta), Some(sub)) = (
-        db.cf_handle(&log_cf_name(i)),
+/// Where shard `i`'s tier goes on in `db`: past its families' marks and
+/// past what its log replay met (`replayed`), so that no new record's
+/// position looks persisted already.
+pub(in crate::storage) fn start_of(db: &DB, i: usize, replayed: &[(usize, u64)]) -> Result<u64, StorageError> {
+    let mark = |cf| -> Result<u64, StorageError> {
+        Ok(db
+            .get_pinned_cf(cf, MARK)?
+            .and_then(|v| v.as_ref().try_into().ok())
+            .map_or(0, u64::from_be_bytes))
+    };
+    let mut start = replayed.iter().filter(|(s, _)| *s == i).map(|(_, p)| *p).max().unwrap_or(0);
+    for name in [crate::storage::cf_name(i), crate::storage::sub_cf_name(i)] {
+        if let Some(cf) = db.cf_handle(&name) {
+            start = start.max(mark(cf)?);
+        }
+    }
+    Ok(start)
+}
+
+/// The persisted-or-not mark of shard `i`'s families in `db` (the lower
+/// of the two), with the families; None if the shard has none there.
+fn marks(db: &DB, i: usize) -> Result<Option<(u64, &rocksdb::ColumnFamily, &rocksdb::ColumnFamily)>, StorageError> {
+    let (Some(meta), Some(sub)) = (
         db.cf_handle(&crate::storage::cf_name(i)),
         db.cf_handle(&crate::storage::sub_cf_name(i)),
     ) else {
-        return Ok((0, 0));
+        return Ok(None);
     };
     let mark = |cf| -> Result<u64, StorageError> {
         Ok(db
@@ -164,9 +164,19 @@ pub(super) fn replay(db: &DB, i: usize, keep: bool) -> Result<(usize, u64), Stor
             .and_then(|v| v.as_ref().try_into().ok())
             .map_or(0, u64::from_be_bytes))
     };
-    let safe = mark(meta)?.min(mark(sub)?);
-    let mut wo = WriteOptions::default();
-    wo.disable_wal(keep);
+    Ok(Some((mark(meta)?.min(mark(sub)?), meta, sub)))
+}
+
+/// At startup, before anything reads shard `i`'s families: writes again
+/// every record its log family holds past what both families persisted,
+/// through the WAL, and empties the family. Returns how many.
+fn replay(db: &DB, i: usize) -> Result<usize, StorageError> {
+    let Some(log) = db.cf_handle(&log_cf_name(i)) else {
+        return Ok(0);
+    };
+    let Some((safe, meta, sub)) = marks(db, i)? else {
+        return Ok(0);
+    };
     let (mut n, mut last) = (0, safe);
     let mut it = db.raw_iterator_cf(log);
     it.seek((safe + 1).to_be_bytes());
@@ -176,18 +186,56 @@ pub(super) fn replay(db: &DB, i: usize, keep: bool) -> Result<(usize, u64), Stor
             .try_into()
             .map(u64::from_be_bytes)
             .map_err(|_| StorageError(format!("log of shard {i}: a key of {} bytes", k.len())))?;
-        db.write_opt(WriteBatch::from_data(&own_records(v)), &wo)?;
+        db.write(WriteBatch::from_data(&own_records(v)))?;
         (n, last) = (n + 1, pos.max(last));
         it.next();
     }
     it.status()?;
-    if keep {
-        return Ok((n, last));
-    }
     let mut wb = WriteBatch::default();
     wb.delete_range_cf(log, 0u64.to_be_bytes(), u64::MAX.to_be_bytes());
     wb.put_cf(meta, MARK, last.to_be_bytes());
     wb.put_cf(sub, MARK, last.to_be_bytes());
     db.write(wb)?;
-    Ok((n, last))
+    Ok(n)
+}
+
+/// At startup, before anything reads the families of the database at
+/// `db_dir`: for each shard with a log file there (`file`), writes again
+/// every batch the log holds past what both of the shard's families
+/// persisted. Returns, per shard, the position its tier goes on from.
+///
+/// With `keep` (the tier stays on, same shards) they are written without
+/// the WAL and the log stays as it is: the tier's next applies write the
+/// marks past them, and the log is cut once those are persisted, as in
+/// any run (a replay with the WAL filled a nearly full disk again, and the
+/// server could not start: tests/full_disk.rs). Without, they go through
+/// the WAL, which is synced, and the log is removed (the tier is off, or
+/// the shards change and their records move).
+pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: bool) -> Result<Vec<(usize, u64)>, StorageError> {
+    let mut starts = Vec::new();
+    for i in super::file::shards_with_logs(db_dir) {
+        let dir = super::file::log_dir(db_dir, i);
+        let Some((safe, meta, sub)) = marks(db, i)? else {
+            tracing::warn!(shard = i, dir = %dir.display(), "write tier: a log for a shard with no families here, left as it is");
+            continue;
+        };
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(keep);
+        let (n, last) = super::file::replay(&dir, safe, |body| Ok(db.write_opt(WriteBatch::from_data(&own_records(body)), &wo)?))?;
+        if n > 0 {
+            tracing::info!(shard = i, records = n, "write tier: log records written again");
+        }
+        if keep {
+            starts.push((i, last));
+            continue;
+        }
+        let mut wb = WriteBatch::default();
+        wb.put_cf(meta, MARK, last.to_be_bytes());
+        wb.put_cf(sub, MARK, last.to_be_bytes());
+        db.write(wb)?;
+        db.flush_wal(true)?;
+        std::fs::remove_dir_all(&dir).map_err(|e| StorageError(format!("{}: {e}", dir.display())))?;
+        starts.push((i, last));
+    }
+    Ok(starts)
 }

@@ -1,30 +1,33 @@
-//! The write tier (issue 35, item 3; a prototype behind `BASALT_TIER`,
-//! off by default): a turn's records reach RocksDB as one log record in the
-//! shard's log family (one WAL append, one memtable insert of a sequential
-//! key) and wait in a shard-owned hash table ("dirty") that every read of
-//! the owner looks in. Once it holds `StoreOptions::write_tier` records it
-//! becomes the draining generation: its keys are sorted once, and each
-//! later write of the tier applies the next [`PACE`] times as many of them
-//! as it adds to the shard's families, in one batch without the WAL, so the memtable inserts walk the skiplists in key order and no
-//! write stops the shard for a whole generation. Reads look in dirty, then
-//! in the draining generation. A write that must come after everything the
-//! tier holds (one that skips it, a transaction, a range read that could
-//! meet a record it holds) applies both at once first
-//! ([`ShardStore::tier_apply`]).
+//! The write tier (issue 35, item 3; issue 52, item 1; a prototype behind
+//! `BASALT_TIER`, off by default): a turn's records are appended as one
+//! record to the shard's log file (`file`; one write(2) per turn, synced
+//! with the WALs: before a reply under `appendfsync always`, once a second
+//! under `everysec`) and wait in a shard-owned hash table ("dirty") that
+//! every read of the owner looks in. Once it holds
+//! `StoreOptions::write_tier` records it becomes the draining generation:
+//! its keys were sorted in runs as they came (`runs`), and each later
+//! write of the tier applies the next [`PACE`] times as many of them as it
+//! adds to the shard's families, in one batch without the WAL, so the
+//! memtable inserts walk the skiplists in key order and no write stops the
+//! shard for a whole generation. Reads look in dirty, then in the draining
+//! generation. A write that must come after everything the tier holds (one
+//! that skips it, a transaction, a range read that could meet a record it
+//! holds) applies both at once first ([`ShardStore::tier_apply`]).
 //!
 //! The last slice of a generation also writes, in both families, the log
 //! position the generation reached (the mark, [`MARK`]); RocksDB persists a
 //! family's records in order, so a mark found in the family's SST files
-//! says that family holds every record up to it. After each apply the log
-//! is cut below the lower of the two persisted marks, and at startup
-//! (`log::replay`) whatever the log still holds past it is written again (a
-//! record is a whole value, so writing it twice is harmless), before
-//! anything else reads the families.
+//! says that family holds every record up to it. After each apply the log's
+//! segments wholly below the lower of the two persisted marks are deleted,
+//! and at startup (`log::replay_files`) whatever the log still holds past
+//! it is written again (a record is a whole value, so writing it twice is
+//! harmless), before anything else reads the families.
 //!
 //! A write that skips the tier (a range delete, a transaction, a write
 //! while no group is open) goes to the families with the WAL after the
-//! tier is applied, and carries its own log record in the same batch: a
-//! replay after a crash would otherwise write older log records over it.
+//! tier is applied, and its batch is appended to the log first: a replay
+//! after a crash would otherwise write older log records over it. Should
+//! its WAL write fail, a cancel record follows, and replay skips it.
 //!
 //! Other shards read a GET's meta record straight from the owner's meta
 //! cache and RocksDB (`PeerStore`), not from the tier. So each tier keeps
@@ -36,12 +39,16 @@
 //!
 //! A transaction over several shards writes every shard's part in one
 //! batch (`tx`): each shard with a tier applies it when the transaction
-//! opens, and each part it stages carries a log record of its own in the
-//! same batch, as a direct write's does.
+//! opens, and appends each part it stages to its log (cancelled if the
+//! transaction is not written).
+//!
+//! Until issue 52 the log was a column family (`shard-<i>-log`); one left
+//! by an older run is replayed through the WAL at startup and dropped.
 //!
 //! Not yet: the memory budget does not count it; INFO shows what it holds
-//! (`wtier_records`, `wtier_bytes`). Off by default.
+//! (`wtier_records`, `wtier_bytes`, `wtier_log_bytes`). Off by default.
 
+mod file;
 mod held;
 mod log;
 mod runs;
@@ -53,12 +60,13 @@ use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
-use rocksdb::{ColumnFamily, ReadOptions, WriteBatch, WriteOptions};
+use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
 
 use super::keys::{TAG_META, TAG_SUB};
 use super::{ShardStore, StorageError};
+pub(super) use file::{log_dir, TierLog};
 pub(super) use held::Held;
-pub(super) use log::{logs, replay_all};
+pub(super) use log::{logs, replay_all, replay_files, start_of};
 
 /// Where each family keeps the log position its applies reached (sorts
 /// before the TTL indexes, `0xFF 'T'`; the compaction filters keep it).
@@ -75,7 +83,7 @@ const LOG_FLUSH_AFTER: u64 = 4096;
 /// drain: p99 45-56 ms against 16-22 ms without the tier).
 const PACE: usize = 2;
 
-/// The log family of shard `i`.
+/// The log family of shard `i` (before issue 52).
 pub(super) fn log_cf_name(i: usize) -> String {
     format!("shard-{i}-log")
 }
@@ -153,7 +161,7 @@ struct Drain {
 
 /// The shard's write tier.
 pub(super) struct WriteTier {
-    pub(super) log: Option<&'static ColumnFamily>,
+    pub(super) log: Option<Arc<TierLog>>,
     /// What other shards consult, a filter per generation (None with one
     /// shard); `cur` is dirty's.
     pub(super) held: Option<Arc<[Held; 2]>>,
@@ -185,7 +193,7 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
 
 impl WriteTier {
     /// `start`: the log position replay reached (`log::replay`).
-    pub(super) fn new(log: Option<&'static ColumnFamily>, limit: usize, start: u64, held: Option<Arc<[Held; 2]>>) -> WriteTier {
+    pub(super) fn new(log: Option<Arc<TierLog>>, limit: usize, start: u64, held: Option<Arc<[Held; 2]>>) -> WriteTier {
         WriteTier {
             log: log.filter(|_| limit > 0),
             held,
@@ -250,7 +258,7 @@ impl ShardStore {
     /// its count set) as one log record; they wait in the tier.
     pub(super) fn tier_write(&self, rep: Bytes) -> Result<(), StorageError> {
         let t = &self.wtier;
-        let Some(logcf) = t.log else {
+        let Some(log) = &t.log else {
             return self.engine.write_in(self.home, WriteBatch::from_data(&rep));
         };
         let Some(recs) = log::records(&rep) else {
@@ -258,9 +266,7 @@ impl ShardStore {
             return self.tier_direct(WriteBatch::from_data(&rep));
         };
         let pos = t.pos.get() + 1;
-        let mut wb = WriteBatch::default();
-        wb.put_cf(logcf, pos.to_be_bytes(), &rep);
-        self.engine.write_in(self.home, wb)?;
+        self.tier_append(log, file::BATCH, pos, &rep)?;
         t.pos.set(pos);
         let added = recs.len();
         let full = {
@@ -357,16 +363,17 @@ impl ShardStore {
     /// tier holds; with the tier on, the same batch carries it as a log
     /// record too, so that a replay after a crash writes it again after
     /// the tier's older records, not before them.
-    pub(super) fn tier_direct(&self, mut wb: WriteBatch) -> Result<(), StorageError> {
-        let Some(logcf) = self.wtier.log else {
+    pub(super) fn tier_direct(&self, wb: WriteBatch) -> Result<(), StorageError> {
+        let Some(log) = self.wtier.log.clone() else {
             return self.engine.write_in(self.home, wb);
         };
         self.tier_apply()?;
-        let rep = wb.data().to_vec();
-        let pos = self.wtier.pos.get() + 1;
-        wb.put_cf(logcf, pos.to_be_bytes(), rep);
-        self.engine.write_in(self.home, wb)?;
-        self.wtier.pos.set(pos);
+        let pos = self.wtier.next_pos();
+        self.tier_append(&log, file::BATCH, pos, wb.data())?;
+        if let Err(e) = self.engine.write_in(self.home, wb) {
+            self.tier_cancel(&[pos]);
+            return Err(e);
+        }
         // The marks without the WAL, as an apply writes them: one recovered
         // from the WAL would claim records that earlier applies wrote
         // without it and a crash lost (a test lost writes that way).
@@ -398,18 +405,49 @@ impl ShardStore {
     }
 
     /// A part of a transaction over several shards, staged in the engine's
-    /// sink (`tx`): with the tier on, its log record too, so that a replay
-    /// after a crash writes it again after the tier's older records.
-    pub(super) fn tier_log_part(&self, rep: &[u8]) -> Option<WriteBatch> {
-        let logcf = self.wtier.log?;
-        let mut wb = WriteBatch::default();
-        wb.put_cf(logcf, self.wtier.next_pos().to_be_bytes(), rep);
-        Some(wb)
+    /// sink (`tx`), or a write over two databases: with the tier on, its
+    /// batch appended to the log first, so that a replay after a crash
+    /// writes it again after the tier's older records. Its position, for
+    /// [`ShardStore::tier_cancel`] should the write not happen.
+    pub(super) fn tier_log_part(&self, rep: &[u8]) -> Result<Option<u64>, StorageError> {
+        let Some(log) = &self.wtier.log else { return Ok(None) };
+        let pos = self.wtier.next_pos();
+        self.tier_append(log, file::BATCH, pos, rep)?;
+        Ok(Some(pos))
     }
 
-    /// Cuts the log below what both families persisted.
+    /// Appends a record to the log, the disk guard counting its bytes.
+    fn tier_append(&self, log: &TierLog, kind: u8, pos: u64, body: &[u8]) -> Result<(), StorageError> {
+        if let Err(e) = log.append(kind, pos, body) {
+            self.engine.disk.note_write_error(&e.0);
+            return Err(e);
+        }
+        if self.engine.disk.spend(body.len()) {
+            self.engine.check_disk();
+        }
+        Ok(())
+    }
+
+    /// Logged batches whose WAL write failed or never came: replay skips
+    /// them. (A cancel the disk refused too leaves them to come back.)
+    pub(super) fn tier_cancel(&self, positions: &[u64]) {
+        let Some(log) = &self.wtier.log else { return };
+        for &p in positions {
+            if let Err(e) = log.append(file::CANCEL, self.wtier.next_pos(), &p.to_le_bytes()) {
+                tracing::error!(error = %e, pos = p, "write tier: cancelling a logged batch failed");
+            }
+        }
+    }
+
+    /// Bytes in the tier's log (INFO).
+    pub(super) fn tier_log_bytes(&self) -> u64 {
+        self.wtier.log.as_ref().map_or(0, |l| l.bytes())
+    }
+
+    /// Cuts the log below what both families persisted (not while a
+    /// checkpoint copies it).
     fn tier_cut(&self) -> Result<(), StorageError> {
-        let Some(logcf) = self.wtier.log else { return Ok(()) };
+        let Some(log) = &self.wtier.log else { return Ok(()) };
         let mut ro = ReadOptions::default();
         ro.set_read_tier(rocksdb::ReadTier::Persisted);
         let mark = |cf| -> Result<u64, StorageError> {
@@ -428,12 +466,10 @@ impl ShardStore {
             fo.set_wait(false);
             self.db.flush_cf_opt(if meta <= sub { self.cf } else { self.sub }, &fo)?;
         }
-        if safe <= self.wtier.cut.get() {
+        if safe <= self.wtier.cut.get() || self.engine.tier_cuts_paused() {
             return Ok(());
         }
-        let mut wb = WriteBatch::default();
-        wb.delete_range_cf(logcf, 0u64.to_be_bytes(), (safe + 1).to_be_bytes());
-        self.engine.write_in(self.home, wb)?;
+        log.cut(safe)?;
         self.wtier.cut.set(safe);
         Ok(())
     }

@@ -127,7 +127,7 @@ fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
     // A range read that meets it applies everything.
     let (lo, hi) = keys::sub_range(0, b"h", 1);
     s.scan(&lo, &hi, |_, _| true).unwrap();
-    assert_eq!(s.write_tier_size(), (0, 0));
+    assert_eq!(s.write_tier_size().0, 0);
     assert_eq!(peer(&p, &h("f")), Some(b"f".to_vec()));
     assert_eq!(peer(&p, &h("g")), Some(b"g".to_vec()));
     assert_eq!(peer(&p, &other), None);
@@ -156,7 +156,9 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
     put(&s, &m, b"new");
     s.defer_group();
     s.end_turn();
-    assert_eq!(s.write_tier_size(), (1, m.len() as u64 + 3));
+    assert_eq!(s.write_tier_size().0, 1);
+    assert_eq!(s.write_tier_size().1, m.len() as u64 + 3);
+    assert!(s.write_tier_size().2 > 0, "the log file holds it");
     assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads its tier");
     assert_eq!(
         p.get_with(&m, |v| v.map(|v| v.to_vec())).unwrap(),
@@ -165,26 +167,15 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
     );
     assert_eq!(peer(&p, &other), None, "a key the tier does not hold is read from RocksDB");
     s.tier_apply().unwrap();
-    assert_eq!(s.write_tier_size(), (0, 0));
+    assert_eq!(s.write_tier_size().0, 0);
     assert_eq!(peer(&p, &m), Some(b"new".to_vec()));
 }
 
 /// Once both families persisted an apply's mark, the next apply cuts
-/// the log below it.
+/// the log below it (`file` deletes the segments wholly below it).
 #[test]
 fn the_log_is_cut_below_what_both_families_persisted() {
     let (_d, s, _p) = stores(1);
-    let log = s.wtier.log.unwrap();
-    let logged = |s: &ShardStore| {
-        let mut it = s.db.raw_iterator_cf(log);
-        it.seek_to_first();
-        let mut n = 0;
-        while it.valid() {
-            n += 1;
-            it.next();
-        }
-        n
-    };
     let turn = |k: &[u8]| {
         s.begin_group();
         put(&s, &keys::meta_key(0, k), b"v");
@@ -194,15 +185,37 @@ fn the_log_is_cut_below_what_both_families_persisted() {
     for i in 0..6u32 {
         turn(&i.to_be_bytes());
     }
-    assert_eq!(logged(&s), 6, "nothing persisted yet");
+    assert_eq!(s.wtier.cut.get(), 0, "nothing persisted yet");
+    assert!(s.tier_log_bytes() > 0);
     s.db.flush_cf(s.cf).unwrap();
     s.db.flush_cf(s.sub).unwrap();
     turn(b"a");
     turn(b"b");
-    assert_eq!(logged(&s), 2, "cut below the persisted mark 6");
+    assert_eq!(s.wtier.cut.get(), 6, "cut below the persisted mark 6");
     // The compaction filters keep the marks.
     s.compact_all();
     for cf in [s.cf, s.sub] {
         assert_eq!(s.db.get_cf(cf, MARK).unwrap(), Some(8u64.to_be_bytes().to_vec()));
     }
+}
+
+/// A batch that skips the tier is logged before its WAL write; a failed
+/// write is cancelled, and replay skips it.
+#[test]
+fn a_direct_write_is_logged_and_a_cancel_makes_replay_skip_it() {
+    let (d, s, _p) = stores(100);
+    let m = keys::meta_key(0, b"m");
+    put(&s, &m, b"direct");
+    let mut wb = WriteBatch::default();
+    wb.put_cf(s.cf, &m, b"never written");
+    let pos = s.tier_log_part(wb.data()).unwrap().unwrap();
+    s.tier_cancel(&[pos]);
+    let dir = super::log_dir(&d.path().join("db"), 0);
+    let mut got = Vec::new();
+    super::file::replay(&dir, 0, |b| {
+        got.push(records(&Bytes::copy_from_slice(b)).unwrap());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, vec![vec![(Bytes::from(m.clone()), Some(Bytes::from_static(b"direct")))]]);
 }

@@ -1,0 +1,397 @@
+//! The write tier's log: a file per shard, appended once per turn of the
+//! shard's loop (`tier_write`) with every connection's writes of the turn,
+//! synced under `appendfsync always` before a reply and once a second
+//! under `everysec` (`Engine::flush_written`, `Engine::sync_wal`).
+//!
+//! It lives in `<database dir>/tier-log/shard-<i>/`, in segments named by
+//! the first log position they hold (`<pos>.log`, 20 digits), a new one
+//! after [`SEGMENT_BYTES`]. A record is
+//! `len u32 | crc32c u32 | kind u8 | pos u64 | body` (little-endian, the
+//! CRC over kind, pos and body): a [`BATCH`] holds a WriteBatch
+//! representation, a [`CANCEL`] the position of a batch whose WAL write
+//! failed after its record was appended (`tier_direct`, a transaction's
+//! part), which replay then skips. A segment is deleted once every record
+//! in it is below what RocksDB persisted (`cut`). Replay reads every
+//! segment; a record cut short or failing its CRC ends its segment, which
+//! is truncated there (what follows in later segments is still read).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use ahash::AHashSet;
+
+use crate::storage::StorageError;
+
+/// A segment is closed and a new one begun past this size.
+const SEGMENT_BYTES: u64 = 64 << 20;
+const HEADER: usize = 4 + 4 + 1 + 8;
+/// Record kinds.
+pub(super) const BATCH: u8 = 1;
+pub(super) const CANCEL: u8 = 2;
+
+static CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+
+fn io(what: &Path, e: std::io::Error) -> StorageError {
+    StorageError(format!("write tier log {}: {e}", what.display()))
+}
+
+/// The log directory of shard `i` in the database at `db_dir`.
+pub(in crate::storage) fn log_dir(db_dir: &Path, i: usize) -> PathBuf {
+    db_dir.join("tier-log").join(format!("shard-{i}"))
+}
+
+/// The shards with a log directory in the database at `db_dir`.
+pub(in crate::storage) fn shards_with_logs(db_dir: &Path) -> Vec<usize> {
+    let Ok(rd) = std::fs::read_dir(db_dir.join("tier-log")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<usize> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("shard-")?.parse().ok())
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The segments in `dir`, by first position.
+fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StorageError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(dir, e)),
+    };
+    let mut segs: Vec<(u64, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let first = name.to_str()?.strip_suffix(".log")?.parse().ok()?;
+            Some((first, e.path()))
+        })
+        .collect();
+    segs.sort_unstable_by_key(|(p, _)| *p);
+    Ok(segs)
+}
+
+/// One record read back.
+pub(super) struct Record<'a> {
+    pub(super) kind: u8,
+    pub(super) pos: u64,
+    pub(super) body: &'a [u8],
+}
+
+/// The whole records at the start of `buf`, and where they end (the
+/// length to truncate a segment to).
+fn parse(buf: &[u8]) -> (Vec<Record<'_>>, usize) {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while buf.len() - i >= HEADER {
+        let len = u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]) as usize;
+        let crc = u32::from_le_bytes([buf[i + 4], buf[i + 5], buf[i + 6], buf[i + 7]]);
+        let Some(end) = (i + HEADER).checked_add(len).filter(|&e| e <= buf.len()) else {
+            break;
+        };
+        if CRC.checksum(&buf[i + 8..end]) != crc {
+            break;
+        }
+        let mut pos = [0; 8];
+        pos.copy_from_slice(&buf[i + 9..i + 17]);
+        out.push(Record {
+            kind: buf[i + 8],
+            pos: u64::from_le_bytes(pos),
+            body: &buf[i + HEADER..end],
+        });
+        i = end;
+    }
+    (out, i)
+}
+
+/// Reads the log in `dir` at startup: calls `apply` with each batch past
+/// `safe` that no cancel names, in log order, truncating a segment where
+/// a record is cut short or damaged. Returns how many batches it applied
+/// and the highest position met (at least `safe`).
+pub(super) fn replay(
+    dir: &Path,
+    safe: u64,
+    mut apply: impl FnMut(&[u8]) -> Result<(), StorageError>,
+) -> Result<(usize, u64), StorageError> {
+    let segs = segments(dir)?;
+    let mut cancelled = AHashSet::new();
+    let mut bufs = Vec::with_capacity(segs.len());
+    for (_, path) in &segs {
+        let buf = std::fs::read(path).map_err(|e| io(path, e))?;
+        let (recs, end) = parse(&buf);
+        for r in recs.iter().filter(|r| r.kind == CANCEL && r.body.len() == 8) {
+            let mut p = [0; 8];
+            p.copy_from_slice(r.body);
+            cancelled.insert(u64::from_le_bytes(p));
+        }
+        if end < buf.len() {
+            tracing::warn!(segment = %path.display(), kept = end, dropped = buf.len() - end, "write tier log: a damaged or cut-short tail, truncated");
+            let f = OpenOptions::new().write(true).open(path).map_err(|e| io(path, e))?;
+            f.set_len(end as u64).map_err(|e| io(path, e))?;
+            f.sync_all().map_err(|e| io(path, e))?;
+        }
+        bufs.push((buf, end));
+    }
+    let (mut n, mut last) = (0, safe);
+    for (buf, end) in &bufs {
+        for r in parse(&buf[..*end]).0 {
+            last = last.max(r.pos);
+            if r.kind == BATCH && r.pos > safe && !cancelled.contains(&r.pos) {
+                apply(r.body)?;
+                n += 1;
+            }
+        }
+    }
+    Ok((n, last))
+}
+
+/// The open segment.
+struct Open {
+    file: File,
+    first: u64,
+    bytes: u64,
+}
+
+struct Inner {
+    dir: PathBuf,
+    /// Closed segments by first position, oldest first.
+    closed: Vec<(u64, PathBuf)>,
+    /// Closed segments not yet synced.
+    unsynced: Vec<File>,
+    open: Option<Open>,
+    rec: Vec<u8>,
+}
+
+/// A shard's log, shared with the threads that sync it.
+pub(in crate::storage) struct TierLog {
+    inner: Mutex<Inner>,
+    /// Records appended, and appended before the last sync.
+    written: AtomicU64,
+    synced: AtomicU64,
+}
+
+impl TierLog {
+    /// The log in `dir` (after its replay): appends go to a new segment.
+    pub(in crate::storage) fn open(dir: PathBuf) -> Result<TierLog, StorageError> {
+        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+        let closed = segments(&dir)?;
+        Ok(TierLog {
+            inner: Mutex::new(Inner {
+                dir,
+                closed,
+                unsynced: Vec::new(),
+                open: None,
+                rec: Vec::new(),
+            }),
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends a record to the file (one write; not synced). On failure
+    /// the file is put back to its length before (a record cut short
+    /// would end replay of its segment there).
+    pub(super) fn append(&self, kind: u8, pos: u64, body: &[u8]) -> Result<(), StorageError> {
+        let mut g = self.lock();
+        let g = &mut *g;
+        if g.open.as_ref().is_some_and(|o| o.bytes >= SEGMENT_BYTES) {
+            if let Some(o) = g.open.take() {
+                g.closed.push((o.first, g.dir.join(format!("{:020}.log", o.first))));
+                g.unsynced.push(o.file);
+            }
+        }
+        if g.open.is_none() {
+            let path = g.dir.join(format!("{pos:020}.log"));
+            let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io(&path, e))?;
+            let bytes = file.metadata().map_err(|e| io(&path, e))?.len();
+            g.open = Some(Open { file, first: pos, bytes });
+        }
+        g.rec.clear();
+        g.rec.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        g.rec.extend_from_slice(&[0; 4]);
+        g.rec.push(kind);
+        g.rec.extend_from_slice(&pos.to_le_bytes());
+        g.rec.extend_from_slice(body);
+        let crc = CRC.checksum(&g.rec[8..]);
+        g.rec[4..8].copy_from_slice(&crc.to_le_bytes());
+        let Some(o) = g.open.as_mut() else { return Ok(()) };
+        if let Err(e) = o.file.write_all(&g.rec) {
+            if o.file.set_len(o.bytes).is_err() {
+                // Cannot put it back: the next append begins a segment.
+                if let Some(o) = g.open.take() {
+                    g.closed.push((o.first, g.dir.join(format!("{:020}.log", o.first))));
+                }
+            }
+            return Err(io(&g.dir, e));
+        }
+        o.bytes += g.rec.len() as u64;
+        self.written.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Whether a record appended is not yet synced.
+    pub(in crate::storage) fn unsynced(&self) -> bool {
+        self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire)
+    }
+
+    /// Syncs what was appended (the data, not the file's times).
+    pub(in crate::storage) fn sync(&self) -> Result<(), StorageError> {
+        let target = self.written.load(Ordering::Acquire);
+        if self.synced.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let mut g = self.lock();
+        for f in g.unsynced.drain(..) {
+            f.sync_data().map_err(|e| StorageError(format!("write tier log: {e}")))?;
+        }
+        if let Some(o) = &g.open {
+            o.file.sync_data().map_err(|e| io(&g.dir, e))?;
+        }
+        drop(g);
+        self.synced.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Deletes the closed segments whose every record is at or below
+    /// `safe` (a segment's records are below the next one's first).
+    pub(super) fn cut(&self, safe: u64) -> Result<(), StorageError> {
+        let mut g = self.lock();
+        let g = &mut *g;
+        let next_first = |i: usize, g: &Inner| g.closed.get(i + 1).map(|s| s.0).or(g.open.as_ref().map(|o| o.first));
+        let mut gone = 0;
+        while gone < g.closed.len() && next_first(gone, g).is_some_and(|n| n <= safe.saturating_add(1)) {
+            gone += 1;
+        }
+        for (_, path) in g.closed.drain(..gone) {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(&path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies every segment into `to` (a checkpoint's log directory).
+    pub(in crate::storage) fn copy_to(&self, to: &Path) -> Result<(), StorageError> {
+        let g = self.lock();
+        std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
+        for (_, path) in segments(&g.dir)? {
+            if let Some(name) = path.file_name() {
+                std::fs::copy(&path, to.join(name)).map_err(|e| io(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes in its segments (INFO).
+    pub(in crate::storage) fn bytes(&self) -> u64 {
+        let g = self.lock();
+        let closed: u64 = g
+            .closed
+            .iter()
+            .filter_map(|(_, p)| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        closed + g.open.as_ref().map_or(0, |o| o.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(dir: &Path, safe: u64) -> (Vec<Vec<u8>>, u64) {
+        let mut got = Vec::new();
+        let (n, last) = replay(dir, safe, |b| {
+            got.push(b.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(n, got.len());
+        (got, last)
+    }
+
+    #[test]
+    fn records_come_back_in_order_past_the_safe_point_without_the_cancelled() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = log_dir(d.path(), 3);
+        let log = TierLog::open(dir.clone()).unwrap();
+        for p in 1..=5u64 {
+            log.append(BATCH, p, format!("batch {p}").as_bytes()).unwrap();
+        }
+        log.append(CANCEL, 6, &4u64.to_le_bytes()).unwrap();
+        assert!(log.unsynced());
+        log.sync().unwrap();
+        assert!(!log.unsynced());
+        drop(log);
+        assert_eq!(shards_with_logs(d.path()), vec![3]);
+        let (got, last) = read_all(&dir, 1);
+        assert_eq!(got, vec![b"batch 2".to_vec(), b"batch 3".to_vec(), b"batch 5".to_vec()]);
+        assert_eq!(last, 6);
+        // Past everything: nothing, the safe point kept.
+        assert_eq!(read_all(&dir, 9), (vec![], 9));
+    }
+
+    #[test]
+    fn a_damaged_tail_is_truncated_and_later_segments_still_read() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = log_dir(d.path(), 0);
+        let log = TierLog::open(dir.clone()).unwrap();
+        log.append(BATCH, 1, b"one").unwrap();
+        log.append(BATCH, 2, b"two").unwrap();
+        drop(log);
+        let seg = dir.join(format!("{:020}.log", 1));
+        let whole = std::fs::metadata(&seg).unwrap().len();
+        // The second record's last byte flipped, then a record cut short.
+        let mut bytes = std::fs::read(&seg).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 0xFF;
+        bytes.extend_from_slice(&[9, 0, 0]);
+        std::fs::write(&seg, &bytes).unwrap();
+        // A later segment (a run after that one).
+        let log = TierLog::open(dir.clone()).unwrap();
+        log.append(BATCH, 7, b"seven").unwrap();
+        drop(log);
+        let (got, last) = read_all(&dir, 0);
+        assert_eq!(got, vec![b"one".to_vec(), b"seven".to_vec()]);
+        assert_eq!(last, 7);
+        let kept = std::fs::metadata(&seg).unwrap().len();
+        assert_eq!(kept, (HEADER + 3) as u64);
+        assert!(kept < whole);
+    }
+
+    #[test]
+    fn cut_deletes_only_segments_wholly_at_or_below_the_safe_point() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = log_dir(d.path(), 0);
+        let log = TierLog::open(dir.clone()).unwrap();
+        let big = vec![7u8; (SEGMENT_BYTES / 2) as usize + 1];
+        // Segments begin at 1, 3 and 5 (two records fill one).
+        for p in 1..=5u64 {
+            log.append(BATCH, p, &big).unwrap();
+        }
+        let firsts = || segments(&dir).unwrap().into_iter().map(|s| s.0).collect::<Vec<_>>();
+        assert_eq!(firsts(), vec![1, 3, 5]);
+        log.cut(1).unwrap();
+        assert_eq!(firsts(), vec![1, 3, 5]);
+        log.cut(3).unwrap();
+        assert_eq!(firsts(), vec![3, 5]);
+        log.cut(100).unwrap();
+        // The open segment stays.
+        assert_eq!(firsts(), vec![5]);
+        let (got, _) = read_all(&dir, 0);
+        assert_eq!(got.len(), 1);
+        let to = d.path().join("copy");
+        log.copy_to(&to).unwrap();
+        assert_eq!(read_all(&to, 4).0.len(), 1);
+    }
+}
