@@ -314,3 +314,50 @@ fn four_shards_every_type_under_always_and_a_checkpoint_with_the_tier() {
         check_all(&mut b.raw(), &expect, &format!("{} with BASALT_TIER={tier}", d.display()));
     }
 }
+
+/// The tier turned on by its memory (`write-tier-memory`, no
+/// BASALT_TIER): INFO shows the budget and what the tier holds within
+/// it, CONFIG GET the parameter, and what was acknowledged survives kill -9.
+#[test]
+fn write_tier_memory_turns_the_tier_on_within_its_budget() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::remove_var("BASALT_TIER");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let args = ["--write-tier-memory", "262144"];
+    let mut expect = Vec::new();
+    for round in 0..2 {
+        let mut b = Basalt::start_in(&dir, 2, &args);
+        let mut c = b.raw();
+        check(&mut c, &expect, round);
+        assert_eq!(
+            show(&c.cmd(&["CONFIG", "GET", "write-tier-memory"])),
+            show(b"*2\r\n$17\r\nwrite-tier-memory\r\n$6\r\n262144\r\n")
+        );
+        expect.extend(write_round(&mut c, round));
+        // After the round's DELs (which apply the tier): these wait in it.
+        for i in 0..20 {
+            let k = format!("tail:{round}:{i}");
+            assert_eq!(c.cmd(&["SET", &k, "t"]), b"+OK\r\n");
+            expect.push((vec!["GET".into(), k], "$1\r\nt\r\n".into()));
+        }
+        check(&mut c, &expect, round + 1);
+        let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
+        let field = |name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{name} in {info}"))
+        };
+        assert_eq!(field("wtier_budget:"), 262144);
+        assert!(field("wtier_records:") > 0, "{info}");
+        assert!(field("wtier_bytes:") <= 262144, "{info}");
+        assert!(field("wtier_log_bytes:") > 0, "{info}");
+        b.signal_and_wait("-KILL");
+    }
+    let b = Basalt::start_in(&dir, 2, &[]);
+    let mut c = b.raw();
+    check(&mut c, &expect, 2);
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
+    assert!(info.contains("wtier_budget:0\r\n"), "{info}");
+}

@@ -180,6 +180,7 @@ pub fn run(config: Config) -> Result<(), String> {
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
             write_tier: write_tier(),
+            write_tier_bytes: config.get_int("write-tier-memory").max(0) as u64,
             // A database per shard unless `BASALT_SPLIT=0` (tuning.md, "Two
             // shards' writes"): the one-database layout stays as a fallback.
             split: std::env::var("BASALT_SPLIT").map_or(true, |v| v != "0"),
@@ -436,12 +437,13 @@ fn load_functions(g: &Global) -> Result<(), String> {
     Ok(())
 }
 
-/// The write tier's size in records from `BASALT_TIER` (`storage::wtier`):
-/// a prototype for measurements, off unless asked for.
+/// The write tier's generation size in records from `BASALT_TIER`
+/// (`storage::wtier`): for tests and measurements; the tier is on with it
+/// or with `write-tier-memory`.
 fn write_tier() -> usize {
     let Some(n) = std::env::var("BASALT_TIER").ok().and_then(|v| v.parse::<usize>().ok()) else {
         return 0;
     };
-    tracing::warn!(records = n, "write tier prototype on (not in the memory budget yet)");
+    tracing::warn!(records = n, "write tier on by BASALT_TIER (generations of that many records)");
     n
 }

@@ -36,6 +36,7 @@ mod wal;
 mod watch;
 mod wtier;
 pub use stats::RocksMemory;
+pub use wtier::TierSize;
 pub mod tier;
 
 use std::path::{Path, PathBuf};
@@ -119,8 +120,12 @@ pub struct StoreOptions {
     /// Which of RocksDB's thread pools run at the lowest CPU priority
     /// (`background-priority`).
     pub background: Background,
-    /// The write tier's size in records (`wtier`, a prototype; 0: off).
+    /// The write tier's generation size in records (`wtier`, a prototype;
+    /// 0: no cap by count; `BASALT_TIER`).
     pub write_tier: usize,
+    /// The write tier's memory, all shards together (0: no cap by
+    /// memory; `write-tier-memory`). The tier is on when either is set.
+    pub write_tier_bytes: u64,
     /// A database per shard (`open`, `redo`); the server's default, off
     /// with `BASALT_SPLIT=0` (and in the unit tests unless they ask).
     pub split: bool,
@@ -226,13 +231,13 @@ pub struct Engine {
     block_cache: Cache,
     block_cache_bytes: u64,
     memtables: Option<rocksdb::WriteBufferManager>,
-    /// `StoreOptions::write_tier`.
-    write_tier: usize,
+    /// Per shard: the write tier's limits (`StoreOptions::tier_limits`).
+    write_tier: wtier::Limits,
     /// Per shard: where its write tier's log positions go on
     /// (`wtier::start_of`).
     tier_starts: Vec<u64>,
     /// Per shard, with the tier on: its log file (`wtier::file`).
-    tier_logs: Vec<Option<Arc<wtier::TierLog>>>,
+    tier_logs: wtier::Logs,
     /// While non-zero (a checkpoint copying the logs), no log is cut.
     tier_cut_pauses: std::sync::atomic::AtomicUsize,
 
@@ -301,16 +306,7 @@ impl Engine {
         Self::record_layout(main, opts.shards)?;
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(main));
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
-        let (mut tier_starts, mut tier_logs) = (Vec::with_capacity(opts.shards), Vec::with_capacity(opts.shards));
-        for i in 0..opts.shards {
-            let d = opened.homes.get(i).copied().unwrap_or(0);
-            tier_starts.push(wtier::start_of(&opened.dbs[d], i, &opened.tier_starts)?);
-            let log = match opts.write_tier {
-                0 => None,
-                _ => Some(Arc::new(wtier::TierLog::open(wtier::log_dir(&opened.db_dirs[d], i))?)),
-            };
-            tier_logs.push(log);
-        }
+        let (tier_starts, tier_logs) = wtier::open_logs(opts, &opened)?;
         Ok(Engine {
             dbs: opened.dbs.into_iter().map(Db::new).collect(),
             homes: opened.homes,
@@ -331,12 +327,12 @@ impl Engine {
             block_cache: cache,
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
-            write_tier: opts.write_tier,
+            write_tier: opts.tier_limits(),
             tier_starts,
             tier_logs,
             tier_cut_pauses: Default::default(),
             tier_held: (0..opts.shards)
-                .map(|_| (opts.write_tier > 0 && opts.shards > 1).then(|| Arc::new([wtier::Held::new(), wtier::Held::new()])))
+                .map(|_| (opts.tier_on() && opts.shards > 1).then(|| Arc::new([wtier::Held::new(), wtier::Held::new()])))
                 .collect(),
         })
     }
@@ -528,19 +524,6 @@ impl PeerStore {
 }
 
 impl ShardStore {
-    /// Whether the write tier is on (`wtier`): writes go through it only
-    /// from a group.
-    pub fn write_tier_on(&self) -> bool {
-        self.wtier.on()
-    }
-
-    /// Records and key and value bytes the write tier holds, and its
-    /// log's bytes (`wtier`).
-    pub fn write_tier_size(&self) -> (u64, u64, u64) {
-        let (n, b) = self.wtier.size();
-        (n, b, self.tier_log_bytes())
-    }
-
     /// The meta cache's counters, if this store has one.
     pub fn meta_cache_stats(&self) -> Option<cache::CacheStats> {
         self.cache.as_ref().map(|c| c.stats())
@@ -791,6 +774,7 @@ fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
         bottommost: Compression::Zstd,
         background: Background::LowFlush,
         write_tier: 0,
+        write_tier_bytes: 0,
         split: false,
     }
 }

@@ -184,7 +184,7 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
     // What the write tier's logs hold past what the families persisted
     // goes back first, with the shard count it was written with.
     wtier::replay_all(&db, &logs)?;
-    let tier_starts = wtier::replay_files(&db, &path, opts.write_tier > 0 && same_shards)?;
+    let tier_starts = wtier::replay_files(&db, &path, opts.tier_on() && same_shards)?;
     // Records a split layout left in shard databases come back here, once
     // the writes over several of them a crash cut short are whole.
     let mut left = Vec::new();
@@ -250,7 +250,7 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
         all.extend(logs.iter().cloned());
         let mut db = open_db(db_opts, cache, opts, &dir, &all, Some((&gc_slots, &gc_found)))?;
         wtier::replay_all(&db, &logs)?;
-        tier_starts.extend(wtier::replay_files(&db, &dir, opts.write_tier > 0 && same_shards)?);
+        tier_starts.extend(wtier::replay_files(&db, &dir, opts.tier_on() && same_shards)?);
         for n in &logs {
             db.drop_cf(n)?;
         }

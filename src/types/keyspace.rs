@@ -481,7 +481,7 @@ impl Keyspace {
     }
 
     /// Records and key and value bytes the shard's write tier holds.
-    pub fn write_tier_size(&self) -> (u64, u64, u64) {
+    pub fn write_tier_size(&self) -> crate::storage::TierSize {
         self.store.write_tier_size()
     }
 
@@ -694,6 +694,7 @@ pub fn for_test(dir: &std::path::Path) -> Keyspace {
         bottommost: Default::default(),
         background: Default::default(),
         write_tier: 0,
+        write_tier_bytes: 0,
         split: false,
     };
     let engine: &'static Engine = Box::leak(Box::new(Engine::open(&opts).expect("open engine")));

@@ -47,7 +47,7 @@ struct ShardReport {
     connections: u64,
     meta_cache: CacheStats,
     /// The write tier's records and bytes.
-    wtier: (u64, u64, u64),
+    wtier: crate::storage::TierSize,
     /// Bytes of the shard's Lua interpreter (0 while a gated script has it).
     lua: u64,
 }
@@ -216,7 +216,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let budget = &g.memory;
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\n\r\n",
             human(used),
             human(rss),
             budget.total,
@@ -231,9 +231,10 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             m.table_readers,
             budget.meta_cache,
             reports.iter().map(|r| r.meta_cache.entries).sum::<u64>(),
-            reports.iter().map(|r| r.wtier.0).sum::<u64>(),
-            reports.iter().map(|r| r.wtier.1).sum::<u64>(),
-            reports.iter().map(|r| r.wtier.2).sum::<u64>(),
+            reports.iter().map(|r| r.wtier.records).sum::<u64>(),
+            reports.iter().map(|r| r.wtier.bytes).sum::<u64>(),
+            reports.iter().map(|r| r.wtier.log_bytes).sum::<u64>(),
+            reports.iter().map(|r| r.wtier.budget).sum::<u64>(),
         );
         // Scripts: every shard's interpreter (EVAL scripts and functions
         // share it), the script store, the function libraries.

@@ -45,8 +45,12 @@
 //! Until issue 52 the log was a column family (`shard-<i>-log`); one left
 //! by an older run is replayed through the WAL at startup and dropped.
 //!
-//! Not yet: the memory budget does not count it; INFO shows what it holds
-//! (`wtier_records`, `wtier_bytes`, `wtier_log_bytes`). Off by default.
+//! Its memory is `write-tier-memory` (all shards together; [`Limits`]):
+//! dirty starts draining at half a shard's share, so dirty and the draining
+//! generation stay near it; INFO memory shows what it holds
+//! (`wtier_records`, `wtier_bytes` with [`RECORD_OVERHEAD`] per record,
+//! `wtier_log_bytes`, `wtier_budget`). Off by default (`write-tier-memory`
+//! 0 and no `BASALT_TIER`).
 
 mod file;
 mod held;
@@ -83,6 +87,70 @@ const LOG_FLUSH_AFTER: u64 = 4096;
 /// drain: p99 45-56 ms against 16-22 ms without the tier).
 const PACE: usize = 2;
 
+/// What a shard's tier holds (INFO memory, summed over the shards).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TierSize {
+    /// Records in memory, and the memory they take (with
+    /// [`RECORD_OVERHEAD`] each).
+    pub records: u64,
+    pub bytes: u64,
+    /// Bytes in its log's segments.
+    pub log_bytes: u64,
+    /// Its share of `write-tier-memory` (0: no cap by memory).
+    pub budget: u64,
+}
+
+/// Memory a record of the tier takes beyond its key and value (its map
+/// entry, its key's place in a run, the `Bytes` handles), for the budget.
+const RECORD_OVERHEAD: u64 = 96;
+
+/// A shard's tier limits: dirty starts draining at either.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// Records per generation (`BASALT_TIER`).
+    pub(super) records: usize,
+    /// The shard's share of `write-tier-memory`: dirty and the draining
+    /// generation together stay near it (each drains at half).
+    pub(super) bytes: u64,
+}
+
+impl crate::storage::StoreOptions {
+    /// Whether the write tier is on (`write_tier` or `write_tier_bytes`).
+    pub(super) fn tier_on(&self) -> bool {
+        self.write_tier > 0 || self.write_tier_bytes > 0
+    }
+
+    /// Each shard's limits.
+    pub(super) fn tier_limits(&self) -> Limits {
+        Limits {
+            records: if self.write_tier > 0 { self.write_tier } else { usize::MAX },
+            bytes: match self.write_tier_bytes {
+                0 => u64::MAX,
+                b => b / self.shards.max(1) as u64,
+            },
+        }
+    }
+}
+
+/// Per shard, its log (with the tier on).
+pub(super) type Logs = Vec<Option<Arc<TierLog>>>;
+
+/// Per shard: where its log positions go on, and its log (with the tier
+/// on), in the directory of the database holding its families.
+pub(super) fn open_logs(opts: &crate::storage::StoreOptions, opened: &super::open::Opened) -> Result<(Vec<u64>, Logs), StorageError> {
+    let (mut starts, mut logs) = (Vec::with_capacity(opts.shards), Vec::with_capacity(opts.shards));
+    for i in 0..opts.shards {
+        let d = opened.homes.get(i).copied().unwrap_or(0);
+        starts.push(start_of(&opened.dbs[d], i, &opened.tier_starts)?);
+        let log = match opts.tier_on() {
+            false => None,
+            true => Some(Arc::new(TierLog::open(log_dir(&opened.db_dirs[d], i))?)),
+        };
+        logs.push(log);
+    }
+    Ok((starts, logs))
+}
+
 /// The log family of shard `i` (before issue 52).
 pub(super) fn log_cf_name(i: usize) -> String {
     format!("shard-{i}-log")
@@ -98,13 +166,18 @@ struct Gen {
     colls: AHashSet<u64>,
     meta: bool,
     other: bool,
-    /// Key and value bytes, for INFO.
+    /// Key and value bytes.
     bytes: u64,
     /// Its keys, sorted in runs as they arrive (`runs`).
     order: runs::Runs,
 }
 
 impl Gen {
+    /// The memory it takes, as the budget counts it.
+    fn charge(&self) -> u64 {
+        self.bytes + self.map.len() as u64 * RECORD_OVERHEAD
+    }
+
     fn insert(&mut self, k: Bytes, v: Option<Bytes>, hasher: &ahash::RandomState) {
         match coll_prefix_len(&k) {
             Some(n) => {
@@ -166,7 +239,7 @@ pub(super) struct WriteTier {
     /// shard); `cur` is dirty's.
     pub(super) held: Option<Arc<[Held; 2]>>,
     cur: Cell<usize>,
-    limit: usize,
+    limit: Limits,
     pos: Cell<u64>,
     /// The persisted mark the log was last cut below (at start, where
     /// replay ended: a replay that kept the log leaves older records in it
@@ -193,9 +266,9 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
 
 impl WriteTier {
     /// `start`: the log position replay reached (`log::replay`).
-    pub(super) fn new(log: Option<Arc<TierLog>>, limit: usize, start: u64, held: Option<Arc<[Held; 2]>>) -> WriteTier {
+    pub(super) fn new(log: Option<Arc<TierLog>>, limit: Limits, start: u64, held: Option<Arc<[Held; 2]>>) -> WriteTier {
         WriteTier {
-            log: log.filter(|_| limit > 0),
+            log,
             held,
             cur: Cell::new(0),
             limit,
@@ -220,11 +293,19 @@ impl WriteTier {
         self.log.is_some()
     }
 
-    /// Records and key and value bytes it holds in memory (INFO).
+    /// Records it holds in memory and the memory they take (INFO).
     pub(super) fn size(&self) -> (u64, u64) {
         let (d, g) = (self.dirty.borrow(), self.drain.borrow());
-        let (n, b) = g.as_ref().map_or((0, 0), |g| (g.gen.map.len() as u64, g.gen.bytes));
-        (d.map.len() as u64 + n, d.bytes + b)
+        let (n, b) = g.as_ref().map_or((0, 0), |g| (g.gen.map.len() as u64, g.gen.charge()));
+        (d.map.len() as u64 + n, d.charge() + b)
+    }
+
+    /// Its memory budget (INFO; 0: none).
+    pub(super) fn budget(&self) -> u64 {
+        match self.limit.bytes {
+            u64::MAX => 0,
+            b => b,
+        }
     }
 
     /// The next log position, taken (a record written there, or a gap).
@@ -278,7 +359,7 @@ impl ShardStore {
                 }
                 d.insert(k, v, &t.hasher);
             }
-            d.map.len() >= t.limit
+            d.map.len() >= t.limit.records || d.charge() >= t.limit.bytes / 2
         };
         t.any.set(true);
         // The write is in the log from here on: a failed apply does not
@@ -439,9 +520,21 @@ impl ShardStore {
         }
     }
 
-    /// Bytes in the tier's log (INFO).
-    pub(super) fn tier_log_bytes(&self) -> u64 {
-        self.wtier.log.as_ref().map_or(0, |l| l.bytes())
+    /// Whether the write tier is on: writes go through it only from a
+    /// group.
+    pub fn write_tier_on(&self) -> bool {
+        self.wtier.on()
+    }
+
+    /// What the tier holds, and its budget (INFO).
+    pub fn write_tier_size(&self) -> TierSize {
+        let (records, bytes) = self.wtier.size();
+        TierSize {
+            records,
+            bytes,
+            log_bytes: self.wtier.log.as_ref().map_or(0, |l| l.bytes()),
+            budget: self.wtier.budget(),
+        }
     }
 
     /// Cuts the log below what both families persisted (not while a

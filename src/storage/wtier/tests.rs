@@ -110,7 +110,7 @@ fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
     assert_eq!(peer(&p, &h("d")), Some(b"d".to_vec()));
     assert_eq!(peer(&p, &h("e")), None);
     assert_eq!(get(&s, &h("f")), Some(b"f".to_vec()), "the owner reads the draining generation");
-    assert_eq!(s.write_tier_size().0, 4);
+    assert_eq!(s.write_tier_size().records, 4);
     // A delete wins over the put before it (the group adds one record).
     s.begin_group();
     put(&s, &other, b"x");
@@ -120,14 +120,14 @@ fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
     assert!(s.end_group().is_empty());
     assert_eq!(get(&s, &other), None);
     assert_eq!(peer(&p, &h("f")), Some(b"f".to_vec()), "the generation is applied");
-    assert_eq!(s.write_tier_size().0, 1, "dirty holds the delete");
+    assert_eq!(s.write_tier_size().records, 1, "dirty holds the delete");
     s.begin_group();
     put(&s, &h("g"), b"g");
     assert!(s.end_group().is_empty());
     // A range read that meets it applies everything.
     let (lo, hi) = keys::sub_range(0, b"h", 1);
     s.scan(&lo, &hi, |_, _| true).unwrap();
-    assert_eq!(s.write_tier_size().0, 0);
+    assert_eq!(s.write_tier_size().records, 0);
     assert_eq!(peer(&p, &h("f")), Some(b"f".to_vec()));
     assert_eq!(peer(&p, &h("g")), Some(b"g".to_vec()));
     assert_eq!(peer(&p, &other), None);
@@ -156,9 +156,9 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
     put(&s, &m, b"new");
     s.defer_group();
     s.end_turn();
-    assert_eq!(s.write_tier_size().0, 1);
-    assert_eq!(s.write_tier_size().1, m.len() as u64 + 3);
-    assert!(s.write_tier_size().2 > 0, "the log file holds it");
+    assert_eq!(s.write_tier_size().records, 1);
+    assert_eq!(s.write_tier_size().bytes, m.len() as u64 + 3 + RECORD_OVERHEAD);
+    assert!(s.write_tier_size().log_bytes > 0, "the log file holds it");
     assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads its tier");
     assert_eq!(
         p.get_with(&m, |v| v.map(|v| v.to_vec())).unwrap(),
@@ -167,7 +167,7 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
     );
     assert_eq!(peer(&p, &other), None, "a key the tier does not hold is read from RocksDB");
     s.tier_apply().unwrap();
-    assert_eq!(s.write_tier_size().0, 0);
+    assert_eq!(s.write_tier_size().records, 0);
     assert_eq!(peer(&p, &m), Some(b"new".to_vec()));
 }
 
@@ -186,7 +186,7 @@ fn the_log_is_cut_below_what_both_families_persisted() {
         turn(&i.to_be_bytes());
     }
     assert_eq!(s.wtier.cut.get(), 0, "nothing persisted yet");
-    assert!(s.tier_log_bytes() > 0);
+    assert!(s.write_tier_size().log_bytes > 0);
     s.db.flush_cf(s.cf).unwrap();
     s.db.flush_cf(s.sub).unwrap();
     turn(b"a");
@@ -218,4 +218,36 @@ fn a_direct_write_is_logged_and_a_cancel_makes_replay_skip_it() {
     })
     .unwrap();
     assert_eq!(got, vec![vec![(Bytes::from(m.clone()), Some(Bytes::from_static(b"direct")))]]);
+}
+
+/// With a memory budget and no cap by count, dirty starts draining once
+/// it takes half of the shard's share (records counted with their
+/// overhead), and INFO's figures say so.
+#[test]
+fn a_memory_budget_starts_the_drain_at_half_the_shards_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = test_opts(dir.path(), 1, 1 << 20);
+    opts.write_tier_bytes = 4 * (RECORD_OVERHEAD + 100);
+    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
+    assert_eq!(s.write_tier_size().budget, opts.write_tier_bytes);
+    let k = |i: u8| keys::sub_key(0, b"h", 1, &[b'f', i]);
+    let turn = |i: u8| {
+        s.begin_group();
+        put(&s, &k(i), &[i; 60]);
+        s.defer_group();
+        s.end_turn();
+    };
+    turn(0);
+    // One record (about 96 + 80 bytes) is under half of the budget.
+    assert_eq!(s.write_tier_size().records, 1);
+    assert_eq!(peer(&p, &k(0)), None);
+    turn(1);
+    turn(2);
+    // The third took dirty past half: it drains, two records per write.
+    assert!(s.write_tier_size().bytes <= opts.write_tier_bytes);
+    turn(3);
+    assert_eq!(peer(&p, &k(0)), Some(vec![0; 60]));
+    assert_eq!(peer(&p, &k(1)), Some(vec![1; 60]));
+    assert_eq!(get(&s, &k(3)), Some(vec![3; 60]));
 }
