@@ -122,11 +122,24 @@ fn wal_bytes(dir: &Path) -> u64 {
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("shard-")))
-                .map(|e| logs(&e.path()))
+                .map(|e| logs(&e.path()) + tier_logs(&e.path()))
                 .sum()
         })
         .unwrap_or(0);
-    logs(&dir.join("db")) + shard_dbs
+    logs(&dir.join("db")) + tier_logs(&dir.join("db")) + shard_dbs
+}
+
+/// The write tier's log files (`<db>/tier-log/shard-<i>/*.log`): with the
+/// tier on, a write is logged there instead of the WAL.
+fn tier_logs(db: &Path) -> u64 {
+    let Ok(shards) = std::fs::read_dir(db.join("tier-log")) else {
+        return 0;
+    };
+    shards
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_dir(e.path()).ok())
+        .flat_map(|d| d.filter_map(|e| e.ok()).filter_map(|e| e.metadata().ok()).map(|m| m.len()))
+        .sum()
 }
 
 /// Runs `args` and returns its reply and the WAL bytes it wrote.

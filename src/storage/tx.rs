@@ -126,9 +126,6 @@ impl Overlay {
 pub(super) struct Records {
     rep: Vec<u8>,
     count: u32,
-    /// A part that could not be staged whole (its write tier log record
-    /// was refused): the transaction fails with it.
-    failed: Option<StorageError>,
 }
 
 impl Records {
@@ -179,9 +176,6 @@ struct Journal {
     /// A range delete reached meta records: the meta cache is cleared
     /// once the transaction is written.
     clears_meta: bool,
-    /// Write tier log positions of the parts it staged in the sink: they
-    /// are cancelled if the transaction is not written (`wtier`).
-    logged: Vec<u64>,
 }
 
 /// A shard store's transaction state (only the owner's thread uses it).
@@ -221,14 +215,12 @@ impl ShardStore {
     pub(super) fn tx_stage(&self, b: &Batch) {
         let mut j = self.tx.journal.borrow_mut();
         if self.tx.shared.get() {
-            let logged = self.tier_log_part(b.wb.data());
+            let log = self.tier_log_part(b.wb.data());
             let mut sink = self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner());
             let records = sink_for(&mut sink, self.home_index);
             records.append(&b.wb);
-            match logged {
-                Ok(Some(pos)) => j.logged.push(pos),
-                Ok(None) => {}
-                Err(e) => records.failed = Some(e),
+            if let Some(log) = &log {
+                records.append(log);
             }
             if let Some(main) = &b.main {
                 sink_for(&mut sink, 0).append(main);
@@ -299,7 +291,6 @@ impl ShardStore {
                 if let Some(c) = &self.cache {
                     c.clear();
                 }
-                self.tier_cancel(&j.logged);
                 self.drop_after();
             }
         }
@@ -312,17 +303,18 @@ impl ShardStore {
     pub(super) fn write_with_main(&self, wb: WriteBatch, main: &WriteBatch) -> Result<(), StorageError> {
         self.tier_apply()?;
         let mut parts = Vec::with_capacity(2);
-        let mut logged = None;
         if !wb.is_empty() {
-            logged = self.tier_log_part(wb.data())?;
-            parts.push((self.home_index, wb.data().to_vec()));
+            let mut home = Records::default();
+            home.append(&wb);
+            if let Some(log) = self.tier_log_part(wb.data()) {
+                home.append(&log);
+            }
+            if let Some(b) = home.take() {
+                parts.push((self.home_index, b.data().to_vec()));
+            }
         }
         parts.push((0, main.data().to_vec()));
-        let written = self.engine.write_across(parts);
-        if written.is_err() {
-            self.tier_cancel(logged.as_slice());
-        }
-        written
+        self.engine.write_across(parts)
     }
 
     /// A transaction on this shard alone: writes what it staged (close it
@@ -345,10 +337,7 @@ impl Engine {
     /// the sink: one batch per database (one in all with a single
     /// database), all or nothing through redo records (`redo`).
     pub fn write_tx(&self) -> Result<(), StorageError> {
-        let mut staged = std::mem::take(&mut *self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()));
-        if let Some(e) = staged.iter_mut().find_map(|(_, r)| r.failed.take()) {
-            return Err(e);
-        }
+        let staged = std::mem::take(&mut *self.tx_sink.lock().unwrap_or_else(|e| e.into_inner()));
         let parts: Vec<(usize, Vec<u8>)> = staged
             .into_iter()
             .filter_map(|(d, mut r)| r.take().map(|wb| (d, wb.data().to_vec())))

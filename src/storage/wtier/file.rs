@@ -8,10 +8,8 @@
 //! after [`SEGMENT_BYTES`]. A record is
 //! `len u32 | crc32c u32 | kind u8 | pos u64 | body` (little-endian, the
 //! CRC over kind, pos and body): a [`BATCH`] holds a WriteBatch
-//! representation, a [`CANCEL`] the position of a batch whose WAL write
-//! failed after its record was appended (`tier_direct`, a transaction's
-//! part), which replay then skips. A segment is deleted once every record
-//! in it is below what RocksDB persisted (`cut`). Replay reads every
+//! representation (the only kind so far). A segment is deleted once every
+//! record in it is below what RocksDB persisted (`cut`). Replay reads every
 //! segment; a record cut short or failing its CRC ends its segment, which
 //! is truncated there (what follows in later segments is still read).
 
@@ -21,8 +19,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ahash::AHashSet;
-
 use crate::storage::StorageError;
 
 /// A segment is closed and a new one begun past this size.
@@ -30,7 +26,6 @@ const SEGMENT_BYTES: u64 = 64 << 20;
 const HEADER: usize = 4 + 4 + 1 + 8;
 /// Record kinds.
 pub(super) const BATCH: u8 = 1;
-pub(super) const CANCEL: u8 = 2;
 
 static CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
 
@@ -109,41 +104,30 @@ fn parse(buf: &[u8]) -> (Vec<Record<'_>>, usize) {
 }
 
 /// Reads the log in `dir` at startup: calls `apply` with each batch past
-/// `safe` that no cancel names, in log order, truncating a segment where
-/// a record is cut short or damaged. Returns how many batches it applied
-/// and the highest position met (at least `safe`).
+/// `safe` and its position, in log order, truncating a segment where a
+/// record is cut short or damaged. Returns how many batches it applied and
+/// the highest position met (at least `safe`).
 pub(super) fn replay(
     dir: &Path,
     safe: u64,
-    mut apply: impl FnMut(&[u8]) -> Result<(), StorageError>,
+    mut apply: impl FnMut(u64, &[u8]) -> Result<(), StorageError>,
 ) -> Result<(usize, u64), StorageError> {
-    let segs = segments(dir)?;
-    let mut cancelled = AHashSet::new();
-    let mut bufs = Vec::with_capacity(segs.len());
-    for (_, path) in &segs {
-        let buf = std::fs::read(path).map_err(|e| io(path, e))?;
+    let (mut n, mut last) = (0, safe);
+    for (_, path) in segments(dir)? {
+        let buf = std::fs::read(&path).map_err(|e| io(&path, e))?;
         let (recs, end) = parse(&buf);
-        for r in recs.iter().filter(|r| r.kind == CANCEL && r.body.len() == 8) {
-            let mut p = [0; 8];
-            p.copy_from_slice(r.body);
-            cancelled.insert(u64::from_le_bytes(p));
+        for r in recs {
+            last = last.max(r.pos);
+            if r.kind == BATCH && r.pos > safe {
+                apply(r.pos, r.body)?;
+                n += 1;
+            }
         }
         if end < buf.len() {
             tracing::warn!(segment = %path.display(), kept = end, dropped = buf.len() - end, "write tier log: a damaged or cut-short tail, truncated");
-            let f = OpenOptions::new().write(true).open(path).map_err(|e| io(path, e))?;
-            f.set_len(end as u64).map_err(|e| io(path, e))?;
-            f.sync_all().map_err(|e| io(path, e))?;
-        }
-        bufs.push((buf, end));
-    }
-    let (mut n, mut last) = (0, safe);
-    for (buf, end) in &bufs {
-        for r in parse(&buf[..*end]).0 {
-            last = last.max(r.pos);
-            if r.kind == BATCH && r.pos > safe && !cancelled.contains(&r.pos) {
-                apply(r.body)?;
-                n += 1;
-            }
+            let f = OpenOptions::new().write(true).open(&path).map_err(|e| io(&path, e))?;
+            f.set_len(end as u64).map_err(|e| io(&path, e))?;
+            f.sync_all().map_err(|e| io(&path, e))?;
         }
     }
     Ok((n, last))
@@ -311,7 +295,7 @@ mod tests {
 
     fn read_all(dir: &Path, safe: u64) -> (Vec<Vec<u8>>, u64) {
         let mut got = Vec::new();
-        let (n, last) = replay(dir, safe, |b| {
+        let (n, last) = replay(dir, safe, |_, b| {
             got.push(b.to_vec());
             Ok(())
         })
@@ -321,21 +305,22 @@ mod tests {
     }
 
     #[test]
-    fn records_come_back_in_order_past_the_safe_point_without_the_cancelled() {
+    fn records_come_back_in_order_past_the_safe_point() {
         let d = tempfile::tempdir().unwrap();
         let dir = log_dir(d.path(), 3);
         let log = TierLog::open(dir.clone()).unwrap();
         for p in 1..=5u64 {
             log.append(BATCH, p, format!("batch {p}").as_bytes()).unwrap();
         }
-        log.append(CANCEL, 6, &4u64.to_le_bytes()).unwrap();
+        log.append(7, 6, b"a kind replay skips").unwrap();
         assert!(log.unsynced());
         log.sync().unwrap();
         assert!(!log.unsynced());
         drop(log);
         assert_eq!(shards_with_logs(d.path()), vec![3]);
         let (got, last) = read_all(&dir, 1);
-        assert_eq!(got, vec![b"batch 2".to_vec(), b"batch 3".to_vec(), b"batch 5".to_vec()]);
+        let want: Vec<Vec<u8>> = (2..=5).map(|p| format!("batch {p}").into_bytes()).collect();
+        assert_eq!(got, want);
         assert_eq!(last, 6);
         // Past everything: nothing, the safe point kept.
         assert_eq!(read_all(&dir, 9), (vec![], 9));

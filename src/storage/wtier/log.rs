@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use rocksdb::{WriteBatch, WriteOptions, DB};
 
-use super::{log_cf_name, MARK};
+use super::{direct_key, log_cf_name, MARK};
 use crate::storage::StorageError;
 
 /// A WriteBatch representation's varint at `*i`, moving past it.
@@ -130,6 +130,27 @@ pub(in crate::storage) fn replay_all(db: &DB, logs: &[String]) -> Result<(), Sto
     Ok(())
 }
 
+/// The direct records ([`super::DIRECT`]) in `meta` past `safe`, by
+/// position.
+fn direct_records(db: &DB, meta: &rocksdb::ColumnFamily, safe: u64) -> Result<Vec<(u64, Vec<u8>)>, StorageError> {
+    let mut out = Vec::new();
+    let mut it = db.raw_iterator_cf(meta);
+    it.seek(direct_key(safe.saturating_add(1)));
+    while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        let Some(pos) = k
+            .strip_prefix(super::DIRECT)
+            .and_then(|p| p.try_into().ok())
+            .map(u64::from_be_bytes)
+        else {
+            break;
+        };
+        out.push((pos, v.to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
 /// Where shard `i`'s tier goes on in `db`: past its families' marks and
 /// past what its log replay met (`replayed`), so that no new record's
 /// position looks persisted already.
@@ -221,7 +242,24 @@ pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: 
         };
         let mut wo = WriteOptions::default();
         wo.disable_wal(keep);
-        let (n, last) = super::file::replay(&dir, safe, |body| Ok(db.write_opt(WriteBatch::from_data(&own_records(body)), &wo)?))?;
+        let apply = |body: &[u8]| -> Result<(), StorageError> { Ok(db.write_opt(WriteBatch::from_data(&own_records(body)), &wo)?) };
+        // The batches that skipped the tier, by position, go between the
+        // log file's.
+        let mut direct = direct_records(db, meta, safe)?.into_iter().peekable();
+        let mut n = 0;
+        let (_, mut last) = super::file::replay(&dir, safe, |pos, body| {
+            while let Some((_, d)) = direct.next_if(|(p, _)| *p < pos) {
+                apply(&d)?;
+                n += 1;
+            }
+            apply(body)?;
+            n += 1;
+            Ok(())
+        })?;
+        for (p, d) in direct {
+            apply(&d)?;
+            (n, last) = (n + 1, last.max(p));
+        }
         if n > 0 {
             tracing::info!(shard = i, records = n, "write tier: log records written again");
         }
@@ -232,6 +270,7 @@ pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: 
         let mut wb = WriteBatch::default();
         wb.put_cf(meta, MARK, last.to_be_bytes());
         wb.put_cf(sub, MARK, last.to_be_bytes());
+        wb.delete_range_cf(meta, direct_key(0), direct_key(u64::MAX));
         db.write(wb)?;
         db.flush_wal(true)?;
         std::fs::remove_dir_all(&dir).map_err(|e| StorageError(format!("{}: {e}", dir.display())))?;

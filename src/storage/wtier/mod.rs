@@ -25,9 +25,9 @@
 //!
 //! A write that skips the tier (a range delete, a transaction, a write
 //! while no group is open) goes to the families with the WAL after the
-//! tier is applied, and its batch is appended to the log first: a replay
-//! after a crash would otherwise write older log records over it. Should
-//! its WAL write fail, a cancel record follows, and replay skips it.
+//! tier is applied, carrying a copy of itself as a direct record
+//! ([`DIRECT`]) in the same batch: a replay after a crash would otherwise
+//! write older log records over it.
 //!
 //! Other shards read a GET's meta record straight from the owner's meta
 //! cache and RocksDB (`PeerStore`), not from the tier. So each tier keeps
@@ -39,8 +39,7 @@
 //!
 //! A transaction over several shards writes every shard's part in one
 //! batch (`tx`): each shard with a tier applies it when the transaction
-//! opens, and appends each part it stages to its log (cancelled if the
-//! transaction is not written).
+//! opens, and each part it stages carries a direct record of its own.
 //!
 //! Until issue 52 the log was a column family (`shard-<i>-log`); one left
 //! by an older run is replayed through the WAL at startup and dropped.
@@ -75,6 +74,21 @@ pub(super) use log::{logs, replay_all, replay_files, start_of};
 /// Where each family keeps the log position its applies reached (sorts
 /// before the TTL indexes, `0xFF 'T'`; the compaction filters keep it).
 pub(super) const MARK: &[u8] = &[0xFF, b'A'];
+
+/// Where a batch that skipped the tier keeps its copy, in the shard's meta
+/// family, by log position (`0xFF 'B' pos`, after the marks, before the
+/// TTL index; the compaction filters keep it): written in the batch itself,
+/// so it exists exactly when the batch does, and replayed in position
+/// order among the log file's records.
+pub(super) const DIRECT: &[u8] = &[0xFF, b'B'];
+
+/// The direct record key of position `pos`.
+pub(super) fn direct_key(pos: u64) -> [u8; 10] {
+    let mut k = [0; 10];
+    k[..2].copy_from_slice(DIRECT);
+    k[2..].copy_from_slice(&pos.to_be_bytes());
+    k
+}
 
 /// Log records past the persisted marks after which the family holding the
 /// log back is flushed.
@@ -441,20 +455,21 @@ impl ShardStore {
     }
 
     /// Writes `wb` to the families at once (with the WAL), after what the
-    /// tier holds; with the tier on, the same batch carries it as a log
-    /// record too, so that a replay after a crash writes it again after
-    /// the tier's older records, not before them.
-    pub(super) fn tier_direct(&self, wb: WriteBatch) -> Result<(), StorageError> {
-        let Some(log) = self.wtier.log.clone() else {
+    /// tier holds; with the tier on, the same batch carries a copy of it
+    /// as a direct record ([`DIRECT`]), so that a replay after a crash
+    /// writes it again after the tier's older log records, not before them
+    /// (a copy in the log file could outlive a WAL write that never
+    /// happened: a transaction's part came back alone, tests/crash_atomic.rs).
+    pub(super) fn tier_direct(&self, mut wb: WriteBatch) -> Result<(), StorageError> {
+        if !self.wtier.on() {
             return self.engine.write_in(self.home, wb);
-        };
-        self.tier_apply()?;
-        let pos = self.wtier.next_pos();
-        self.tier_append(&log, file::BATCH, pos, wb.data())?;
-        if let Err(e) = self.engine.write_in(self.home, wb) {
-            self.tier_cancel(&[pos]);
-            return Err(e);
         }
+        self.tier_apply()?;
+        let rep = wb.data().to_vec();
+        let pos = self.wtier.pos.get() + 1;
+        wb.put_cf(self.cf, direct_key(pos), rep);
+        self.engine.write_in(self.home, wb)?;
+        self.wtier.pos.set(pos);
         // The marks without the WAL, as an apply writes them: one recovered
         // from the WAL would claim records that earlier applies wrote
         // without it and a crash lost (a test lost writes that way).
@@ -486,15 +501,16 @@ impl ShardStore {
     }
 
     /// A part of a transaction over several shards, staged in the engine's
-    /// sink (`tx`), or a write over two databases: with the tier on, its
-    /// batch appended to the log first, so that a replay after a crash
-    /// writes it again after the tier's older records. Its position, for
-    /// [`ShardStore::tier_cancel`] should the write not happen.
-    pub(super) fn tier_log_part(&self, rep: &[u8]) -> Result<Option<u64>, StorageError> {
-        let Some(log) = &self.wtier.log else { return Ok(None) };
-        let pos = self.wtier.next_pos();
-        self.tier_append(log, file::BATCH, pos, rep)?;
-        Ok(Some(pos))
+    /// sink (`tx`), or the home part of a write over two databases: with
+    /// the tier on, its copy as a direct record for the same batch (as
+    /// [`ShardStore::tier_direct`] writes one).
+    pub(super) fn tier_log_part(&self, rep: &[u8]) -> Option<WriteBatch> {
+        if !self.wtier.on() {
+            return None;
+        }
+        let mut wb = WriteBatch::default();
+        wb.put_cf(self.cf, direct_key(self.wtier.next_pos()), rep);
+        Some(wb)
     }
 
     /// Appends a record to the log, the disk guard counting its bytes.
@@ -507,17 +523,6 @@ impl ShardStore {
             self.engine.check_disk();
         }
         Ok(())
-    }
-
-    /// Logged batches whose WAL write failed or never came: replay skips
-    /// them. (A cancel the disk refused too leaves them to come back.)
-    pub(super) fn tier_cancel(&self, positions: &[u64]) {
-        let Some(log) = &self.wtier.log else { return };
-        for &p in positions {
-            if let Err(e) = log.append(file::CANCEL, self.wtier.next_pos(), &p.to_le_bytes()) {
-                tracing::error!(error = %e, pos = p, "write tier: cancelling a logged batch failed");
-            }
-        }
     }
 
     /// Whether the write tier is on: writes go through it only from a
@@ -563,6 +568,9 @@ impl ShardStore {
             return Ok(());
         }
         log.cut(safe)?;
+        let mut wb = WriteBatch::default();
+        wb.delete_range_cf(self.cf, direct_key(0), direct_key(safe + 1));
+        self.engine.write_in(self.home, wb)?;
         self.wtier.cut.set(safe);
         Ok(())
     }

@@ -199,25 +199,38 @@ fn the_log_is_cut_below_what_both_families_persisted() {
     }
 }
 
-/// A batch that skips the tier is logged before its WAL write; a failed
-/// write is cancelled, and replay skips it.
+/// A batch that skips the tier carries its copy as a direct record in its
+/// own batch (not in the log file), which the cut removes once the marks
+/// past it are persisted.
 #[test]
-fn a_direct_write_is_logged_and_a_cancel_makes_replay_skip_it() {
+fn a_direct_write_carries_its_copy_in_its_own_batch() {
     let (d, s, _p) = stores(100);
     let m = keys::meta_key(0, b"m");
+    s.begin_group();
+    put(&s, &m, b"tier");
+    s.defer_group();
+    s.end_turn();
     put(&s, &m, b"direct");
-    let mut wb = WriteBatch::default();
-    wb.put_cf(s.cf, &m, b"never written");
-    let pos = s.tier_log_part(wb.data()).unwrap().unwrap();
-    s.tier_cancel(&[pos]);
-    let dir = super::log_dir(&d.path().join("db"), 0);
-    let mut got = Vec::new();
-    super::file::replay(&dir, 0, |b| {
-        got.push(records(&Bytes::copy_from_slice(b)).unwrap());
+    let copy = s.db.get_cf(s.cf, direct_key(2)).unwrap().expect("the direct record");
+    assert_eq!(
+        records(&Bytes::from(copy)).unwrap(),
+        vec![(Bytes::from(m.clone()), Some(Bytes::from_static(b"direct")))]
+    );
+    let mut logged = Vec::new();
+    super::file::replay(&super::log_dir(&d.path().join("db"), 0), 0, |pos, _| {
+        logged.push(pos);
         Ok(())
     })
     .unwrap();
-    assert_eq!(got, vec![vec![(Bytes::from(m.clone()), Some(Bytes::from_static(b"direct")))]]);
+    assert_eq!(logged, vec![1], "only the tier's batch is in the file");
+    s.db.flush_cf(s.cf).unwrap();
+    s.db.flush_cf(s.sub).unwrap();
+    s.begin_group();
+    put(&s, &m, b"later");
+    s.defer_group();
+    s.end_turn();
+    s.tier_apply().unwrap();
+    assert_eq!(s.db.get_cf(s.cf, direct_key(2)).unwrap(), None, "cut below the persisted mark");
 }
 
 /// With a memory budget and no cap by count, dirty starts draining once
