@@ -68,7 +68,8 @@ impl Engine {
         // The write tier's logs are in their files already (one write per
         // turn, `wtier`); under `always` they are synced, before the WALs.
         if always {
-            self.sync_tier_logs()?;
+            let synced = self.sync_tier_logs()?;
+            self.group_syncs.fetch_add(synced, Ordering::Relaxed);
         }
         for d in &self.dbs {
             let target = d.written.load(Ordering::Acquire);
@@ -107,14 +108,17 @@ impl Engine {
         self.flush_wal(&self.dbs[0], true)
     }
 
-    /// Syncs the write tier's logs that have records not yet synced.
-    fn sync_tier_logs(&self) -> Result<(), StorageError> {
+    /// Syncs the write tier's logs that have records not yet synced; how
+    /// many it synced (group syncs, as the WALs' count).
+    fn sync_tier_logs(&self) -> Result<u64, StorageError> {
+        let mut n = 0;
         for l in self.tier_logs.iter().flatten() {
             if l.unsynced() {
                 l.sync().inspect_err(|e| self.disk.note_write_error(&e.0))?;
+                n += 1;
             }
         }
-        Ok(())
+        Ok(n)
     }
 
     /// Whether the write tier's logs must not be cut now (a checkpoint is
