@@ -236,8 +236,10 @@ pub struct Engine {
     /// Per shard: where its write tier's log positions go on
     /// (`wtier::start_of`).
     tier_starts: Vec<u64>,
-    /// Per shard, with the tier on: its log file (`wtier::file`).
+    /// Per shard, with the tier on: its log file (`wtier::file`), and
+    /// what its replay loaded until the owner's store takes it.
     tier_logs: wtier::Logs,
+    tier_loaded: wtier::Loaded,
     /// While non-zero (a checkpoint copying the logs), no log is cut.
     tier_cut_pauses: std::sync::atomic::AtomicUsize,
 
@@ -296,7 +298,7 @@ impl Engine {
         if let Some(m) = &memtables {
             db_opts.set_write_buffer_manager(m);
         }
-        let opened = if opts.split {
+        let mut opened = if opts.split {
             open::open_split(&db_opts, &cache, opts)?
         } else {
             open::open_shared(&db_opts, &cache, opts)?
@@ -306,7 +308,7 @@ impl Engine {
         Self::record_layout(main, opts.shards)?;
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(main));
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
-        let (tier_starts, tier_logs) = wtier::open_logs(opts, &opened)?;
+        let tiers = wtier::open_logs(opts, &mut opened)?;
         Ok(Engine {
             dbs: opened.dbs.into_iter().map(Db::new).collect(),
             homes: opened.homes,
@@ -328,12 +330,11 @@ impl Engine {
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
             write_tier: opts.tier_limits(),
-            tier_starts,
-            tier_logs,
+            tier_starts: tiers.starts,
+            tier_logs: tiers.logs,
             tier_cut_pauses: Default::default(),
-            tier_held: (0..opts.shards)
-                .map(|_| (opts.tier_on() && opts.shards > 1).then(|| Arc::new([wtier::Held::new(), wtier::Held::new()])))
-                .collect(),
+            tier_held: tiers.held,
+            tier_loaded: tiers.loaded,
         })
     }
 
@@ -393,6 +394,15 @@ impl Engine {
 
     /// The store of shard `i`.
     pub fn shard(&'static self, i: usize) -> Result<ShardStore, StorageError> {
+        self.store(i, true)
+    }
+
+    /// Shard `i`'s store; the owner's takes what its tier's replay loaded.
+    fn store(&'static self, i: usize, owner: bool) -> Result<ShardStore, StorageError> {
+        let loaded = match self.tier_loaded.get(i).filter(|_| owner) {
+            Some(l) => std::mem::take(&mut *l.lock().unwrap_or_else(|e| e.into_inner())),
+            None => Vec::new(),
+        };
         let home = self.home(i);
         let home_index = self.homes.get(i).copied().unwrap_or(0);
         let db = &home.db;
@@ -418,6 +428,7 @@ impl Engine {
                 self.write_tier,
                 self.tier_starts.get(i).copied().unwrap_or(0),
                 self.tier_held.get(i).cloned().flatten(),
+                loaded,
             ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
             spare: Default::default(),
@@ -427,7 +438,7 @@ impl Engine {
     /// A read-only view of shard `i` for another shard's thread: it looks
     /// in the owner's meta cache, then RocksDB, and never fills the cache.
     pub fn peer(&'static self, i: usize) -> Result<PeerStore, StorageError> {
-        self.shard(i).map(PeerStore)
+        self.store(i, false).map(PeerStore)
     }
 
     pub fn dir(&self) -> &Path {
@@ -758,46 +769,7 @@ impl ShardStore {
     }
 }
 
-/// Small options for the storage unit tests (8 MB block cache, 1 MB
-/// write buffers, buffered WAL).
 #[cfg(test)]
-fn test_opts(dir: &Path, shards: usize, meta_cache_bytes: u64) -> StoreOptions {
-    StoreOptions {
-        dir: dir.to_path_buf(),
-        shards,
-        block_cache_bytes: 8 << 20,
-        write_buffer_bytes: 1 << 20,
-        manual_wal_flush: true,
-        meta_cache_bytes,
-        io_threads: 2,
-        memtables_bytes: 0,
-        bottommost: Compression::Zstd,
-        background: Background::LowFlush,
-        write_tier: 0,
-        write_tier_bytes: 0,
-        split: false,
-    }
-}
-
-/// Reads and writes the storage unit tests share.
+mod testkit;
 #[cfg(test)]
-mod testkit {
-    use super::{PeerStore, ShardStore};
-
-    /// A record as the owner reads it (staged writes included).
-    pub fn get(s: &ShardStore, k: &[u8]) -> Option<Vec<u8>> {
-        s.get_with(k, |v| v.map(|v| v.to_vec())).unwrap()
-    }
-
-    /// What another shard reads: RocksDB and the owner's cache only.
-    pub fn peer(p: &PeerStore, k: &[u8]) -> Option<Vec<u8>> {
-        p.get_with(k, |v| v.map(|v| v.to_vec())).unwrap().expect("a peer can read it")
-    }
-
-    /// One put, as one batch.
-    pub fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
-        let mut b = s.batch();
-        s.put(&mut b, k, v);
-        s.write(b).unwrap();
-    }
-}
+use testkit::test_opts;

@@ -30,7 +30,7 @@ pub(super) struct Opened {
     pub homes: Vec<usize>,
     pub gc_slots: Slots,
     pub gc_found: Founds,
-    pub tier_starts: Vec<(usize, u64)>,
+    pub tier_starts: Vec<wtier::Replayed>,
     /// Each database's directory (its write tier logs live in it).
     pub db_dirs: Vec<PathBuf>,
 }

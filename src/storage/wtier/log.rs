@@ -154,14 +154,14 @@ fn direct_records(db: &DB, meta: &rocksdb::ColumnFamily, safe: u64) -> Result<Ve
 /// Where shard `i`'s tier goes on in `db`: past its families' marks and
 /// past what its log replay met (`replayed`), so that no new record's
 /// position looks persisted already.
-pub(in crate::storage) fn start_of(db: &DB, i: usize, replayed: &[(usize, u64)]) -> Result<u64, StorageError> {
+pub(in crate::storage) fn start_of(db: &DB, i: usize, replayed: &[Replayed]) -> Result<u64, StorageError> {
     let mark = |cf| -> Result<u64, StorageError> {
         Ok(db
             .get_pinned_cf(cf, MARK)?
             .and_then(|v| v.as_ref().try_into().ok())
             .map_or(0, u64::from_be_bytes))
     };
-    let mut start = replayed.iter().filter(|(s, _)| *s == i).map(|(_, p)| *p).max().unwrap_or(0);
+    let mut start = replayed.iter().filter(|r| r.shard == i).map(|r| r.last).max().unwrap_or(0);
     for name in [crate::storage::cf_name(i), crate::storage::sub_cf_name(i)] {
         if let Some(cf) = db.cf_handle(&name) {
             start = start.max(mark(cf)?);
@@ -220,51 +220,79 @@ fn replay(db: &DB, i: usize) -> Result<usize, StorageError> {
     Ok(n)
 }
 
+/// What a shard's log replay left: the position its tier goes on from,
+/// and (kept on, same shards) the batches past the persisted marks, in
+/// log order, for its tier's memory.
+pub(in crate::storage) struct Replayed {
+    pub(in crate::storage) shard: usize,
+    pub(in crate::storage) last: u64,
+    pub(in crate::storage) loaded: Vec<Bytes>,
+}
+
 /// At startup, before anything reads the families of the database at
-/// `db_dir`: for each shard with a log file there (`file`), writes again
-/// every batch the log holds past what both of the shard's families
-/// persisted. Returns, per shard, the position its tier goes on from.
+/// `db_dir`: for each shard with a log file there (`file`), the batches
+/// the log holds past what both of the shard's families persisted, with
+/// the direct records past them among them by position.
 ///
-/// With `keep` (the tier stays on, same shards) they are written without
-/// the WAL and the log stays as it is: the tier's next applies write the
-/// marks past them, and the log is cut once those are persisted, as in
-/// any run (a replay with the WAL filled a nearly full disk again, and the
-/// server could not start: tests/full_disk.rs). Without, they go through
-/// the WAL, which is synced, and the log is removed (the tier is off, or
-/// the shards change and their records move).
-pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: bool) -> Result<Vec<(usize, u64)>, StorageError> {
-    let mut starts = Vec::new();
+/// With `keep` (the tier stays on, same shards) they are loaded into the
+/// tier's memory (`Replayed::loaded`), as they were before the restart,
+/// and nothing is written: the drains write them back, and the log is
+/// cut once marks past them are persisted, as in any run (writing them
+/// into the memtables at startup met ENOSPC on a nearly full disk, and
+/// the server could not start: tests/full_disk.rs). A direct record that
+/// is not plain puts and deletes (a range delete) cannot wait in memory:
+/// then everything is written again without the WAL instead, the log
+/// kept. Without `keep`, they go through the WAL, which is synced, and
+/// the log is removed (the tier is off, or the shards change and their
+/// records move).
+pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: bool) -> Result<Vec<Replayed>, StorageError> {
+    let mut out = Vec::new();
     for i in super::file::shards_with_logs(db_dir) {
         let dir = super::file::log_dir(db_dir, i);
         let Some((safe, meta, sub)) = marks(db, i)? else {
             tracing::warn!(shard = i, dir = %dir.display(), "write tier: a log for a shard with no families here, left as it is");
             continue;
         };
-        let mut wo = WriteOptions::default();
-        wo.disable_wal(keep);
-        let apply = |body: &[u8]| -> Result<(), StorageError> { Ok(db.write_opt(WriteBatch::from_data(&own_records(body)), &wo)?) };
-        // The batches that skipped the tier, by position, go between the
-        // log file's.
-        let mut direct = direct_records(db, meta, safe)?.into_iter().peekable();
-        let mut n = 0;
+        let direct = direct_records(db, meta, safe)?;
+        let mut batches: Vec<Bytes> = Vec::new();
+        let mut rest = direct.into_iter().peekable();
         let (_, mut last) = super::file::replay(&dir, safe, |pos, body| {
-            while let Some((_, d)) = direct.next_if(|(p, _)| *p < pos) {
-                apply(&d)?;
-                n += 1;
+            while let Some((_, d)) = rest.next_if(|(p, _)| *p < pos) {
+                batches.push(own_records(&d).into_owned().into());
             }
-            apply(body)?;
-            n += 1;
+            batches.push(Bytes::copy_from_slice(body));
             Ok(())
         })?;
-        for (p, d) in direct {
-            apply(&d)?;
-            (n, last) = (n + 1, last.max(p));
+        for (p, d) in rest {
+            batches.push(own_records(&d).into_owned().into());
+            last = last.max(p);
+        }
+        let n = batches.len();
+        if keep && batches.iter().all(|b| records(b).is_some()) {
+            if n > 0 {
+                tracing::info!(shard = i, batches = n, "write tier: log loaded into memory");
+            }
+            out.push(Replayed {
+                shard: i,
+                last,
+                loaded: batches,
+            });
+            continue;
+        }
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(keep);
+        for b in &batches {
+            db.write_opt(WriteBatch::from_data(&own_records(b)), &wo)?;
         }
         if n > 0 {
             tracing::info!(shard = i, records = n, "write tier: log records written again");
         }
         if keep {
-            starts.push((i, last));
+            out.push(Replayed {
+                shard: i,
+                last,
+                loaded: Vec::new(),
+            });
             continue;
         }
         let mut wb = WriteBatch::default();
@@ -274,7 +302,11 @@ pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: 
         db.write(wb)?;
         db.flush_wal(true)?;
         std::fs::remove_dir_all(&dir).map_err(|e| StorageError(format!("{}: {e}", dir.display())))?;
-        starts.push((i, last));
+        out.push(Replayed {
+            shard: i,
+            last,
+            loaded: Vec::new(),
+        });
     }
-    Ok(starts)
+    Ok(out)
 }

@@ -69,7 +69,7 @@ use super::keys::{TAG_META, TAG_SUB};
 use super::{ShardStore, StorageError};
 pub(super) use file::{log_dir, TierLog};
 pub(super) use held::Held;
-pub(super) use log::{logs, replay_all, replay_files, start_of};
+pub(super) use log::{logs, replay_all, replay_files, start_of, Replayed};
 
 /// Where each family keeps the log position its applies reached (sorts
 /// before the TTL indexes, `0xFF 'T'`; the compaction filters keep it).
@@ -149,9 +149,52 @@ impl crate::storage::StoreOptions {
 /// Per shard, its log (with the tier on).
 pub(super) type Logs = Vec<Option<Arc<TierLog>>>;
 
+/// Per shard, the batches its log replay loaded, until the owner's store
+/// takes them ([`Replayed::loaded`]).
+pub(super) type Loaded = Vec<std::sync::Mutex<Vec<Bytes>>>;
+
+/// Each shard's tier, as the engine keeps it (`open_logs`).
+pub(super) struct Tiers {
+    pub(super) starts: Vec<u64>,
+    pub(super) logs: Logs,
+    pub(super) loaded: Loaded,
+    /// With the tier on and several shards: what each tier may hold, for
+    /// other shards' reads.
+    pub(super) held: Vec<Option<Arc<[Held; 2]>>>,
+}
+
 /// Per shard: where its log positions go on, and its log (with the tier
-/// on), in the directory of the database holding its families.
-pub(super) fn open_logs(opts: &crate::storage::StoreOptions, opened: &super::open::Opened) -> Result<(Vec<u64>, Logs), StorageError> {
+/// on), in the directory of the database holding its families; what its
+/// replay loaded, whose meta keys are marked in the shard's first `held`
+/// filter before any peer reads.
+pub(super) fn open_logs(opts: &crate::storage::StoreOptions, opened: &mut super::open::Opened) -> Result<Tiers, StorageError> {
+    let held: Vec<_> = (0..opts.shards)
+        .map(|_| (opts.tier_on() && opts.shards > 1).then(|| Arc::new([Held::new(), Held::new()])))
+        .collect();
+    let mut loaded: Loaded = (0..opts.shards).map(|_| Default::default()).collect();
+    for r in opened.tier_starts.iter_mut().filter(|r| r.shard < opts.shards) {
+        let batches = std::mem::take(&mut r.loaded);
+        if let Some(h) = held.get(r.shard).and_then(|h| h.as_ref()) {
+            for (k, _) in batches.iter().filter_map(log::records).flatten() {
+                if super::cache::is_meta(&k) {
+                    h[0].set(&k);
+                }
+            }
+        }
+        if let Some(l) = loaded.get_mut(r.shard) {
+            l.get_mut().unwrap_or_else(|e| e.into_inner()).extend(batches);
+        }
+    }
+    let (starts, logs) = start_logs(opts, opened)?;
+    Ok(Tiers {
+        starts,
+        logs,
+        loaded,
+        held,
+    })
+}
+
+fn start_logs(opts: &crate::storage::StoreOptions, opened: &super::open::Opened) -> Result<(Vec<u64>, Logs), StorageError> {
     let (mut starts, mut logs) = (Vec::with_capacity(opts.shards), Vec::with_capacity(opts.shards));
     for i in 0..opts.shards {
         let d = opened.homes.get(i).copied().unwrap_or(0);
@@ -280,8 +323,10 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
 
 impl WriteTier {
     /// `start`: the log position replay reached (`log::replay`).
-    pub(super) fn new(log: Option<Arc<TierLog>>, limit: Limits, start: u64, held: Option<Arc<[Held; 2]>>) -> WriteTier {
-        WriteTier {
+    /// `loaded`: the batches its log replay loaded (`log::replay_files`),
+    /// in log order, back in dirty as before the restart.
+    pub(super) fn new(log: Option<Arc<TierLog>>, limit: Limits, start: u64, held: Option<Arc<[Held; 2]>>, loaded: Vec<Bytes>) -> WriteTier {
+        let t = WriteTier {
             log,
             held,
             cur: Cell::new(0),
@@ -292,7 +337,15 @@ impl WriteTier {
             drain: RefCell::default(),
             any: Cell::new(false),
             hasher: ahash::RandomState::new(),
+        };
+        if t.log.is_some() && !loaded.is_empty() {
+            let mut d = t.dirty.borrow_mut();
+            for (k, v) in loaded.iter().filter_map(log::records).flatten() {
+                d.insert(k, v, &t.hasher);
+            }
+            t.any.set(!d.map.is_empty());
         }
+        t
     }
 
     /// Whether a range read of `[from, to)` may meet a record the tier holds.
