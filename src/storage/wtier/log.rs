@@ -151,20 +151,22 @@ fn direct_records(db: &DB, meta: &rocksdb::ColumnFamily, safe: u64) -> Result<Ve
     Ok(out)
 }
 
+/// The mark ([`MARK`]) a family holds in `db` (0: none yet).
+fn mark_in(db: &DB, cf: &rocksdb::ColumnFamily) -> Result<u64, StorageError> {
+    Ok(db
+        .get_pinned_cf(cf, MARK)?
+        .and_then(|v| v.as_ref().try_into().ok())
+        .map_or(0, u64::from_be_bytes))
+}
+
 /// Where shard `i`'s tier goes on in `db`: past its families' marks and
 /// past what its log replay met (`replayed`), so that no new record's
 /// position looks persisted already.
 pub(in crate::storage) fn start_of(db: &DB, i: usize, replayed: &[Replayed]) -> Result<u64, StorageError> {
-    let mark = |cf| -> Result<u64, StorageError> {
-        Ok(db
-            .get_pinned_cf(cf, MARK)?
-            .and_then(|v| v.as_ref().try_into().ok())
-            .map_or(0, u64::from_be_bytes))
-    };
     let mut start = replayed.iter().filter(|r| r.shard == i).map(|r| r.last).max().unwrap_or(0);
     for name in [crate::storage::cf_name(i), crate::storage::sub_cf_name(i)] {
         if let Some(cf) = db.cf_handle(&name) {
-            start = start.max(mark(cf)?);
+            start = start.max(mark_in(db, cf)?);
         }
     }
     Ok(start)
@@ -179,13 +181,7 @@ fn marks(db: &DB, i: usize) -> Result<Option<(u64, &rocksdb::ColumnFamily, &rock
     ) else {
         return Ok(None);
     };
-    let mark = |cf| -> Result<u64, StorageError> {
-        Ok(db
-            .get_pinned_cf(cf, MARK)?
-            .and_then(|v| v.as_ref().try_into().ok())
-            .map_or(0, u64::from_be_bytes))
-    };
-    Ok(Some((mark(meta)?.min(mark(sub)?), meta, sub)))
+    Ok(Some((mark_in(db, meta)?.min(mark_in(db, sub)?), meta, sub)))
 }
 
 /// At startup, before anything reads shard `i`'s families: writes again
