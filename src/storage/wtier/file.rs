@@ -27,7 +27,12 @@ const HEADER: usize = 4 + 4 + 1 + 8;
 /// Record kinds.
 pub(super) const BATCH: u8 = 1;
 
-static CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+/// CRC-32C (Castagnoli) of a record, with the CPU's CRC32 instruction
+/// where it has one: the `crc` crate's table walks a byte at a time, and
+/// that loop was 14% of a shard's CPU under SET -P16 with the tier on.
+fn checksum(b: &[u8]) -> u32 {
+    crc32c::crc32c(b)
+}
 
 fn io(what: &Path, e: std::io::Error) -> StorageError {
     StorageError(format!("write tier log {}: {e}", what.display()))
@@ -88,7 +93,7 @@ fn parse(buf: &[u8]) -> (Vec<Record<'_>>, usize) {
         let Some(end) = (i + HEADER).checked_add(len).filter(|&e| e <= buf.len()) else {
             break;
         };
-        if CRC.checksum(&buf[i + 8..end]) != crc {
+        if checksum(&buf[i + 8..end]) != crc {
             break;
         }
         let mut pos = [0; 8];
@@ -204,7 +209,7 @@ impl TierLog {
         g.rec.push(kind);
         g.rec.extend_from_slice(&pos.to_le_bytes());
         g.rec.extend_from_slice(body);
-        let crc = CRC.checksum(&g.rec[8..]);
+        let crc = checksum(&g.rec[8..]);
         g.rec[4..8].copy_from_slice(&crc.to_le_bytes());
         let Some(o) = g.open.as_mut() else { return Ok(()) };
         if let Err(e) = o.file.write_all(&g.rec) {
@@ -302,6 +307,18 @@ mod tests {
         .unwrap();
         assert_eq!(n, got.len());
         (got, last)
+    }
+
+    /// Logs written before the switch to `crc32c` (the `crc` crate's
+    /// CRC_32_ISCSI) still read: the same checksum.
+    #[test]
+    fn the_checksum_is_crc32c_as_before() {
+        let old = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
+        assert_eq!(checksum(b"123456789"), 0xE306_9283);
+        for n in [0usize, 1, 7, 8, 15, 16, 63, 64, 1000, 4097] {
+            let b: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
+            assert_eq!(checksum(&b), old.checksum(&b), "length {n}");
+        }
     }
 
     #[test]
