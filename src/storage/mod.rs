@@ -550,9 +550,13 @@ impl ShardStore {
             }
         }
         if let Some(c) = self.cache.as_ref().filter(|_| cache::is_meta(key)) {
-            // No lock is held while `f` runs: `f` may read or write.
-            let cached = c.get(key);
-            let v = match cached.or_else(|| self.wtier.get(key)) {
+            // No lock is held while `f` runs: `f` may read or write. The
+            // write tier first: what it holds is the latest value (every
+            // write goes there or applies it first), and a hot key written
+            // again is found with one probe of a shard-owned map, not the
+            // shared cache's.
+            let held = self.wtier.get(key);
+            let v = match held.or_else(|| c.get(key)) {
                 Some(v) => v,
                 None => {
                     let v = self.read_db(key)?.map(|v| Bytes::copy_from_slice(&v));
