@@ -137,17 +137,20 @@ fn locate(c: &mut redis::Connection, names: &[String]) -> redis::RedisResult<Opt
 /// [`CYCLES`] times: starts the server on `dir` with `args`, runs `check`,
 /// lets [`WRITERS`] threads run `writer` (port, writer number, stop flag,
 /// seed) and kills the server with SIGKILL at a random moment. Then starts
-/// it once more, checks, and returns it. Odd cycles run with the write
-/// tier on (a 1 MB budget: generations drain all the time), so a restart
-/// replays its log with the tier on and with it off.
+/// it once more, checks, and returns it. Odd cycles run with a small
+/// write tier (1 MB: generations drain all the time), every fourth from
+/// the third with the tier off (`write-tier-memory 0`), the rest with the
+/// default tier: restarts replay the log with the tier on and off.
 fn kill_cycles<W>(dir: &std::path::Path, args: &[&str], rng: &mut Rng, writer: W, check: impl Fn(&Basalt, usize)) -> Basalt
 where
     W: Fn(u16, usize, Arc<AtomicBool>, u64) + Copy + Send + 'static,
 {
     for cycle in 0..CYCLES {
         let mut with_tier = args.to_vec();
-        if cycle % 2 == 1 {
-            with_tier.extend(["--write-tier-memory", "1048576"]);
+        match cycle % 4 {
+            1 | 3 => with_tier.extend(["--write-tier-memory", "1048576"]),
+            2 => with_tier.extend(["--write-tier-memory", "0"]),
+            _ => {}
         }
         let mut b = Basalt::start_in(dir, SHARDS, &with_tier);
         check(&b, cycle);

@@ -1,6 +1,7 @@
-//! The write tier prototype (`storage::wtier`, on with `BASALT_TIER`):
-//! what it acknowledged survives kill -9, with the tier on again after the
-//! restart and with it off (the log is written back, then dropped).
+//! The write tier (`storage::wtier`, on by default; `BASALT_TIER` caps a
+//! generation's records): what it acknowledged survives kill -9, with the
+//! tier on again after the restart and with it off (`write-tier-memory 0`:
+//! the log is written back, then dropped).
 
 mod common;
 
@@ -82,7 +83,8 @@ fn acknowledged_writes_survive_kill_9_with_the_write_tier() {
         } else {
             std::env::remove_var("BASALT_TIER");
         }
-        let mut b = Basalt::start_in(&dir, 1, &[]);
+        let off: &[&str] = if round < 3 { &[] } else { &["--write-tier-memory", "0"] };
+        let mut b = Basalt::start_in(&dir, 1, off);
         let mut c = b.raw();
         check(&mut c, &expect, round);
         expect.extend(write_round(&mut c, round));
@@ -310,6 +312,11 @@ fn four_shards_every_type_under_always_and_a_checkpoint_with_the_tier() {
         std::fs::rename(restored.join(format!("db/shard-{i}")), restored.join(format!("shard-{i}"))).unwrap();
     }
     for (d, tier) in [(&restored, "97"), (&dir, "0")] {
+        // BASALT_TIER=0 with `write-tier-memory 0`: the tier off.
+        let mut args = args.to_vec();
+        if tier == "0" {
+            args.extend(["--write-tier-memory", "0"]);
+        }
         let b = Basalt::start_in_env(d, 4, &args, &[("BASALT_TIER", tier)]);
         check_all(&mut b.raw(), &expect, &format!("{} with BASALT_TIER={tier}", d.display()));
     }
@@ -355,9 +362,22 @@ fn write_tier_memory_turns_the_tier_on_within_its_budget() {
         assert!(field("wtier_log_bytes:") > 0, "{info}");
         b.signal_and_wait("-KILL");
     }
-    let b = Basalt::start_in(&dir, 2, &[]);
+    // Off (`write-tier-memory 0`): the log is written back, INFO shows no
+    // budget; then the default: 128 MB over the shards, and CONFIG GET says so.
+    let b = Basalt::start_in(&dir, 2, &["--write-tier-memory", "0"]);
     let mut c = b.raw();
     check(&mut c, &expect, 2);
     let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
     assert!(info.contains("wtier_budget:0\r\n"), "{info}");
+    drop(c);
+    drop(b);
+    let b = Basalt::start_in(&dir, 2, &[]);
+    let mut c = b.raw();
+    check(&mut c, &expect, 2);
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
+    assert!(info.contains("wtier_budget:134217728\r\n"), "{info}");
+    assert_eq!(
+        show(&c.cmd(&["CONFIG", "GET", "write-tier-memory"])),
+        show(b"*2\r\n$17\r\nwrite-tier-memory\r\n$9\r\n134217728\r\n")
+    );
 }

@@ -150,6 +150,7 @@ pub fn run(config: Config) -> Result<(), String> {
             block_cache: explicit("block-cache-size"),
             meta_cache: explicit("meta-cache-size"),
             write_buffer: config.get_int("write-buffer-size").max(0) as u64,
+            write_tier: explicit("write-tier-memory"),
             shards: shards as u64,
         },
         budget::cgroup_limit(),
@@ -158,13 +159,15 @@ pub fn run(config: Config) -> Result<(), String> {
         config.set_effective("block-cache-size", mem.block_cache.to_string());
         config.set_effective("meta-cache-size", mem.meta_cache.to_string());
         config.set_effective("write-buffer-size", mem.write_buffer.to_string());
+        config.set_effective("write-tier-memory", mem.write_tier.to_string());
         tracing::info!(
-            "memory budget {} MB ({}): block cache {} MB, memtables {} MB, meta caches {} MB",
+            "memory budget {} MB ({}): block cache {} MB, memtables {} MB, meta caches {} MB, write tiers {} MB",
             mem.total >> 20,
             mem.source.name(),
             mem.block_cache >> 20,
             mem.memtables >> 20,
-            mem.meta_cache >> 20
+            mem.meta_cache >> 20,
+            mem.write_tier >> 20
         );
     }
     let engine: &'static Engine = Box::leak(Box::new(
@@ -180,7 +183,7 @@ pub fn run(config: Config) -> Result<(), String> {
             bottommost: crate::storage::Compression::named(&config.get("bottommost-compression")),
             background: crate::storage::Background::named(&config.get("background-priority")),
             write_tier: write_tier(),
-            write_tier_bytes: config.get_int("write-tier-memory").max(0) as u64,
+            write_tier_bytes: mem.write_tier,
             // A database per shard unless `BASALT_SPLIT=0` (tuning.md, "Two
             // shards' writes"): the one-database layout stays as a fallback.
             split: std::env::var("BASALT_SPLIT").map_or(true, |v| v != "0"),

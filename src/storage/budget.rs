@@ -3,7 +3,8 @@
 //! `maxmemory`, or the memory cgroup's limit when that is lower, is the
 //! server's whole budget. It sizes the parts that grow with the data
 //! together: the block cache, the memtables (RocksDB's write buffer
-//! manager caps their sum) and the shards' meta caches. The rest is left
+//! manager caps their sum), the shards' meta caches and their write tiers
+//! (the records written but not yet in RocksDB, `wtier`). The rest is left
 //! for what the budget cannot size directly: connections, RocksDB's table
 //! readers and compaction buffers, and the kernel's page cache of the SST
 //! files, which a memory cgroup charges to the server too. Data never has
@@ -15,6 +16,7 @@ use std::path::Path;
 const BLOCK_CACHE_PCT: u64 = 25;
 const MEMTABLES_PCT: u64 = 10;
 const META_CACHE_PCT: u64 = 20;
+const WRITE_TIER_PCT: u64 = 10;
 
 /// The smallest write buffer a budget gives a column family.
 const MIN_WRITE_BUFFER: u64 = 4 << 20;
@@ -48,6 +50,8 @@ pub struct Plan {
     /// The cap on all memtables together (0: none).
     pub memtables: u64,
     pub write_buffer: u64,
+    /// The write tiers' memory, all shards together (0: off).
+    pub write_tier: u64,
 }
 
 /// What the operator configured. `None`: left at its default, so the
@@ -58,12 +62,14 @@ pub struct Asked {
     pub block_cache: Option<u64>,
     pub meta_cache: Option<u64>,
     pub write_buffer: u64,
+    pub write_tier: Option<u64>,
     pub shards: u64,
 }
 
 /// The defaults without a budget.
 pub const DEFAULT_BLOCK_CACHE: u64 = 256 << 20;
 pub const DEFAULT_META_CACHE: u64 = 256 << 20;
+pub const DEFAULT_WRITE_TIER: u64 = 128 << 20;
 
 /// Sizes the parts from `asked` and the cgroup limit (`cgroup`, if any).
 pub fn plan(asked: Asked, cgroup: Option<u64>) -> Plan {
@@ -81,6 +87,7 @@ pub fn plan(asked: Asked, cgroup: Option<u64>) -> Plan {
             meta_cache: asked.meta_cache.unwrap_or(DEFAULT_META_CACHE),
             memtables: 0,
             write_buffer: asked.write_buffer,
+            write_tier: asked.write_tier.unwrap_or(DEFAULT_WRITE_TIER),
         };
     }
     let share = |pct: u64| total / 100 * pct;
@@ -95,6 +102,7 @@ pub fn plan(asked: Asked, cgroup: Option<u64>) -> Plan {
         meta_cache: asked.meta_cache.unwrap_or(share(META_CACHE_PCT)),
         memtables,
         write_buffer: asked.write_buffer.min(per_cf),
+        write_tier: asked.write_tier.unwrap_or(share(WRITE_TIER_PCT)),
     }
 }
 
@@ -146,6 +154,7 @@ mod tests {
             block_cache: None,
             meta_cache: None,
             write_buffer: 64 << 20,
+            write_tier: None,
             shards: 2,
         }
     }
@@ -155,8 +164,8 @@ mod tests {
         let p = plan(asked(0), None);
         assert_eq!((p.total, p.source), (0, Source::None));
         assert_eq!(
-            (p.block_cache, p.meta_cache, p.memtables, p.write_buffer),
-            (256 << 20, 256 << 20, 0, 64 << 20)
+            (p.block_cache, p.meta_cache, p.memtables, p.write_buffer, p.write_tier),
+            (256 << 20, 256 << 20, 0, 64 << 20, 128 << 20)
         );
     }
 
@@ -168,9 +177,10 @@ mod tests {
         assert_eq!(p.block_cache, gib / 100 * BLOCK_CACHE_PCT);
         assert_eq!(p.meta_cache, gib / 100 * META_CACHE_PCT);
         assert_eq!(p.memtables, gib / 100 * MEMTABLES_PCT);
+        assert_eq!(p.write_tier, gib / 100 * WRITE_TIER_PCT);
         // Two shards of two column families, two memtables each within the cap.
         assert_eq!(p.write_buffer, gib / 100 * MEMTABLES_PCT / 8);
-        assert!(p.block_cache + p.meta_cache + p.memtables < p.total * 6 / 10);
+        assert!(p.block_cache + p.meta_cache + p.memtables + p.write_tier < p.total * 7 / 10);
         let p = plan(asked(gib), Some(4 * gib));
         assert_eq!((p.total, p.source), (gib, Source::Maxmemory));
         let p = plan(asked(0), Some(gib));
@@ -182,8 +192,9 @@ mod tests {
         let mut a = asked(512 << 20);
         a.block_cache = Some(32 << 20);
         a.meta_cache = Some(0);
+        a.write_tier = Some(0);
         let p = plan(a, None);
-        assert_eq!((p.block_cache, p.meta_cache), (32 << 20, 0));
+        assert_eq!((p.block_cache, p.meta_cache, p.write_tier), (32 << 20, 0, 0));
         let p = plan(asked(2 << 20), None);
         assert_eq!(p.write_buffer, MIN_WRITE_BUFFER);
         assert_eq!(p.block_cache, 1 << 20);

@@ -88,10 +88,12 @@ pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         }
         // Nothing to load: the data never left the disk. Flushing the
         // memtables is what comes closest to Redis's save-and-load.
+        super::write_back(&c).await?;
         let engine = g.engine;
         shards::rt::spawn_blocking(move || engine.flush_memtables()).await?;
         r.ok();
     } else if is(sub, "compact") && args.is_empty() {
+        super::write_back(&c).await?;
         let engine = g.engine;
         shards::rt::spawn_blocking(move || engine.compact_all()).await?;
         r.ok();

@@ -245,10 +245,18 @@ pub async fn bgrewriteaof(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult 
 /// answers once it is done. The work runs off the shards' threads; the
 /// client waits, the core does not.
 pub async fn compact(c: Conn<'_>, _: &[Bytes], r: &mut Reply) -> CmdResult {
+    write_back(&c).await?;
     let engine = c.st().global.engine;
     shards::rt::spawn_blocking(move || engine.compact_all()).await?;
     r.ok();
     Ok(())
+}
+
+/// Has every shard write what its write tier holds to RocksDB, so that a
+/// flush and a compaction after it reach every write so far.
+pub(super) async fn write_back(c: &Conn<'_>) -> CmdResult {
+    let res = c.shard.broadcast(|st: &ShardState| st.ks.store.write_back()).await;
+    res.into_iter().try_for_each(|r| r.map_err(CmdError::from))
 }
 
 /// ROLE: a master with no replicas (there is no replication yet).

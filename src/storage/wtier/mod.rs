@@ -1,5 +1,5 @@
-//! The write tier (issue 35, item 3; issue 52, item 1; a prototype behind
-//! `BASALT_TIER`, off by default): a turn's records are appended as one
+//! The write tier (issue 35, item 3; issue 52, item 1; on by default,
+//! `write-tier-memory`): a turn's records are appended as one
 //! record to the shard's log file (`file`; one write(2) per turn, synced
 //! with the WALs: before a reply under `appendfsync always`, once a second
 //! under `everysec`) and wait in a shard-owned hash table ("dirty") that
@@ -48,8 +48,9 @@
 //! dirty starts draining at half a shard's share, so dirty and the draining
 //! generation stay near it; INFO memory shows what it holds
 //! (`wtier_records`, `wtier_bytes` with [`RECORD_OVERHEAD`] per record,
-//! `wtier_log_bytes`, `wtier_budget`). Off by default (`write-tier-memory`
-//! 0 and no `BASALT_TIER`).
+//! `wtier_log_bytes`, `wtier_budget`). On by default: 128 MB, or 10% of a
+//! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
+//! turns it off.
 
 mod file;
 mod held;
@@ -576,6 +577,15 @@ impl ShardStore {
             self.engine.check_disk();
         }
         Ok(())
+    }
+
+    /// Writes what the shard holds in memory (its open group, its write
+    /// tier) to its families, so that they hold every write so far
+    /// (COMPACT, DEBUG COMPACT and DEBUG RELOAD, before they flush and
+    /// compact).
+    pub fn write_back(&self) -> Result<(), StorageError> {
+        self.flush_group()?;
+        self.tier_apply()
     }
 
     /// Whether the write tier is on: writes go through it only from a
