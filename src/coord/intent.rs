@@ -297,6 +297,13 @@ pub fn replay(engine: &'static Engine, shards: usize, databases: usize, now: u64
         engine.drop_intent(r).map_err(|e| e.0)?;
         n += 1;
     }
+    // These stores are this function's own: what their write tiers hold
+    // (what they replayed, and what the log's replay loaded into them)
+    // goes to RocksDB before they are dropped, else only the log would
+    // have it until the next start.
+    for ks in &spaces {
+        ks.store.write_back().map_err(|e| e.0)?;
+    }
     tracing::info!(parts = n, "completed cross-shard writes interrupted by the last stop");
     Ok(n)
 }

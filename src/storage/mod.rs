@@ -234,8 +234,9 @@ pub struct Engine {
     /// Per shard: the write tier's limits (`StoreOptions::tier_limits`).
     write_tier: wtier::Limits,
     /// Per shard: where its write tier's log positions go on
-    /// (`wtier::start_of`).
-    tier_starts: Vec<u64>,
+    /// (`wtier::start_of`; a store dropped moves it past the positions it
+    /// took, so the next store of the shard never reuses one).
+    tier_starts: Vec<std::sync::atomic::AtomicU64>,
     /// Per shard, with the tier on: its log file (`wtier::file`), and
     /// what its replay loaded until the owner's store takes it.
     tier_logs: wtier::Logs,
@@ -330,7 +331,7 @@ impl Engine {
             block_cache_bytes: opts.block_cache_bytes as u64,
             memtables,
             write_tier: opts.tier_limits(),
-            tier_starts: tiers.starts,
+            tier_starts: tiers.starts.into_iter().map(Into::into).collect(),
             tier_logs: tiers.logs,
             tier_cut_pauses: Default::default(),
             tier_held: tiers.held,
@@ -426,7 +427,7 @@ impl Engine {
             wtier: wtier::WriteTier::new(
                 self.tier_logs.get(i).cloned().flatten(),
                 self.write_tier,
-                self.tier_starts.get(i).copied().unwrap_or(0),
+                self.tier_starts.get(i),
                 self.tier_held.get(i).cloned().flatten(),
                 loaded,
             ),
@@ -741,6 +742,24 @@ impl ShardStore {
             // Written on its own, after what the group holds (what waits
             // for a write waits for this one too).
             self.flush_group_only()?;
+        } else if self.wtier.on() {
+            // Outside a group (a coordinated write such as a one-shard
+            // MSET's, expiry, a sweep) with the tier on: a group of its own,
+            // written to the tier now. Written past the tier instead, it
+            // would first apply everything the tier holds (MSET -P16 over
+            // 1M keys: 192 us of CPU per request, 74 with the tier off).
+            let from = self.staged();
+            if self.stage(&mut b) {
+                self.recycle(b);
+                self.flush_group()?;
+                return match self.lost_since(from).pop() {
+                    Some(l) => Err(l.error),
+                    None => Ok(()),
+                };
+            }
+            if self.group.held() {
+                self.flush_group()?;
+            }
         } else if self.group.held() {
             // Held records of this turn go first: they are older.
             self.flush_group()?;

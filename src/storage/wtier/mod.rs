@@ -23,9 +23,10 @@
 //! it is written again (a record is a whole value, so writing it twice is
 //! harmless), before anything else reads the families.
 //!
-//! A write that skips the tier (a range delete, a transaction, a write
-//! while no group is open) goes to the families with the WAL after the
-//! tier is applied, carrying a copy of itself as a direct record
+//! A plain write while no group is open (a one-shard MSET's, expiry's)
+//! is a group of its own (`ShardStore::write`). A write that skips the
+//! tier (a range delete, a transaction, a batch with an intent record)
+//! goes to the families with the WAL after the tier is applied, carrying a copy of itself as a direct record
 //! ([`DIRECT`]) in the same batch: a replay after a crash would otherwise
 //! write older log records over it.
 //!
@@ -60,6 +61,7 @@ mod runs;
 mod tests;
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ahash::{AHashMap, AHashSet};
@@ -292,6 +294,11 @@ struct Drain {
 
 /// The shard's write tier.
 pub(super) struct WriteTier {
+    /// The engine's next position for the shard, moved past this tier's
+    /// last when it is dropped (intent replay's stores come before the
+    /// shard's own: positions taken twice would let a persisted mark
+    /// claim the later store's records).
+    resume: Option<&'static AtomicU64>,
     pub(super) log: Option<Arc<TierLog>>,
     /// What other shards consult, a filter per generation (None with one
     /// shard); `cur` is dirty's.
@@ -323,11 +330,19 @@ fn coll_prefix_len(k: &[u8]) -> Option<usize> {
 }
 
 impl WriteTier {
-    /// `start`: the log position replay reached (`log::replay`).
+    /// `resume`: where its log positions go on (past where replay reached, `log::replay`, and past any earlier store of the shard).
     /// `loaded`: the batches its log replay loaded (`log::replay_files`),
     /// in log order, back in dirty as before the restart.
-    pub(super) fn new(log: Option<Arc<TierLog>>, limit: Limits, start: u64, held: Option<Arc<[Held; 2]>>, loaded: Vec<Bytes>) -> WriteTier {
+    pub(super) fn new(
+        log: Option<Arc<TierLog>>,
+        limit: Limits,
+        resume: Option<&'static AtomicU64>,
+        held: Option<Arc<[Held; 2]>>,
+        loaded: Vec<Bytes>,
+    ) -> WriteTier {
+        let start = resume.map_or(0, |r| r.load(Ordering::Acquire));
         let t = WriteTier {
+            resume,
             log,
             held,
             cur: Cell::new(0),
@@ -399,6 +414,14 @@ impl WriteTier {
             return Some(v.clone());
         }
         self.drain.borrow().as_ref().and_then(|d| d.gen.map.get(key).cloned())
+    }
+}
+
+impl Drop for WriteTier {
+    fn drop(&mut self) {
+        if let Some(r) = self.resume {
+            r.fetch_max(self.pos.get(), Ordering::AcqRel);
+        }
     }
 }
 

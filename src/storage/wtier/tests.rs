@@ -210,7 +210,11 @@ fn a_direct_write_carries_its_copy_in_its_own_batch() {
     put(&s, &m, b"tier");
     s.defer_group();
     s.end_turn();
-    put(&s, &m, b"direct");
+    // Past the tier, as a batch with a range delete or an intent goes (a
+    // plain write outside a group goes through the tier).
+    let mut wb = WriteBatch::default();
+    wb.put_cf(s.cf, &m, b"direct");
+    s.tier_direct(wb).unwrap();
     let copy = s.db.get_cf(s.cf, direct_key(2)).unwrap().expect("the direct record");
     assert_eq!(
         records(&Bytes::from(copy)).unwrap(),
@@ -263,4 +267,30 @@ fn a_memory_budget_starts_the_drain_at_half_the_shards_share() {
     assert_eq!(peer(&p, &k(0)), Some(vec![0; 60]));
     assert_eq!(peer(&p, &k(1)), Some(vec![1; 60]));
     assert_eq!(get(&s, &k(3)), Some(vec![3; 60]));
+}
+
+/// A plain write outside any group waits in the tier (a group of its
+/// own); a later store of the same shard (intent replay's stores come
+/// before the shard's own) takes log positions past the earlier one's.
+#[test]
+fn a_write_outside_a_group_waits_in_the_tier_and_positions_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = test_opts(dir.path(), 1, 1 << 20);
+    opts.write_tier = 1000;
+    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let s = e.shard(0).unwrap();
+    let k = keys::meta_key(0, b"k");
+    put(&s, &k, b"v1");
+    assert_eq!(s.wtier.size().0, 1, "it waits in the tier");
+    assert_eq!(get(&s, &k), Some(b"v1".to_vec()));
+    let last = s.wtier.pos.get();
+    assert!(last > 0);
+    s.write_back().unwrap();
+    assert_eq!(s.wtier.size().0, 0, "written back");
+    drop(s);
+    let s2 = e.shard(0).unwrap();
+    assert_eq!(s2.wtier.pos.get(), last, "the next store goes on from there");
+    put(&s2, &k, b"v2");
+    assert_eq!(s2.wtier.pos.get(), last + 1);
+    assert_eq!(get(&s2, &k), Some(b"v2".to_vec()));
 }
