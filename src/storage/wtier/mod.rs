@@ -49,7 +49,7 @@
 //! dirty starts draining at half a shard's share, so dirty and the draining
 //! generation stay near it; INFO memory shows what it holds
 //! (`wtier_records`, `wtier_bytes` with [`RECORD_OVERHEAD`] per record,
-//! `wtier_log_bytes`, `wtier_budget`). On by default: 128 MB, or 10% of a
+//! `wtier_log_bytes`, `wtier_budget`). On by default: 32 MB, or 10% of a
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
 //! turns it off.
 
