@@ -474,10 +474,6 @@ pub struct Batch {
     main: Option<WriteBatch>,
 }
 
-/// The most records a write outside any group may have to go through the
-/// write tier ([`ShardStore::write`]); a bigger one goes past it.
-const LONE_TIER_RECORDS: usize = 64;
-
 /// One shard's view of the database: its column families and its meta cache.
 /// Only the shard's own thread writes through it (and, before the shards
 /// start, intent replay): the cache is exact only under that rule.
@@ -746,28 +742,9 @@ impl ShardStore {
             // Written on its own, after what the group holds (what waits
             // for a write waits for this one too).
             self.flush_group_only()?;
-        } else if self.wtier.on() && b.wb.len() <= LONE_TIER_RECORDS {
-            // Outside a group (a coordinated write such as a one-shard
-            // MSET's, expiry, a sweep) with the tier on: a group of its own,
-            // written to the tier now. Written past the tier instead, it
-            // would first apply everything the tier holds (MSET -P16 over
-            // 1M keys: 192 us of CPU per request, 74 with the tier off).
-            // A big batch (a slice of a collection moved between shards)
-            // still goes past it: through the tier it would drain twice
-            // its size from the tier in the same turn (a 1M-member RENAME
-            // across shards stalled PINGs 190 ms).
-            let from = self.staged();
-            if self.stage(&mut b) {
-                self.recycle(b);
-                self.flush_group()?;
-                return match self.lost_since(from).pop() {
-                    Some(l) => Err(l.error),
-                    None => Ok(()),
-                };
-            }
-            if self.group.held() {
-                self.flush_group()?;
-            }
+        } else if let Some(done) = self.tier_stage_alone(&mut b) {
+            self.recycle(b);
+            return done;
         } else if self.group.held() {
             // Held records of this turn go first: they are older.
             self.flush_group()?;

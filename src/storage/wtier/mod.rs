@@ -93,6 +93,10 @@ pub(super) fn direct_key(pos: u64) -> [u8; 10] {
     k
 }
 
+/// The most records a write outside any group may have to go through the
+/// tier ([`ShardStore::tier_stage_alone`]).
+const LONE_TIER_RECORDS: usize = 64;
+
 /// Log records past the persisted marks after which the family holding the
 /// log back is flushed.
 const LOG_FLUSH_AFTER: u64 = 4096;
@@ -600,6 +604,29 @@ impl ShardStore {
             self.engine.check_disk();
         }
         Ok(())
+    }
+
+    /// A write outside any group (a coordinated write such as a one-shard
+    /// MSET's, expiry, a sweep) with the tier on: staged and written to the
+    /// tier now, as a group of its own; None when it must go past the tier
+    /// (`ShardStore::write`). Past the tier it would first apply everything
+    /// the tier holds (MSET -P16 over 1M keys: 192 us of CPU per request,
+    /// 74 with the tier off). A batch over [`LONE_TIER_RECORDS`] (a slice
+    /// of a collection moved between shards) still goes past it: through
+    /// the tier it would drain twice its size in the same turn (a
+    /// 1M-member RENAME across shards stalled PINGs 190 ms).
+    pub(super) fn tier_stage_alone(&self, b: &mut super::Batch) -> Option<Result<(), StorageError>> {
+        if !self.wtier.on() || b.wb.len() > LONE_TIER_RECORDS {
+            return None;
+        }
+        let from = self.staged();
+        if !self.stage(b) {
+            return None;
+        }
+        Some(self.flush_group().and_then(|()| match self.lost_since(from).pop() {
+            Some(l) => Err(l.error),
+            None => Ok(()),
+        }))
     }
 
     /// Writes what the shard holds in memory (its open group, its write
