@@ -12,6 +12,9 @@
 //! group is written when it closes ([`ShardStore::end_group`]), when it grows
 //! past [`MAX_RECORDS`] or [`MAX_BYTES`], before a batch with a range delete,
 //! and before a read that could see its records:
+//! - with the write tier on, every record staged is in the tier's table at
+//!   once (`wtier::tier_stage`), where every read of the owner looks; the
+//!   group only gathers the turn's batch for the log append. Without it:
 //! - a meta record read answers from the group's own copy of the meta
 //!   records it changed (the overlay);
 //! - any other point read of a key the group wrote (by hash), and every
@@ -223,6 +226,11 @@ impl ShardStore {
         if b.clears_meta || b.has_range || b.main.is_some() {
             return false;
         }
+        // With the write tier the records wait in it, not in an overlay.
+        let tiered = self.wtier.on();
+        if tiered && !self.tier_stage(b.wb.data()) {
+            return false;
+        }
         let full = {
             let mut p = self.group.pending.borrow_mut();
             if p.count == 0 {
@@ -231,10 +239,12 @@ impl ShardStore {
             let data = b.wb.data();
             p.rep.extend_from_slice(data.get(HEADER..).unwrap_or_default());
             p.count += b.wb.len() as u32;
-            p.keys.extend(b.hashes.iter().copied());
-            // Moved, not copied: the batch is spent once staged.
-            for (k, v) in b.meta.drain(..) {
-                p.meta.insert(k, v);
+            if !tiered {
+                p.keys.extend(b.hashes.iter().copied());
+                // Moved, not copied: the batch is spent once staged.
+                for (k, v) in b.meta.drain(..) {
+                    p.meta.insert(k, v);
+                }
             }
             p.count >= MAX_RECORDS || p.rep.len() >= MAX_BYTES
         };
@@ -333,25 +343,25 @@ impl ShardStore {
         }
         let count = p.count;
         p.rep[8..HEADER].copy_from_slice(&count.to_le_bytes());
-        let wb = if self.wtier.on() {
-            Err(Bytes::copy_from_slice(&p.rep))
-        } else {
-            Ok(WriteBatch::from_data(&p.rep))
-        };
         let first = p.first;
         let meta = std::mem::take(&mut p.meta);
-        p.rep.truncate(HEADER);
-        if p.rep.capacity() > MAX_BYTES {
-            p.rep.shrink_to(64 * 1024);
-        }
+        let mut rep = std::mem::take(&mut p.rep);
         p.count = 0;
         p.keys.clear();
         drop(p);
         self.group.held.set(false);
-        let written = match wb {
-            Ok(wb) => self.engine.write_in(self.home, wb),
-            Err(rep) => self.tier_write(rep),
+        let written = if self.wtier.on() {
+            // Its records wait in the tier already (`stage`): the log
+            // append is the write.
+            self.tier_commit(&rep, count as usize)
+        } else {
+            self.engine.write_in(self.home, WriteBatch::from_data(&rep))
         };
+        rep.truncate(HEADER);
+        if rep.capacity() > MAX_BYTES {
+            rep.shrink_to(64 * 1024);
+        }
+        self.group.pending.borrow_mut().rep = rep;
         if let Err(e) = written {
             if let Some(c) = &self.cache {
                 c.clear();

@@ -472,6 +472,8 @@ pub struct Batch {
     /// Made only when needed: every command's batch would otherwise
     /// allocate a second RocksDB batch.
     main: Option<WriteBatch>,
+    /// Its meta records are not in `meta` (made for the write tier).
+    unnoted: bool,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -517,12 +519,13 @@ impl PeerStore {
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<Option<R>, StorageError> {
         let s = &self.0;
+        // The tier first: a write into it does not update the cache.
+        if s.wtier.may_hold(key) {
+            return Ok(None);
+        }
         // A cached absence (a deleted key) is as exact as a cached record.
         if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(Some(f(v.as_deref())));
-        }
-        if s.wtier.may_hold(key) {
-            return Ok(None);
         }
         let v = s.read_db(key)?;
         Ok(Some(f(v.as_deref())))
@@ -582,48 +585,6 @@ impl ShardStore {
         Ok(f(v.as_deref()))
     }
 
-    /// Reads several member records (no meta records) at once: `f` sees
-    /// each one's index in `keys` and its bytes, in the order of `keys`.
-    /// Those the staged writes, the write tier or the read-ahead hold are
-    /// answered from there; the rest with one RocksDB MultiGet (`keys` in
-    /// key order), or one read each while probing (to name every miss).
-    pub fn get_many_with(&self, keys: &[Vec<u8>], mut f: impl FnMut(usize, Option<&[u8]>)) -> Result<(), StorageError> {
-        let mut held: Vec<Option<Option<Bytes>>> = vec![None; keys.len()];
-        for (i, k) in keys.iter().enumerate() {
-            if self.overlaid() {
-                if let Some(v) = self.group_read(k)? {
-                    held[i] = Some(v);
-                    continue;
-                }
-            }
-            if let Some(v) = self.wtier.get(k) {
-                held[i] = Some(v);
-                continue;
-            }
-            if let Some(v) = self.ahead.get(k) {
-                held[i] = Some(Some(Bytes::copy_from_slice(&v)));
-            }
-        }
-        let rest = keys.iter().zip(&held).filter(|(_, h)| h.is_none()).map(|(k, _)| &k[..]);
-        let mut got = if self.probing() {
-            rest.map(|k| self.read_db(k)).collect::<Vec<_>>()
-        } else {
-            let found = self.db.batched_multi_get_cf(self.sub, rest, true);
-            found.into_iter().map(|r| r.map_err(StorageError::from)).collect()
-        }
-        .into_iter();
-        for (i, h) in held.iter().enumerate() {
-            match h {
-                Some(v) => f(i, v.as_deref()),
-                None => {
-                    let v = got.next().transpose()?.flatten();
-                    f(i, v.as_deref());
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// An empty batch: one a staged write left, when there is one (a
     /// write allocated a RocksDB batch, its buffer and two vectors; issue
     /// 52, item 3).
@@ -644,6 +605,7 @@ impl ShardStore {
         b.ops.clear();
         b.clears_meta = false;
         b.has_range = false;
+        b.unnoted = false;
         spare.push(b);
     }
 
@@ -658,7 +620,8 @@ impl ShardStore {
     /// or a group's not yet written, open or held for the turn).
     #[inline]
     fn overlaid(&self) -> bool {
-        self.group.held() || self.tx.on()
+        // With the write tier, staged records wait in it (`tier_stage`).
+        (self.group.held() && !self.wtier.on()) || self.tx.on()
     }
 
     /// The column family record `key` lives in.
@@ -699,6 +662,12 @@ impl ShardStore {
     #[inline]
     fn note(&self, b: &mut Batch, key: &[u8], value: impl FnOnce() -> Option<Bytes>) {
         let grouping = self.group.active();
+        if grouping && self.wtier.on() {
+            // Staged into the tier from the batch itself; written past it
+            // instead, the batch tells the cache its records then.
+            b.unnoted = true;
+            return;
+        }
         if grouping {
             b.hashes.push(self.group.hash(key));
         }
@@ -752,6 +721,9 @@ impl ShardStore {
         // Never a sync per write: under `always` the connection syncs once
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
+        // Staged for the tier, its meta records were not noted: the cache
+        // learns them from the batch (a write past the tier is rare).
+        let unnoted = b.unnoted.then(|| b.wb.data().to_vec());
         let written = match &b.main {
             None => self.tier_direct(b.wb),
             Some(main) => self.write_with_main(b.wb, main),
@@ -766,6 +738,15 @@ impl ShardStore {
         }
         if let Some(c) = &self.cache {
             if b.clears_meta {
+                c.clear();
+            }
+            if unnoted.is_some_and(|rep| {
+                !wtier::each_record(&rep, |k, v| {
+                    if cache::is_meta(k) {
+                        c.insert(k.into(), v.map(Bytes::copy_from_slice));
+                    }
+                })
+            }) {
                 c.clear();
             }
             for (k, v) in b.meta {

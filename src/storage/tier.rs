@@ -151,6 +151,48 @@ impl Default for Probe {
 }
 
 impl ShardStore {
+    /// Reads several member records (no meta records) at once: `f` sees
+    /// each one's index in `keys` and its bytes, in the order of `keys`.
+    /// Those the staged writes, the write tier or the read-ahead hold are
+    /// answered from there; the rest with one RocksDB MultiGet (`keys` in
+    /// key order), or one read each while probing (to name every miss).
+    pub fn get_many_with(&self, keys: &[Vec<u8>], mut f: impl FnMut(usize, Option<&[u8]>)) -> Result<(), StorageError> {
+        let mut held: Vec<Option<Option<bytes::Bytes>>> = vec![None; keys.len()];
+        for (i, k) in keys.iter().enumerate() {
+            if self.overlaid() {
+                if let Some(v) = self.group_read(k)? {
+                    held[i] = Some(v);
+                    continue;
+                }
+            }
+            if let Some(v) = self.wtier.get(k) {
+                held[i] = Some(v);
+                continue;
+            }
+            if let Some(v) = self.ahead.get(k) {
+                held[i] = Some(Some(bytes::Bytes::copy_from_slice(&v)));
+            }
+        }
+        let rest = keys.iter().zip(&held).filter(|(_, h)| h.is_none()).map(|(k, _)| &k[..]);
+        let mut got = if self.probing() {
+            rest.map(|k| self.read_db(k)).collect::<Vec<_>>()
+        } else {
+            let found = self.db.batched_multi_get_cf(self.sub, rest, true);
+            found.into_iter().map(|r| r.map_err(StorageError::from)).collect()
+        }
+        .into_iter();
+        for (i, h) in held.iter().enumerate() {
+            match h {
+                Some(v) => f(i, v.as_deref()),
+                None => {
+                    let v = got.next().transpose()?.flatten();
+                    f(i, v.as_deref());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// [`ShardStore::get_with`] from memory only: never reads the disk.
     pub fn get_in_memory<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<InMemory<R>, StorageError> {
         if self.overlaid() {

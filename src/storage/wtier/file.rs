@@ -161,6 +161,9 @@ pub(in crate::storage) struct TierLog {
     /// Records appended, and appended before the last sync.
     written: AtomicU64,
     synced: AtomicU64,
+    /// Tests: the next append fails.
+    #[cfg(test)]
+    pub(super) fail_next: std::sync::atomic::AtomicBool,
 }
 
 impl TierLog {
@@ -177,6 +180,8 @@ impl TierLog {
                 rec: Vec::new(),
             }),
             written: AtomicU64::new(0),
+            #[cfg(test)]
+            fail_next: Default::default(),
             synced: AtomicU64::new(0),
         })
     }
@@ -189,6 +194,10 @@ impl TierLog {
     /// the file is put back to its length before (a record cut short
     /// would end replay of its segment there).
     pub(super) fn append(&self, kind: u8, pos: u64, body: &[u8]) -> Result<(), StorageError> {
+        #[cfg(test)]
+        if self.fail_next.swap(false, Ordering::AcqRel) {
+            return Err(StorageError("ERR test: the log append failed".into()));
+        }
         let mut g = self.lock();
         let g = &mut *g;
         if g.open.as_ref().is_some_and(|o| o.bytes >= SEGMENT_BYTES) {

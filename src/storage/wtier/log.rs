@@ -29,6 +29,12 @@ fn varint(b: &[u8], i: &mut usize) -> Option<u32> {
 /// (key, value or None for a delete). None if it holds anything else.
 pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
     let mut out = Vec::new();
+    records_into(rep, &mut out).then_some(out)
+}
+
+/// [`records`] appended to `out` (kept between calls: no allocation once
+/// warm); false, with `out` holding a prefix, if `rep` holds anything else.
+fn records_into(rep: &Bytes, out: &mut Vec<(Bytes, Option<Bytes>)>) -> bool {
     let mut i = 12;
     let b = rep.as_ref();
     let slice = |i: &mut usize, n: u32| -> Option<Bytes> {
@@ -39,27 +45,82 @@ pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
             s
         })
     };
-    while i < b.len() {
-        let tag = b[i];
-        i += 1;
+    let mut one = |i: &mut usize| -> Option<()> {
+        let tag = *b.get(*i)?;
+        *i += 1;
         match tag {
             // Column-family value / deletion.
             0x5 | 0x4 => {
-                varint(b, &mut i)?;
-                let kl = varint(b, &mut i)?;
-                let k = slice(&mut i, kl)?;
+                varint(b, i)?;
+                let kl = varint(b, i)?;
+                let k = slice(i, kl)?;
                 let v = if tag == 0x5 {
-                    let vl = varint(b, &mut i)?;
-                    Some(slice(&mut i, vl)?)
+                    let vl = varint(b, i)?;
+                    Some(slice(i, vl)?)
                 } else {
                     None
                 };
                 out.push((k, v));
+                Some(())
+            }
+            _ => None,
+        }
+    };
+    while i < b.len() {
+        if one(&mut i).is_none() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Calls `f` with each put or delete (key, value or None) of a WriteBatch
+/// representation of column-family records, passing over range deletes;
+/// false if it holds anything else (or is cut short).
+pub(in crate::storage) fn each_record(rep: &[u8], f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+    visit(rep, true, f)
+}
+
+/// [`each_record`] of a batch of puts and deletes only: false if it holds
+/// a range delete too.
+pub(super) fn each_put(rep: &[u8], f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+    visit(rep, false, f)
+}
+
+fn visit(rep: &[u8], ranges: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+    let mut i = 12;
+    let slice = |i: &mut usize| -> Option<&[u8]> {
+        let n = varint(rep, i)? as usize;
+        let end = i.checked_add(n).filter(|&e| e <= rep.len())?;
+        let s = &rep[*i..end];
+        *i = end;
+        Some(s)
+    };
+    let mut one = |i: &mut usize| -> Option<()> {
+        let tag = *rep.get(*i)?;
+        *i += 1;
+        varint(rep, i)?;
+        match tag {
+            0x5 => {
+                let k = slice(i)?;
+                f(k, Some(slice(i)?));
+            }
+            0x4 => f(slice(i)?, None),
+            // Column-family range deletion.
+            0xE if ranges => {
+                slice(i)?;
+                slice(i)?;
             }
             _ => return None,
         }
+        Some(())
+    };
+    while i < rep.len() {
+        if one(&mut i).is_none() {
+            return false;
+        }
     }
-    Some(out)
+    true
 }
 
 /// A log record's batch without its default-family records (intents, the

@@ -3,7 +3,12 @@
 //! record to the shard's log file (`file`; one write(2) per turn, synced
 //! with the WALs: before a reply under `appendfsync always`, once a second
 //! under `everysec`) and wait in a shard-owned hash table ("dirty") that
-//! every read of the owner looks in. Once it holds
+//! every read of the owner looks in. A command's records enter dirty when
+//! it stages them ([`ShardStore::tier_stage`]; the group keeps no overlay
+//! with the tier on), each in memory of its own (`gen`); the turn's log
+//! append ([`ShardStore::tier_commit`]) makes them durable, or puts back
+//! what they replaced if it fails. The meta cache learns a record when
+//! the drain applies it, not when it is written. Once it holds
 //! `StoreOptions::write_tier` records it becomes the draining generation:
 //! its keys were sorted in runs as they came (`runs`), and each later
 //! write of the tier applies the next [`PACE`] times as many of them as it
@@ -48,12 +53,13 @@
 //! Its memory is `write-tier-memory` (all shards together; [`Limits`]):
 //! dirty starts draining at half a shard's share, so dirty and the draining
 //! generation stay near it; INFO memory shows what it holds
-//! (`wtier_records`, `wtier_bytes` with [`RECORD_OVERHEAD`] per record,
+//! (`wtier_records`, `wtier_bytes` with [`gen::RECORD_OVERHEAD`] per record,
 //! `wtier_log_bytes`, `wtier_budget`). On by default: 32 MB, or 10% of a
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
 //! turns it off.
 
 mod file;
+mod gen;
 mod held;
 mod log;
 mod runs;
@@ -64,15 +70,16 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
 use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
 
-use super::keys::{TAG_META, TAG_SUB};
 use super::{ShardStore, StorageError};
 pub(super) use file::{log_dir, TierLog};
+use gen::Gen;
+#[cfg(test)]
+use gen::RECORD_OVERHEAD;
 pub(super) use held::Held;
-pub(super) use log::{logs, replay_all, replay_files, start_of, Replayed};
+pub(super) use log::{each_record, logs, replay_all, replay_files, start_of, Replayed};
 
 /// Where each family keeps the log position its applies reached (sorts
 /// before the TTL indexes, `0xFF 'T'`; the compaction filters keep it).
@@ -112,7 +119,7 @@ const PACE: usize = 2;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TierSize {
     /// Records in memory, and the memory they take (with
-    /// [`RECORD_OVERHEAD`] each).
+    /// [`gen::RECORD_OVERHEAD`] each).
     pub records: u64,
     pub bytes: u64,
     /// Bytes in its log's segments.
@@ -120,10 +127,6 @@ pub struct TierSize {
     /// Its share of `write-tier-memory` (0: no cap by memory).
     pub budget: u64,
 }
-
-/// Memory a record of the tier takes beyond its key and value (its map
-/// entry, its key's place in a run, the `Bytes` handles), for the budget.
-const RECORD_OVERHEAD: u64 = 96;
 
 /// A shard's tier limits: dirty starts draining at either.
 #[derive(Clone, Copy, Debug)]
@@ -220,71 +223,6 @@ pub(super) fn log_cf_name(i: usize) -> String {
     format!("shard-{i}-log")
 }
 
-/// One generation of records: the latest value of each key (None: deleted)
-/// and what classes of record it holds, for range reads that need not
-/// apply it: the collections with members there (hashed prefixes), whether
-/// meta records, whether anything else (the TTL index).
-#[derive(Default)]
-struct Gen {
-    map: AHashMap<Bytes, Option<Bytes>>,
-    colls: AHashSet<u64>,
-    meta: bool,
-    other: bool,
-    /// Key and value bytes.
-    bytes: u64,
-    /// Its keys, sorted in runs as they arrive (`runs`).
-    order: runs::Runs,
-}
-
-impl Gen {
-    /// The memory it takes, as the budget counts it.
-    fn charge(&self) -> u64 {
-        self.bytes + self.map.len() as u64 * RECORD_OVERHEAD
-    }
-
-    fn insert(&mut self, k: Bytes, v: Option<Bytes>, hasher: &ahash::RandomState) {
-        match coll_prefix_len(&k) {
-            Some(n) => {
-                self.colls.insert(hasher.hash_one(&k[..n]));
-            }
-            None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
-            None => self.other = true,
-        }
-        let (kl, vl) = (k.len() as u64, v.as_ref().map_or(0, |v| v.len()) as u64);
-        match self.map.insert(k.clone(), v) {
-            Some(old) => self.bytes = self.bytes + vl - old.map_or(0, |v| v.len()) as u64,
-            None => {
-                self.bytes += kl + vl;
-                self.order.add(k);
-            }
-        }
-    }
-
-    /// Whether a range read of `[from, to)` may meet one of its records.
-    fn meets(&self, from: &[u8], to: &[u8], hasher: &ahash::RandomState) -> bool {
-        if self.map.is_empty() {
-            return false;
-        }
-        if let Some(n) = coll_prefix_len(from) {
-            // Inside one collection: up to the next version's prefix.
-            let same_key = to.len() >= n && to[..n - 8] == from[..n - 8];
-            let version = |k: &[u8]| u64::from_be_bytes(k[n - 8..n].try_into().unwrap_or([0xFF; 8]));
-            if same_key && version(to) <= version(from).saturating_add(1) {
-                return self.colls.contains(&hasher.hash_one(&from[..n]));
-            }
-            return true;
-        }
-        let meta_block = |k: &[u8], db: u8| k.len() >= 2 && k[0] == db && (k[1] == TAG_META || (k[1] == TAG_META + 1 && k.len() == 2));
-        if from.len() >= 2 && from[0] != 0xFF && from[1] == TAG_META && meta_block(to, from[0]) {
-            return self.meta;
-        }
-        if from.first() == Some(&0xFF) && to.first() == Some(&0xFF) {
-            return self.other;
-        }
-        true
-    }
-}
-
 /// A generation being applied slice by slice.
 struct Drain {
     gen: Gen,
@@ -320,17 +258,9 @@ pub(super) struct WriteTier {
     /// check for every read).
     any: Cell<bool>,
     hasher: ahash::RandomState,
-}
-
-/// The length of `k`'s collection prefix (`db 'S' slot keylen key
-/// version`), if `k` is a member record's key or a prefix that long.
-fn coll_prefix_len(k: &[u8]) -> Option<usize> {
-    if k.len() < 8 || k[0] == 0xFF || k[1] != TAG_SUB {
-        return None;
-    }
-    let keylen = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
-    let n = 8 + keylen + 8;
-    (k.len() >= n).then_some(n)
+    /// What dirty held before each record staged since the last log
+    /// append, put back if the append fails ([`ShardStore::tier_stage`]).
+    undo: RefCell<Vec<(Bytes, Option<Option<Bytes>>)>>,
 }
 
 impl WriteTier {
@@ -357,11 +287,12 @@ impl WriteTier {
             drain: RefCell::default(),
             any: Cell::new(false),
             hasher: ahash::RandomState::new(),
+            undo: RefCell::default(),
         };
         if t.log.is_some() && !loaded.is_empty() {
             let mut d = t.dirty.borrow_mut();
             for (k, v) in loaded.iter().filter_map(log::records).flatten() {
-                d.insert(k, v, &t.hasher);
+                d.put(&k, v.as_deref(), &t.hasher);
             }
             t.any.set(!d.map.is_empty());
         }
@@ -430,33 +361,53 @@ impl Drop for WriteTier {
 }
 
 impl ShardStore {
-    /// Writes a group's records (`rep`, a WriteBatch representation with
-    /// its count set) as one log record; they wait in the tier.
-    pub(super) fn tier_write(&self, rep: Bytes) -> Result<(), StorageError> {
+    /// Stages a batch's records (`data`, its WriteBatch representation)
+    /// straight into dirty, where every read of the owner finds them: the
+    /// group's log append ([`ShardStore::tier_commit`]) makes them durable,
+    /// or puts back what they replaced if it fails. Other shards leave
+    /// their keys to the owner from now on (`Held`). False, with nothing
+    /// staged, if the batch is not plain puts and deletes.
+    pub(super) fn tier_stage(&self, data: &[u8]) -> bool {
         let t = &self.wtier;
-        let Some(log) = &t.log else {
-            return self.engine.write_in(self.home, WriteBatch::from_data(&rep));
-        };
-        let Some(recs) = log::records(&rep) else {
-            // Not a plain batch of puts and deletes: written as it is.
-            return self.tier_direct(WriteBatch::from_data(&rep));
-        };
-        let pos = t.pos.get() + 1;
-        self.tier_append(log, file::BATCH, pos, &rep)?;
-        t.pos.set(pos);
-        let added = recs.len();
-        let full = {
-            let mut d = t.dirty.borrow_mut();
-            let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
-            for (k, v) in recs {
-                if let Some(h) = held.filter(|_| super::cache::is_meta(&k)) {
-                    h.set(&k);
-                }
-                d.insert(k, v, &t.hasher);
+        // Only a plain batch of puts and deletes is staged (checked first:
+        // nothing is staged from one that is not).
+        if !log::each_put(data, |_, _| ()) {
+            return false;
+        }
+        let mut d = t.dirty.borrow_mut();
+        let mut undo = t.undo.borrow_mut();
+        let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
+        log::each_put(data, |k, v| {
+            if let Some(h) = held.filter(|_| super::cache::is_meta(k)) {
+                h.set(k);
             }
+            undo.push(d.put(k, v, &t.hasher));
+        });
+        t.any.set(true);
+        true
+    }
+
+    /// Appends a group's records (`rep`, the WriteBatch representation of
+    /// what [`ShardStore::tier_stage`] staged, its count set) to the log as
+    /// one record. On failure what they replaced in dirty is put back.
+    pub(super) fn tier_commit(&self, rep: &[u8], added: usize) -> Result<(), StorageError> {
+        let t = &self.wtier;
+        let Some(log) = &t.log else { return Ok(()) };
+        let pos = t.pos.get() + 1;
+        if let Err(e) = self.tier_append(log, file::BATCH, pos, rep) {
+            let mut d = t.dirty.borrow_mut();
+            for (k, prev) in t.undo.borrow_mut().drain(..).rev() {
+                d.restore(&k, prev);
+            }
+            t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
+            return Err(e);
+        }
+        t.pos.set(pos);
+        t.undo.borrow_mut().clear();
+        let full = {
+            let d = t.dirty.borrow();
             d.map.len() >= t.limit.records || d.charge() >= t.limit.bytes / 2
         };
-        t.any.set(true);
         // The write is in the log from here on: a failed apply does not
         // undo it (reads find it in the tier, a restart writes it again),
         // so the failure is logged, not returned; the next log append
@@ -508,7 +459,9 @@ impl ShardStore {
         for k in &slice {
             match d.gen.map.get(k) {
                 Some(Some(v)) => wb.put_cf(self.cf_of(k), k, v),
-                _ => wb.delete_cf(self.cf_of(k), k),
+                Some(None) => wb.delete_cf(self.cf_of(k), k),
+                // Staged, then put back when its log append failed.
+                None => {}
             }
         }
         let last = d.order.left() == 0;
@@ -522,6 +475,17 @@ impl ShardStore {
             // Not applied: the next slice takes them again.
             d.order.put_back(slice);
             return Err(e.into());
+        }
+        // The meta cache learns what left for the families (a write into
+        // the tier does not touch it: every read of the owner looks in
+        // the tier first, and other shards leave keys it may hold to the
+        // owner), before the generation's `Held` filter is cleared.
+        if let Some(c) = &self.cache {
+            for k in slice.iter().filter(|k| super::cache::is_meta(k)) {
+                if let Some(v) = d.gen.map.get(k) {
+                    c.insert(k.as_ref().into(), v.clone());
+                }
+            }
         }
         if !last {
             return Ok(());
@@ -572,6 +536,10 @@ impl ShardStore {
     pub(super) fn tier_apply(&self) -> Result<(), StorageError> {
         if !self.wtier.any.get() {
             return Ok(());
+        }
+        if self.group.held() {
+            // Staged records reach the families only once logged.
+            self.flush_group()?;
         }
         self.tier_drain(usize::MAX)?;
         if self.wtier.dirty.borrow().map.is_empty() {

@@ -294,3 +294,85 @@ fn a_write_outside_a_group_waits_in_the_tier_and_positions_go_on() {
     assert_eq!(s2.wtier.pos.get(), last + 1);
     assert_eq!(get(&s2, &k), Some(b"v2".to_vec()));
 }
+
+/// A group's records wait in the tier from the moment they are staged
+/// (the owner reads them at once); when the group's log append fails,
+/// what they replaced is back, as if they were never written, and the
+/// writes are reported lost.
+#[test]
+fn a_staged_group_whose_log_append_fails_is_put_back() {
+    let (_d, s, p) = stores(1000);
+    let (m, fresh) = (keys::meta_key(0, b"m"), keys::meta_key(0, b"fresh"));
+    let f = keys::sub_key(0, b"h", 1, b"f");
+    s.begin_group();
+    put(&s, &m, b"old");
+    put(&s, &f, b"1");
+    assert!(s.end_group().is_empty());
+    let before = s.write_tier_size();
+    s.begin_group();
+    put(&s, &m, b"new");
+    put(&s, &fresh, b"x");
+    let mut b = s.batch();
+    s.delete(&mut b, &f);
+    s.write(b).unwrap();
+    assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads what it staged");
+    assert_eq!(get(&s, &f), None);
+    s.wtier
+        .log
+        .as_ref()
+        .unwrap()
+        .fail_next
+        .store(true, std::sync::atomic::Ordering::Release);
+    let lost = s.end_group();
+    assert_eq!(lost.len(), 1, "the group's writes are lost");
+    assert_eq!(get(&s, &m), Some(b"old".to_vec()));
+    assert_eq!(get(&s, &fresh), None);
+    assert_eq!(get(&s, &f), Some(b"1".to_vec()));
+    let after = s.write_tier_size();
+    assert_eq!((after.records, after.bytes), (before.records, before.bytes));
+    // The apply writes what was logged, and passes over what was put back.
+    s.tier_apply().unwrap();
+    assert_eq!(peer(&p, &m), Some(b"old".to_vec()));
+    assert_eq!(peer(&p, &fresh), None);
+    assert_eq!(peer(&p, &f), Some(b"1".to_vec()));
+    assert_eq!(get(&s, &fresh), None);
+    // The next group writes as usual.
+    s.begin_group();
+    put(&s, &fresh, b"y");
+    assert!(s.end_group().is_empty());
+    s.tier_apply().unwrap();
+    assert_eq!(peer(&p, &fresh), Some(b"y".to_vec()));
+}
+
+/// A write into the tier leaves the meta cache alone; the apply tells it
+/// the record's value, so a read after the tier let it go is not stale.
+#[test]
+fn the_meta_cache_learns_a_record_when_the_tier_applies_it() {
+    let (_d, s, p) = stores(1000);
+    let m = keys::meta_key(0, b"m");
+    s.begin_group();
+    put(&s, &m, b"v1");
+    assert!(s.end_group().is_empty());
+    s.tier_apply().unwrap();
+    assert_eq!(get(&s, &m), Some(b"v1".to_vec()), "read into the cache");
+    s.begin_group();
+    put(&s, &m, b"v2");
+    assert!(s.end_group().is_empty());
+    assert_eq!(get(&s, &m), Some(b"v2".to_vec()), "the tier comes before the cache");
+    s.tier_apply().unwrap();
+    assert_eq!(s.write_tier_size().records, 0);
+    assert_eq!(get(&s, &m), Some(b"v2".to_vec()), "the cache learned the applied value");
+    assert_eq!(peer(&p, &m), Some(b"v2".to_vec()));
+    // A write past the tier while a group is open (a range delete rides
+    // with it) tells the cache its meta records from the batch itself.
+    s.begin_group();
+    let mut b = s.batch();
+    s.put(&mut b, &m, b"v3");
+    let (lo, hi) = keys::sub_range(0, b"h", 1);
+    s.delete_range(&mut b, &lo, &hi);
+    s.write(b).unwrap();
+    assert!(s.end_group().is_empty());
+    assert_eq!(s.write_tier_size().records, 0, "written past the tier");
+    assert_eq!(get(&s, &m), Some(b"v3".to_vec()));
+    assert_eq!(peer(&p, &m), Some(b"v3".to_vec()));
+}

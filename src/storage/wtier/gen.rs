@@ -1,0 +1,203 @@
+//! A generation of the write tier: the latest value of each record written
+//! since it began, each in memory of its own (not a slice of a batch or a
+//! turn's buffer, which one long-lived key would keep whole).
+
+use ahash::AHashSet;
+use bytes::Bytes;
+
+use super::runs;
+use crate::storage::keys::{TAG_META, TAG_SUB};
+
+/// Memory a record of the tier takes beyond its key and value (its map
+/// entry, its key's place in a run, the `Bytes` handles, the allocation's
+/// header), for the budget.
+pub(super) const RECORD_OVERHEAD: u64 = 96;
+
+/// Bytes with their data inline behind the reference count (one
+/// allocation; a clone is a count increment).
+struct Inline<const N: usize> {
+    len: usize,
+    buf: [u8; N],
+}
+
+impl<const N: usize> AsRef<[u8]> for Inline<N> {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+fn inline<const N: usize>(parts: [&[u8]; 2]) -> Bytes {
+    let mut i = Inline { len: 0, buf: [0; N] };
+    for p in parts {
+        i.buf[i.len..i.len + p.len()].copy_from_slice(p);
+        i.len += p.len();
+    }
+    Bytes::from_owner(i)
+}
+
+/// `a` then `b` in one allocation of their own.
+pub(super) fn owned(a: &[u8], b: &[u8]) -> Bytes {
+    match a.len() + b.len() {
+        0 => Bytes::new(),
+        1..=40 => inline::<40>([a, b]),
+        41..=104 => inline::<104>([a, b]),
+        105..=232 => inline::<232>([a, b]),
+        233..=488 => inline::<488>([a, b]),
+        _ => Bytes::from_owner([a, b].concat()),
+    }
+}
+
+/// One generation of records: the latest value of each key (None: deleted)
+/// and what classes of record it holds, for range reads that need not
+/// apply it: the collections with members there (hashed prefixes), whether
+/// meta records, whether anything else (the TTL index).
+#[derive(Default)]
+pub(super) struct Gen {
+    pub(super) map: hashbrown::HashMap<Bytes, Option<Bytes>, ahash::RandomState>,
+    colls: AHashSet<u64>,
+    meta: bool,
+    other: bool,
+    /// Key and value bytes.
+    bytes: u64,
+    /// Its keys, sorted in runs as they arrive (`runs`).
+    pub(super) order: runs::Runs,
+}
+
+fn len(v: &Option<Bytes>) -> u64 {
+    v.as_ref().map_or(0, |v| v.len()) as u64
+}
+
+impl Gen {
+    /// The memory it takes, as the budget counts it.
+    pub(super) fn charge(&self) -> u64 {
+        self.bytes + self.map.len() as u64 * RECORD_OVERHEAD
+    }
+
+    /// Sets `k`'s latest value to a copy of `v` (None: deleted): a key it
+    /// holds keeps its key, takes a new value; a new one takes key and
+    /// value in one allocation. Its key, and what it held before (None:
+    /// nothing), for [`Gen::restore`].
+    pub(super) fn put(&mut self, k: &[u8], v: Option<&[u8]>, hasher: &ahash::RandomState) -> (Bytes, Option<Option<Bytes>>) {
+        if let Some((key, slot)) = self.map.get_key_value_mut(k) {
+            if slot.as_deref() == v {
+                // Written again unchanged (a collection's meta record when
+                // a member is replaced): no new copy.
+                return (key.clone(), Some(slot.clone()));
+            }
+            let new = v.map(|v| owned(v, &[]));
+            self.bytes = (self.bytes + len(&new)).saturating_sub(len(slot));
+            return (key.clone(), Some(std::mem::replace(slot, new)));
+        }
+        match coll_prefix_len(k) {
+            Some(n) => {
+                self.colls.insert(hasher.hash_one(&k[..n]));
+            }
+            None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
+            None => self.other = true,
+        }
+        let rec = owned(k, v.unwrap_or_default());
+        let key = rec.slice(..k.len());
+        let value = v.map(|_| rec.slice(k.len()..));
+        self.bytes += rec.len() as u64;
+        self.map.insert(key.clone(), value);
+        self.order.add(key.clone());
+        (key, None)
+    }
+
+    /// Puts back what `k` held before a [`Gen::put`] (its answer). A key
+    /// it forgets stays in `order`: the drain passes over keys the map
+    /// does not hold.
+    pub(super) fn restore(&mut self, k: &Bytes, prev: Option<Option<Bytes>>) {
+        match prev {
+            Some(p) => {
+                if let Some(slot) = self.map.get_mut(k) {
+                    self.bytes = (self.bytes + len(&p)).saturating_sub(len(slot));
+                    *slot = p;
+                }
+            }
+            None => {
+                if let Some(n) = self.map.remove(k) {
+                    self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&n));
+                }
+            }
+        }
+    }
+
+    /// Whether a range read of `[from, to)` may meet one of its records.
+    pub(super) fn meets(&self, from: &[u8], to: &[u8], hasher: &ahash::RandomState) -> bool {
+        if self.map.is_empty() {
+            return false;
+        }
+        if let Some(n) = coll_prefix_len(from) {
+            // Inside one collection: up to the next version's prefix.
+            let same_key = to.len() >= n && to[..n - 8] == from[..n - 8];
+            let version = |k: &[u8]| u64::from_be_bytes(k[n - 8..n].try_into().unwrap_or([0xFF; 8]));
+            if same_key && version(to) <= version(from).saturating_add(1) {
+                return self.colls.contains(&hasher.hash_one(&from[..n]));
+            }
+            return true;
+        }
+        let meta_block = |k: &[u8], db: u8| k.len() >= 2 && k[0] == db && (k[1] == TAG_META || (k[1] == TAG_META + 1 && k.len() == 2));
+        if from.len() >= 2 && from[0] != 0xFF && from[1] == TAG_META && meta_block(to, from[0]) {
+            return self.meta;
+        }
+        if from.first() == Some(&0xFF) && to.first() == Some(&0xFF) {
+            return self.other;
+        }
+        true
+    }
+}
+
+/// The length of `k`'s collection prefix (`db 'S' slot keylen key
+/// version`), if `k` is a member record's key or a prefix that long.
+fn coll_prefix_len(k: &[u8]) -> Option<usize> {
+    if k.len() < 8 || k[0] == 0xFF || k[1] != TAG_SUB {
+        return None;
+    }
+    let keylen = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
+    let n = 8 + keylen + 8;
+    (k.len() >= n).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owned_bytes_hold_both_parts_at_every_size() {
+        for n in [0usize, 1, 39, 40, 41, 104, 105, 232, 488, 489, 5000] {
+            let a: Vec<u8> = (0..n / 2).map(|i| i as u8).collect();
+            let b: Vec<u8> = (0..n - n / 2).map(|i| (i * 7) as u8).collect();
+            let o = owned(&a, &b);
+            assert_eq!(o.len(), n);
+            assert_eq!(&o[..a.len()], &a[..]);
+            assert_eq!(&o[a.len()..], &b[..]);
+            let c = o.clone();
+            drop(o);
+            assert_eq!(c.len(), n);
+        }
+    }
+
+    #[test]
+    fn put_and_restore_keep_the_byte_count() {
+        let h = ahash::RandomState::new();
+        let mut g = Gen::default();
+        let (k, prev) = g.put(b"\x00Mkey", Some(b"v1"), &h);
+        assert_eq!(prev, None);
+        assert_eq!(g.bytes, 7);
+        let (k2, prev) = g.put(b"\x00Mkey", Some(b"longer"), &h);
+        assert_eq!(k2, k);
+        assert_eq!(prev, Some(Some(Bytes::from_static(b"v1"))));
+        assert_eq!(g.bytes, 11);
+        let (_, p2) = g.put(b"\x00Mkey", None, &h);
+        assert_eq!(g.bytes, 5);
+        g.restore(&k, p2);
+        assert_eq!(g.map.get(&b"\x00Mkey"[..]), Some(&Some(Bytes::from_static(b"longer"))));
+        assert_eq!(g.bytes, 11);
+        g.restore(&k, prev);
+        assert_eq!(g.bytes, 7);
+        g.restore(&k, None);
+        assert!(g.map.is_empty());
+        assert_eq!(g.bytes, 0);
+    }
+}
