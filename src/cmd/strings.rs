@@ -363,12 +363,20 @@ pub fn strlen(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
 }
 
 fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
-    let (cur, expire, prior) = match read_number(ctx, key, NOT_INT)? {
-        Some((v, e)) => (super::args::parse_i64(&v).ok_or(NOT_INT)?, e, Some(e)),
+    let (cur, expire, prior) = match bigstr::read_number_with(ctx.ks(), ctx.db, key, ctx.now_ms, NOT_INT, super::args::parse_i64)? {
+        Some((v, e)) => (v.ok_or(NOT_INT)?, e, Some(e)),
         None => (0, 0, None),
     };
     let next = cur.checked_add(by).ok_or(OVERFLOW)?;
-    ctx.ks().put_string(ctx.db, key, expire, next.to_string().as_bytes(), prior)?;
+    // The digits on the stack (an i64 is at most 20 of them and a sign).
+    let mut digits = [0u8; 24];
+    let n = {
+        use std::io::Write;
+        let mut w = &mut digits[..];
+        write!(w, "{next}").map_err(|_| OVERFLOW)?;
+        24 - w.len()
+    };
+    ctx.ks().put_string(ctx.db, key, expire, &digits[..n], prior)?;
     ctx.notify(STRING, "incrby", key);
     r.int(next);
     Ok(())

@@ -177,6 +177,26 @@ pub fn sub_prefix(db: u8, key: &[u8], version: u64) -> Vec<u8> {
     k
 }
 
+/// A member record's key held inline up to this many bytes.
+pub type SubKeyBuf = smallvec::SmallVec<[u8; 96]>;
+
+/// [`sub_key`] on the stack when key and member together are up to 80
+/// bytes: a collection write's reads and writes of its members allocate
+/// nothing for their keys (issue 52, item 3).
+#[inline]
+pub fn sub_key_buf(db: u8, key: &[u8], version: u64, sub: &[u8]) -> SubKeyBuf {
+    let mut k = SubKeyBuf::new();
+    k.reserve_exact(16 + key.len() + sub.len());
+    k.push(physical(db));
+    k.push(TAG_SUB);
+    k.extend_from_slice(&slot_of(key).to_be_bytes());
+    k.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    k.extend_from_slice(key);
+    k.extend_from_slice(&version.to_be_bytes());
+    k.extend_from_slice(sub);
+    k
+}
+
 /// The sub record of member/field `sub` of `key`'s incarnation `version`.
 pub fn sub_key(db: u8, key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
     let mut k = sub_prefix(db, key, version);

@@ -96,6 +96,22 @@ pub fn encode_string(expire_ms: u64, payload: &[u8]) -> Vec<u8> {
     encode(KeyType::String, expire_ms, payload)
 }
 
+/// A meta value held inline up to this many bytes.
+pub type MetaBuf = smallvec::SmallVec<[u8; 128]>;
+
+/// [`encode`] on the stack for bodies of up to 118 bytes: a write of a
+/// short string (INCR's, SET's) allocates nothing for its record.
+#[inline]
+pub fn encode_buf(ty: KeyType, expire_ms: u64, body: &[u8]) -> MetaBuf {
+    let mut v = MetaBuf::new();
+    v.reserve_exact(HEADER + body.len());
+    v.push(FORMAT);
+    v.push(ty as u8);
+    v.extend_from_slice(&expire_ms.to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
 /// Encodes a meta value of any type with the given body.
 pub fn encode(ty: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(HEADER + body.len());
@@ -366,6 +382,11 @@ impl Coll {
 
     pub fn encode_body(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(41);
+        self.encode_body_into(&mut v);
+        v
+    }
+
+    fn encode_body_into(&self, v: &mut Vec<u8>) {
         v.extend_from_slice(&self.version.to_be_bytes());
         v.extend_from_slice(&self.size.to_be_bytes());
         if let Some(h) = self.hfe {
@@ -387,17 +408,21 @@ impl Coll {
             v.push(MODE_ZBLOCKS);
         } else if let Some(s) = &self.stream {
             v.push(MODE_STREAM);
-            s.encode_into(&mut v);
+            s.encode_into(v);
         } else if self.chunk_shift != 0 {
             v.push(MODE_CHUNKS);
             v.push(self.chunk_shift);
         }
-        v
     }
 
-    /// The full meta value of a collection of type `ty`.
+    /// The full meta value of a collection of type `ty` (one allocation).
     pub fn encode(&self, ty: KeyType, expire_ms: u64) -> Vec<u8> {
-        encode(ty, expire_ms, &self.encode_body())
+        let mut v = Vec::with_capacity(HEADER + 64);
+        v.push(FORMAT);
+        v.push(ty as u8);
+        v.extend_from_slice(&expire_ms.to_be_bytes());
+        self.encode_body_into(&mut v);
+        v
     }
 }
 

@@ -72,9 +72,12 @@ impl ShardStore {
     /// An iterator over `[from, to)` of the one family the range reads,
     /// as of `snap` (or the live data), after the open group is written.
     fn range_iter(&self, from: &[u8], to: &[u8], snap: Option<&Snap>, fill_cache: bool) -> Result<Iter, StorageError> {
-        self.flush_group()?;
-        if self.wtier.meets(from, to) {
-            self.tier_apply()?;
+        if self.wtier.on() {
+            // Staged records wait in the tier: only what the read could
+            // meet is written first (its log append included).
+            self.tier_apply_range(from, to)?;
+        } else {
+            self.flush_group()?;
         }
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(from.to_vec());

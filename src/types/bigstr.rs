@@ -262,13 +262,26 @@ pub fn read(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<Option<(Ve
 /// [`read`] for a value that must be a number: a big string cannot be one,
 /// so it is refused with `not_number` without reading it.
 pub fn read_number(ks: &Keyspace, db: u8, key: &[u8], now: u64, not_number: CmdError) -> CmdResult<Option<(Vec<u8>, u64)>> {
+    read_number_with(ks, db, key, now, not_number, <[u8]>::to_vec)
+}
+
+/// [`read_number`] with `f` seeing the value where it is read (INCR parses
+/// it there: no copy).
+pub fn read_number_with<R>(
+    ks: &Keyspace,
+    db: u8,
+    key: &[u8],
+    now: u64,
+    not_number: CmdError,
+    f: impl FnOnce(&[u8]) -> R,
+) -> CmdResult<Option<(R, u64)>> {
     ks.read(db, key, now, |m| match m {
         None => Ok(None),
         Some(Meta {
             ty: KeyType::String,
             expire_ms,
             body,
-        }) => Ok(Some((body.to_vec(), expire_ms))),
+        }) => Ok(Some((f(body), expire_ms))),
         Some(Meta {
             ty: KeyType::BigString, ..
         }) => Err(not_number),
@@ -320,7 +333,7 @@ pub fn peek<R>(store: &PeerStore, db: u8, key: &[u8], now: u64, f: impl FnOnce(O
 /// string incarnation, whose records go in the same batch).
 pub fn stage_put(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], prior: Prior) {
     if payload.len() <= INLINE_MAX {
-        ks.stage_put(b, db, key, &meta::encode_string(expire_ms, payload), prior);
+        ks.stage_put(b, db, key, &meta::encode_buf(KeyType::String, expire_ms, payload), prior);
         return;
     }
     let version = ks.next_version(crate::clock::now_us());

@@ -39,7 +39,7 @@ pub fn view_any(ks: &Keyspace, db: u8, key: &[u8], tys: &[KeyType], now: u64) ->
 /// A member's stored value, decoded: (expire ms, value). For hashes the
 /// expiry may be due; callers decide.
 pub fn member(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
-    let k = keys::sub_key(db, key, c.version, sub);
+    let k = keys::sub_key_buf(db, key, c.version, sub);
     let hfe = c.hfe.is_some();
     ks.store.get_with(&k, |v| match v {
         None => Ok(None),

@@ -506,7 +506,7 @@ impl Keyspace {
 
     /// Stores a string value.
     pub fn put_string(&self, db: u8, key: &[u8], expire_ms: u64, payload: &[u8], prior: Prior) -> CmdResult<()> {
-        self.put(db, key, &meta::encode_string(expire_ms, payload), prior)
+        self.put(db, key, &meta::encode_buf(KeyType::String, expire_ms, payload), prior)
     }
 
     /// Deletes a key if it is live; true if it was.

@@ -159,8 +159,8 @@ impl<'k> List<'k> {
         self.prior.is_some()
     }
 
-    fn record(&self, at: u64) -> Vec<u8> {
-        keys::sub_key(self.db, self.key, self.c.version, &at.to_be_bytes())
+    fn record(&self, at: u64) -> keys::SubKeyBuf {
+        keys::sub_key_buf(self.db, self.key, self.c.version, &at.to_be_bytes())
     }
 
     fn stage(&mut self, at: u64, v: &[u8]) {

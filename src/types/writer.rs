@@ -3,8 +3,6 @@
 //! more (an intent record, the other half of an SMOVE on the same shard);
 //! see [`Writer::with_batch`] and [`Writer::finish`].
 
-use std::collections::HashMap;
-
 use crate::error::{CmdResult, CORRUPT};
 use crate::storage::intent::IntentRef;
 use crate::storage::keys;
@@ -30,7 +28,7 @@ pub struct Writer<'k> {
     pub c: Coll,
     /// Physical state of members read or staged so far: (expire ms, value)
     /// or gone.
-    touched: HashMap<Vec<u8>, Option<(u64, Vec<u8>)>>,
+    touched: ahash::AHashMap<Vec<u8>, Option<(u64, Vec<u8>)>>,
     b: Batch,
     dirty: bool,
     /// A member was added (cached sampling bounds may no longer cover all).
@@ -60,7 +58,7 @@ impl<'k> Writer<'k> {
             prior,
             orig: c,
             c,
-            touched: HashMap::new(),
+            touched: Default::default(),
             b: ks.store.batch(),
             dirty: false,
             added: false,
@@ -86,16 +84,20 @@ impl<'k> Writer<'k> {
     /// is read from storage at most once per command: the answer is kept
     /// with the staged changes, so a check followed by a write costs one read.
     pub fn physical(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
-        if let Some(t) = self.touched.get(sub) {
-            return Ok(t.clone());
+        Ok(self.touch(sub)?.clone())
+    }
+
+    /// [`Writer::physical`] without a copy of the value.
+    fn touch(&mut self, sub: &[u8]) -> CmdResult<&mut Option<(u64, Vec<u8>)>> {
+        if !self.touched.contains_key(sub) {
+            let found = if self.existed() {
+                member(self.ks, self.db, self.key, &self.c, sub)?
+            } else {
+                None
+            };
+            self.touched.insert(sub.to_vec(), found);
         }
-        let found = if self.existed() {
-            member(self.ks, self.db, self.key, &self.c, sub)?
-        } else {
-            None
-        };
-        self.touched.insert(sub.to_vec(), found.clone());
-        Ok(found)
+        self.touched.get_mut(sub).ok_or(CORRUPT)
     }
 
     /// A member's (expire ms, value) if live.
@@ -112,26 +114,41 @@ impl<'k> Writer<'k> {
 
     /// Stores a member with expiry `ttl` (0: none; hashes only).
     pub fn put(&mut self, sub: &[u8], ttl: u64, value: &[u8]) -> CmdResult<Phys> {
-        let before = Self::state(&self.physical(sub)?);
+        let t = self.touch(sub)?;
+        let before = Self::state(t);
+        // What later reads in this command see, in the buffer the read left.
+        match t {
+            Some((at, v)) => {
+                *at = ttl;
+                v.clear();
+                v.extend_from_slice(value);
+            }
+            None => *t = Some((ttl, value.to_vec())),
+        }
         self.added |= before == Phys::Missing;
         hash::transition(&mut self.c, before, Phys::of(ttl));
-        let k = keys::sub_key(self.db, self.key, self.c.version, sub);
-        self.ks
-            .store
-            .put(&mut self.b, &k, &hash::encode_value(self.c.hfe.is_some(), ttl, value));
-        self.touched.insert(sub.to_vec(), Some((ttl, value.to_vec())));
+        let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
+        if self.c.hfe.is_some() {
+            let mut v = smallvec::SmallVec::<[u8; 128]>::new();
+            v.extend_from_slice(&ttl.to_be_bytes());
+            v.extend_from_slice(value);
+            self.ks.store.put(&mut self.b, &k, &v);
+        } else {
+            self.ks.store.put(&mut self.b, &k, value);
+        }
         self.dirty = true;
         Ok(before)
     }
 
     /// Deletes a member; returns its physical state before.
     pub fn delete(&mut self, sub: &[u8]) -> CmdResult<Phys> {
-        let before = Self::state(&self.physical(sub)?);
+        let t = self.touch(sub)?;
+        let before = Self::state(t);
         if before != Phys::Missing {
+            *t = None;
             hash::transition(&mut self.c, before, Phys::Missing);
-            let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+            let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
             self.ks.store.delete(&mut self.b, &k);
-            self.touched.insert(sub.to_vec(), None);
             self.dirty = true;
         }
         Ok(before)
@@ -141,14 +158,14 @@ impl<'k> Writer<'k> {
     /// member of its own (a sorted set's score record): no count changes,
     /// no read-back through [`Writer::physical`].
     pub fn put_raw(&mut self, sub: &[u8], value: &[u8]) {
-        let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+        let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
         self.ks.store.put(&mut self.b, &k, value);
         self.dirty = true;
     }
 
     /// Stages the delete of a record [`Writer::put_raw`] wrote.
     pub fn delete_raw(&mut self, sub: &[u8]) {
-        let k = keys::sub_key(self.db, self.key, self.c.version, sub);
+        let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
         self.ks.store.delete(&mut self.b, &k);
         self.dirty = true;
     }

@@ -2,7 +2,7 @@
 //! since it began, each in memory of its own (not a slice of a batch or a
 //! turn's buffer, which one long-lived key would keep whole).
 
-use ahash::AHashSet;
+use ahash::AHashMap;
 use bytes::Bytes;
 
 use super::runs;
@@ -49,12 +49,14 @@ pub(super) fn owned(a: &[u8], b: &[u8]) -> Bytes {
 
 /// One generation of records: the latest value of each key (None: deleted)
 /// and what classes of record it holds, for range reads that need not
-/// apply it: the collections with members there (hashed prefixes), whether
-/// meta records, whether anything else (the TTL index).
+/// apply it: the collections with members there (by hashed prefix, with
+/// their member keys, so that a range read of one collection applies only
+/// its records), whether meta records, whether anything else (the TTL
+/// index).
 #[derive(Default)]
 pub(super) struct Gen {
     pub(super) map: hashbrown::HashMap<Bytes, Option<Bytes>, ahash::RandomState>,
-    colls: AHashSet<u64>,
+    colls: AHashMap<u64, Vec<Bytes>>,
     meta: bool,
     other: bool,
     /// Key and value bytes.
@@ -88,16 +90,14 @@ impl Gen {
             self.bytes = (self.bytes + len(&new)).saturating_sub(len(slot));
             return (key.clone(), Some(std::mem::replace(slot, new)));
         }
-        match coll_prefix_len(k) {
-            Some(n) => {
-                self.colls.insert(hasher.hash_one(&k[..n]));
-            }
-            None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
-            None => self.other = true,
-        }
         let rec = owned(k, v.unwrap_or_default());
         let key = rec.slice(..k.len());
         let value = v.map(|_| rec.slice(k.len()..));
+        match coll_prefix_len(k) {
+            Some(n) => self.colls.entry(hasher.hash_one(&k[..n])).or_default().push(key.clone()),
+            None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
+            None => self.other = true,
+        }
         self.bytes += rec.len() as u64;
         self.map.insert(key.clone(), value);
         self.order.add(key.clone());
@@ -123,19 +123,47 @@ impl Gen {
         }
     }
 
+    /// The records of the collection hashed `coll` (member records only),
+    /// in no order.
+    pub(super) fn coll_records(&self, coll: u64) -> impl Iterator<Item = (&Bytes, &Option<Bytes>)> {
+        self.colls
+            .get(&coll)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.map.get_key_value(k))
+    }
+
+    /// Forgets the records of the collection hashed `coll` (written to the
+    /// families by [`ShardStore::tier_apply_range`]); the drain passes over
+    /// their keys.
+    pub(super) fn drop_coll(&mut self, coll: u64) {
+        for k in self.colls.remove(&coll).into_iter().flatten() {
+            if let Some(v) = self.map.remove(&k) {
+                self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&v));
+            }
+        }
+    }
+
+    /// The collection a range read of `[from, to)` stays inside (hashed,
+    /// as `colls` keeps it), if it does.
+    pub(super) fn coll_of_range(from: &[u8], to: &[u8], hasher: &ahash::RandomState) -> Option<u64> {
+        let n = coll_prefix_len(from)?;
+        let same_key = to.len() >= n && to[..n - 8] == from[..n - 8];
+        let version = |k: &[u8]| u64::from_be_bytes(k[n - 8..n].try_into().unwrap_or([0xFF; 8]));
+        (same_key && version(to) <= version(from).saturating_add(1)).then(|| hasher.hash_one(&from[..n]))
+    }
+
     /// Whether a range read of `[from, to)` may meet one of its records.
     pub(super) fn meets(&self, from: &[u8], to: &[u8], hasher: &ahash::RandomState) -> bool {
         if self.map.is_empty() {
             return false;
         }
-        if let Some(n) = coll_prefix_len(from) {
+        if coll_prefix_len(from).is_some() {
             // Inside one collection: up to the next version's prefix.
-            let same_key = to.len() >= n && to[..n - 8] == from[..n - 8];
-            let version = |k: &[u8]| u64::from_be_bytes(k[n - 8..n].try_into().unwrap_or([0xFF; 8]));
-            if same_key && version(to) <= version(from).saturating_add(1) {
-                return self.colls.contains(&hasher.hash_one(&from[..n]));
-            }
-            return true;
+            return match Gen::coll_of_range(from, to, hasher) {
+                Some(c) => self.colls.contains_key(&c),
+                None => true,
+            };
         }
         let meta_block = |k: &[u8], db: u8| k.len() >= 2 && k[0] == db && (k[1] == TAG_META || (k[1] == TAG_META + 1 && k.len() == 2));
         if from.len() >= 2 && from[0] != 0xFF && from[1] == TAG_META && meta_block(to, from[0]) {

@@ -16,8 +16,10 @@
 //! memtable inserts walk the skiplists in key order and no write stops the
 //! shard for a whole generation. Reads look in dirty, then in the draining
 //! generation. A write that must come after everything the tier holds (one
-//! that skips it, a transaction, a range read that could meet a record it
-//! holds) applies both at once first ([`ShardStore::tier_apply`]).
+//! that skips it, a transaction) applies both at once first
+//! ([`ShardStore::tier_apply`]); a range read that could meet a record it
+//! holds writes only that collection's records when it stays inside one
+//! collection, else applies both ([`ShardStore::tier_apply_range`]).
 //!
 //! The last slice of a generation also writes, in both families, the log
 //! position the generation reached (the mark, [`MARK`]); RocksDB persists a
@@ -547,6 +549,51 @@ impl ShardStore {
         }
         self.tier_start_drain();
         self.tier_drain(usize::MAX)
+    }
+
+    /// Before a range read of `[from, to)`: what the tier holds that the
+    /// read could meet is written to the families first. A read inside one
+    /// collection (its members, the common case) writes only that
+    /// collection's records (older generation first, without the WAL: the
+    /// log has them) and drops them from the tier; any other read that
+    /// meets the tier applies all of it ([`ShardStore::tier_apply`]). A
+    /// 1M-member RENAME across shards stalled PINGs 190 ms applying a
+    /// 128 MB tier whole at its first range read.
+    pub(super) fn tier_apply_range(&self, from: &[u8], to: &[u8]) -> Result<(), StorageError> {
+        let t = &self.wtier;
+        if !t.meets(from, to) {
+            return Ok(());
+        }
+        let Some(coll) = Gen::coll_of_range(from, to, &t.hasher) else {
+            return self.tier_apply();
+        };
+        if self.group.held() {
+            // Staged records reach the families only once logged.
+            self.flush_group()?;
+        }
+        let mut wb = WriteBatch::default();
+        {
+            let (drain, dirty) = (t.drain.borrow(), t.dirty.borrow());
+            let older = drain.as_ref().map(|d| &d.gen);
+            for g in older.into_iter().chain(std::iter::once(&*dirty)) {
+                for (k, v) in g.coll_records(coll) {
+                    match v {
+                        Some(v) => wb.put_cf(self.sub, k, v),
+                        None => wb.delete_cf(self.sub, k),
+                    }
+                }
+            }
+        }
+        let mut wo = WriteOptions::default();
+        wo.disable_wal(true);
+        self.db.write_opt(wb, &wo)?;
+        if let Some(d) = t.drain.borrow_mut().as_mut() {
+            d.gen.drop_coll(coll);
+        }
+        let mut d = t.dirty.borrow_mut();
+        d.drop_coll(coll);
+        t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
+        Ok(())
     }
 
     /// A part of a transaction over several shards, staged in the engine's

@@ -100,6 +100,8 @@ fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
     .unwrap();
     assert_eq!(seen, vec![h("a"), h("b")]);
     assert_eq!(peer(&p, &h("b")), Some(b"2".to_vec()));
+    assert_eq!(s.write_tier_size().records, 1, "the meta record stays in the tier");
+    s.tier_apply().unwrap();
     // At the limit (4 records) dirty starts draining: each write of the
     // tier applies twice as many records as it adds, in key order.
     for f in ["c", "d", "e", "f"] {
@@ -124,12 +126,14 @@ fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
     s.begin_group();
     put(&s, &h("g"), b"g");
     assert!(s.end_group().is_empty());
-    // A range read that meets it applies everything.
+    // A range read inside one collection writes that collection's records
+    // only; one over several applies everything.
     let (lo, hi) = keys::sub_range(0, b"h", 1);
     s.scan(&lo, &hi, |_, _| true).unwrap();
-    assert_eq!(s.write_tier_size().records, 0);
-    assert_eq!(peer(&p, &h("f")), Some(b"f".to_vec()));
+    assert_eq!(s.write_tier_size().records, 1, "the other collection's delete stays");
     assert_eq!(peer(&p, &h("g")), Some(b"g".to_vec()));
+    s.scan(&lo, &keys::sub_range(0, b"other", 1).1, |_, _| true).unwrap();
+    assert_eq!(s.write_tier_size().records, 0);
     assert_eq!(peer(&p, &other), None);
     // A write that is not staged applies the tier first: order holds.
     s.begin_group();
@@ -375,4 +379,60 @@ fn the_meta_cache_learns_a_record_when_the_tier_applies_it() {
     assert_eq!(s.write_tier_size().records, 0, "written past the tier");
     assert_eq!(get(&s, &m), Some(b"v3".to_vec()));
     assert_eq!(peer(&p, &m), Some(b"v3".to_vec()));
+}
+
+/// A range read of one collection writes only its records (both
+/// generations', the older first) and leaves the rest in the tier; the
+/// drain later passes over what it took.
+#[test]
+fn a_range_read_of_one_collection_writes_only_its_records() {
+    let (_d, s, p) = stores(11);
+    let z = |f: &str| keys::sub_key(0, b"z", 1, f.as_bytes());
+    let b = |i: usize| keys::sub_key(0, b"b", 1, &[b'0' + i as u8]);
+    let bv = |i: usize| format!("b{i}").into_bytes();
+    let group = |recs: Vec<(Vec<u8>, Option<Vec<u8>>)>| {
+        s.begin_group();
+        let mut bt = s.batch();
+        for (k, v) in recs {
+            match v {
+                Some(v) => s.put(&mut bt, &k, &v),
+                None => s.delete(&mut bt, &k),
+            }
+        }
+        s.write(bt).unwrap();
+        assert!(s.end_group().is_empty());
+    };
+    // Eleven records: dirty becomes the draining generation (z's x and y,
+    // which sort after b's, among its records not yet applied), and z's
+    // records are written again in the new dirty.
+    let mut first = vec![(z("x"), Some(b"1".to_vec())), (z("y"), Some(b"2".to_vec()))];
+    first.extend((1..=8).map(|i| (b(i), Some(bv(i)))));
+    group(first);
+    group(vec![(b(9), Some(bv(9)))]);
+    group(vec![(z("x"), Some(b"new".to_vec())), (z("y"), None)]);
+    assert_eq!(peer(&p, &z("x")), None, "not applied yet");
+    assert_eq!(get(&s, &z("x")), Some(b"new".to_vec()));
+    let (lo, hi) = keys::sub_range(0, b"z", 1);
+    let mut seen = Vec::new();
+    s.scan(&lo, &hi, |k, v| {
+        seen.push((k.to_vec(), v.to_vec()));
+        true
+    })
+    .unwrap();
+    assert_eq!(seen, vec![(z("x"), b"new".to_vec())], "the newer generation wins");
+    assert_eq!(peer(&p, &z("x")), Some(b"new".to_vec()));
+    assert_eq!(peer(&p, &z("y")), None);
+    // b's records not drained yet are still only in the tier.
+    assert_eq!(peer(&p, &b(9)), None, "b stays in the tier");
+    for i in 1..=9 {
+        assert_eq!(get(&s, &b(i)), Some(bv(i)));
+    }
+    // The rest drains as usual, passing over z's keys.
+    s.tier_apply().unwrap();
+    assert_eq!(s.write_tier_size().records, 0);
+    for i in 1..=9 {
+        assert_eq!(peer(&p, &b(i)), Some(bv(i)));
+    }
+    assert_eq!(peer(&p, &z("x")), Some(b"new".to_vec()));
+    assert_eq!(peer(&p, &z("y")), None);
 }
