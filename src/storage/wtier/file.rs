@@ -1,5 +1,5 @@
 //! The write tier's log: a file per shard, appended once per turn of the
-//! shard's loop (`tier_write`) with every connection's writes of the turn,
+//! shard's loop (`tier_commit`) with every connection's writes of the turn,
 //! synced under `appendfsync always` before a reply and once a second
 //! under `everysec` (`Engine::flush_written`, `Engine::sync_wal`).
 //!
