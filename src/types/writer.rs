@@ -87,6 +87,11 @@ impl<'k> Writer<'k> {
         Ok(self.touch(sub)?.clone())
     }
 
+    /// [`Writer::physical`], the value borrowed (no copy).
+    pub fn physical_ref(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, &[u8])>> {
+        Ok(self.touch(sub)?.as_ref().map(|(t, v)| (*t, &v[..])))
+    }
+
     /// [`Writer::physical`] without a copy of the value.
     fn touch(&mut self, sub: &[u8]) -> CmdResult<&mut Option<(u64, Vec<u8>)>> {
         if !self.touched.contains_key(sub) {

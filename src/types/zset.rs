@@ -52,17 +52,21 @@ pub fn from_sort_key(k: [u8; 8]) -> f64 {
     f64::from_bits(bits)
 }
 
+/// A member's sub key, on the stack for members of up to 55 bytes (a
+/// ZADD built four of them in `Vec`s; issue 52, item 3).
+pub type SubBuf = smallvec::SmallVec<[u8; 64]>;
+
 /// The sub key of member `m`'s member record.
-pub fn member_sub(m: &[u8]) -> Vec<u8> {
-    let mut s = Vec::with_capacity(1 + m.len());
+pub fn member_sub(m: &[u8]) -> SubBuf {
+    let mut s = SubBuf::new();
     s.push(MEMBER);
     s.extend_from_slice(m);
     s
 }
 
 /// The sub key of member `m`'s score record at `score`.
-pub fn score_sub(score: f64, m: &[u8]) -> Vec<u8> {
-    let mut s = Vec::with_capacity(9 + m.len());
+pub fn score_sub(score: f64, m: &[u8]) -> SubBuf {
+    let mut s = SubBuf::new();
     s.push(SCORE);
     s.extend_from_slice(&sort_key(score));
     s.extend_from_slice(m);
@@ -184,14 +188,19 @@ mod tests {
 
     #[test]
     fn restore_checks_the_records() {
-        let rec = |m: &[u8], s: f64| vec![(member_sub(m), s.to_bits().to_be_bytes().to_vec()), (score_sub(s, m), vec![])];
+        let rec = |m: &[u8], s: f64| {
+            vec![
+                (member_sub(m).to_vec(), s.to_bits().to_be_bytes().to_vec()),
+                (score_sub(s, m).to_vec(), vec![]),
+            ]
+        };
         let mut good = rec(b"a", 1.5);
         good.extend(rec(b"b", -2.0));
         assert!(records_fit(2, &good));
         assert!(!records_fit(3, &good), "size");
         assert!(!records_fit(2, &good[..3]), "a member without its score record");
         let mut moved = good.clone();
-        moved[1].0 = score_sub(9.0, b"a");
+        moved[1].0 = score_sub(9.0, b"a").to_vec();
         assert!(!records_fit(2, &moved), "a score record at another score");
         let mut nan = good.clone();
         nan[0].1 = f64::NAN.to_bits().to_be_bytes().to_vec();

@@ -28,8 +28,8 @@ impl<'k> ZWriter<'k> {
 
     /// Member `m`'s score, through the writer (sees what it staged).
     pub fn score_in(&mut self, m: &[u8]) -> CmdResult<Option<f64>> {
-        match self.w.physical(&member_sub(m))? {
-            Some((_, v)) => decode_score(&v).map(Some),
+        match self.w.physical_ref(&member_sub(m))? {
+            Some((_, v)) => decode_score(v).map(Some),
             None => Ok(None),
         }
     }
