@@ -167,14 +167,7 @@ fn index_key(prefix: [u8; 2], expire_ms: u64, db: u8, key: &[u8]) -> Vec<u8> {
 /// The prefix every sub record of `key`'s incarnation `version` starts with:
 /// `db 'S' slot(2) keylen(4) user_key version(8)`.
 pub fn sub_prefix(db: u8, key: &[u8], version: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(16 + key.len());
-    k.push(physical(db));
-    k.push(TAG_SUB);
-    k.extend_from_slice(&slot_of(key).to_be_bytes());
-    k.extend_from_slice(&(key.len() as u32).to_be_bytes());
-    k.extend_from_slice(key);
-    k.extend_from_slice(&version.to_be_bytes());
-    k
+    sub_key_buf(db, key, version, &[]).into_vec()
 }
 
 /// A member record's key held inline up to this many bytes.
@@ -199,9 +192,7 @@ pub fn sub_key_buf(db: u8, key: &[u8], version: u64, sub: &[u8]) -> SubKeyBuf {
 
 /// The sub record of member/field `sub` of `key`'s incarnation `version`.
 pub fn sub_key(db: u8, key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
-    let mut k = sub_prefix(db, key, version);
-    k.extend_from_slice(sub);
-    k
+    sub_key_buf(db, key, version, sub).into_vec()
 }
 
 /// Bounds `[lo, hi)` of every sub record of one incarnation: the next

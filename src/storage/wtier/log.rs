@@ -29,12 +29,6 @@ fn varint(b: &[u8], i: &mut usize) -> Option<u32> {
 /// (key, value or None for a delete). None if it holds anything else.
 pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
     let mut out = Vec::new();
-    records_into(rep, &mut out).then_some(out)
-}
-
-/// [`records`] appended to `out` (kept between calls: no allocation once
-/// warm); false, with `out` holding a prefix, if `rep` holds anything else.
-fn records_into(rep: &Bytes, out: &mut Vec<(Bytes, Option<Bytes>)>) -> bool {
     let mut i = 12;
     let b = rep.as_ref();
     let slice = |i: &mut usize, n: u32| -> Option<Bytes> {
@@ -67,11 +61,9 @@ fn records_into(rep: &Bytes, out: &mut Vec<(Bytes, Option<Bytes>)>) -> bool {
         }
     };
     while i < b.len() {
-        if one(&mut i).is_none() {
-            return false;
-        }
+        one(&mut i)?;
     }
-    true
+    Some(out)
 }
 
 /// Calls `f` with each put or delete (key, value or None) of a WriteBatch

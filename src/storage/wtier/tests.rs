@@ -436,3 +436,32 @@ fn a_range_read_of_one_collection_writes_only_its_records() {
     assert_eq!(peer(&p, &z("x")), Some(b"new".to_vec()));
     assert_eq!(peer(&p, &z("y")), None);
 }
+
+/// A range read that cannot meet what a held group staged leaves the
+/// group unwritten (no log append for it); one that can meet it logs the
+/// group first, then writes that collection's records.
+#[test]
+fn a_range_read_logs_the_held_group_only_when_it_meets_it() {
+    let (_d, s, p) = stores(1000);
+    let a = keys::sub_key(0, b"a", 1, b"f");
+    s.begin_group();
+    put(&s, &a, b"1");
+    s.defer_group();
+    let before = s.write_tier_size().log_bytes;
+    let (lo, hi) = keys::sub_range(0, b"other", 1);
+    s.scan(&lo, &hi, |_, _| true).unwrap();
+    assert_eq!(s.write_tier_size().log_bytes, before, "not logged by an unrelated read");
+    assert_eq!(peer(&p, &a), None);
+    let (lo, hi) = keys::sub_range(0, b"a", 1);
+    let mut n = 0;
+    s.scan(&lo, &hi, |_, _| {
+        n += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(n, 1);
+    assert!(s.write_tier_size().log_bytes > before, "logged before it was written");
+    assert_eq!(peer(&p, &a), Some(b"1".to_vec()));
+    s.end_turn();
+    assert!(s.lost_since(0).is_empty());
+}
