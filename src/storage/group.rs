@@ -48,7 +48,7 @@ use ahash::{AHashMap, AHashSet};
 use bytes::Bytes;
 use rocksdb::WriteBatch;
 
-use super::{cache, Batch, ShardStore, StorageError};
+use super::{cache, keys, wtier, Batch, ShardStore, StorageError};
 
 /// A group is written once it holds this many records...
 pub const MAX_RECORDS: u32 = 4096;
@@ -355,7 +355,18 @@ impl ShardStore {
             // append is the write.
             self.tier_commit(&rep, count as usize)
         } else {
-            self.engine.write_in(self.home, WriteBatch::from_data(&rep))
+            let w = self.engine.write_in(self.home, WriteBatch::from_data(&rep));
+            if let Some(m) = self.members.as_ref().filter(|_| w.is_ok()) {
+                // The member records it wrote are in RocksDB now.
+                if !wtier::each_record(&rep, |k, _| {
+                    if keys::is_sub(k) {
+                        m.remove(k);
+                    }
+                }) {
+                    m.clear();
+                }
+            }
+            w
         };
         rep.truncate(HEADER);
         if rep.capacity() > MAX_BYTES {
@@ -363,9 +374,7 @@ impl ShardStore {
         }
         self.group.pending.borrow_mut().rep = rep;
         if let Err(e) = written {
-            if let Some(c) = &self.cache {
-                c.clear();
-            }
+            self.forget_cached();
             let mut lost = self.group.lost.borrow_mut();
             if lost.len() == LOST_KEPT {
                 lost.pop_front();

@@ -208,6 +208,17 @@ pub fn is_sub(k: &[u8]) -> bool {
     k.len() >= 2 && k[1] == TAG_SUB && k[0] != 0xFF
 }
 
+/// The length of `k`'s collection prefix (`db 'S' slot keylen key
+/// version`), if `k` is a member record's key or a prefix that long.
+pub fn coll_prefix_len(k: &[u8]) -> Option<usize> {
+    if k.len() < 8 || k[0] == 0xFF || k[1] != TAG_SUB {
+        return None;
+    }
+    let keylen = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
+    let n = 8 + keylen + 8;
+    (k.len() >= n).then_some(n)
+}
+
 /// Which column families a range `[from, to)` reaches: (meta, members).
 /// A range inside one db's member block reaches the members only; one
 /// that cannot hold a member record (meta, the indexes) the meta ones only;

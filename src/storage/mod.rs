@@ -25,6 +25,7 @@ pub mod gc;
 pub mod group;
 pub mod intent;
 pub mod keys;
+mod mcache;
 pub mod meta;
 mod open;
 mod options;
@@ -225,6 +226,8 @@ pub struct Engine {
     /// Each shard's meta cache (see `cache`), shared by its store and its
     /// peers' read-only views.
     meta_caches: Vec<Option<Arc<cache::MetaCache>>>,
+    /// Each shard's cache of member records (`mcache`), its owner's only.
+    member_caches: Vec<Option<Arc<mcache::MemberCache>>>,
     /// Threads for the reads the shards must not wait for (`tier`).
     tier: tier::Tier,
     /// The block cache every column family shares, and the memtables' cap.
@@ -308,7 +311,10 @@ impl Engine {
         Self::load_db_map(main)?;
         Self::record_layout(main, opts.shards)?;
         let intent_ids = AtomicU64::new(Self::first_free_intent_id(main));
+        // `meta-cache-size` pays for both record caches: a quarter of it
+        // for member records.
         let per_shard = opts.meta_cache_bytes / opts.shards.max(1) as u64;
+        let (meta_share, member_share) = (per_shard - per_shard / MEMBER_CACHE_DIV, per_shard / MEMBER_CACHE_DIV);
         let tiers = wtier::open_logs(opts, &mut opened)?;
         Ok(Engine {
             dbs: opened.dbs.into_iter().map(Db::new).collect(),
@@ -317,7 +323,10 @@ impl Engine {
             tx_sink: Default::default(),
             redo_queue: Default::default(),
             meta_caches: (0..opts.shards)
-                .map(|_| (per_shard > 0).then(|| Arc::new(cache::MetaCache::new(per_shard))))
+                .map(|_| (meta_share > 0).then(|| Arc::new(cache::MetaCache::new(meta_share))))
+                .collect(),
+            member_caches: (0..opts.shards)
+                .map(|_| (member_share > 0).then(|| Arc::new(mcache::MemberCache::new(member_share))))
                 .collect(),
             fsync: AtomicU8::new(Fsync::EverySec as u8),
             dir: opts.dir.clone(),
@@ -419,6 +428,7 @@ impl Engine {
             cf: handle(cf_name(i))?,
             sub: handle(sub_cf_name(i))?,
             cache: self.meta_caches.get(i).cloned().flatten(),
+            members: self.member_caches.get(i).filter(|_| owner).cloned().flatten(),
             ahead: Default::default(),
             watches: Default::default(),
             group: Default::default(),
@@ -474,6 +484,8 @@ pub struct Batch {
     main: Option<WriteBatch>,
     /// Its meta records are not in `meta` (made for the write tier).
     unnoted: bool,
+    /// Its range deletes over member records, for the member cache.
+    sub_ranges: Vec<tx::Span>,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -491,6 +503,8 @@ pub struct ShardStore {
     /// Collection members (`keys::is_sub`).
     sub: &'static ColumnFamily,
     cache: Option<Arc<cache::MetaCache>>,
+    /// Clean member records (`mcache`): the owner's store only.
+    members: Option<Arc<mcache::MemberCache>>,
     /// Members read ahead of the pops that take them (`ahead`).
     ahead: ahead::ReadAhead,
     /// Keys clients WATCH (`watch`).
@@ -505,6 +519,9 @@ pub struct ShardStore {
     /// Emptied batches, to be filled again ([`ShardStore::batch`]).
     spare: std::cell::RefCell<Vec<Batch>>,
 }
+
+/// The share of `meta-cache-size` the member caches get: one part in this.
+const MEMBER_CACHE_DIV: u64 = 4;
 
 /// Batches kept for reuse per shard, and the largest one kept.
 const SPARE_BATCHES: usize = 8;
@@ -544,6 +561,22 @@ impl ShardStore {
         self.cache.as_ref().map(|c| c.stats())
     }
 
+    /// The member cache's counters, if this store has one.
+    pub fn member_cache_stats(&self) -> Option<cache::CacheStats> {
+        self.members.as_ref().map(|c| c.stats())
+    }
+
+    /// Forgets what both record caches knew (a write RocksDB may or may
+    /// not hold).
+    fn forget_cached(&self) {
+        if let Some(c) = &self.cache {
+            c.clear();
+        }
+        if let Some(m) = &self.members {
+            m.clear();
+        }
+    }
+
     /// Reads a record; `f` sees the stored bytes without a copy (a meta
     /// record through the cache: a hit reads no RocksDB at all).
     #[inline]
@@ -578,10 +611,17 @@ impl ShardStore {
         if let Some(v) = self.wtier.get(key) {
             return Ok(f(v.as_deref()));
         }
+        let members = self.members.as_ref().filter(|_| keys::is_sub(key));
+        if let Some(v) = members.and_then(|m| m.get(key)) {
+            return Ok(f(Some(&v)));
+        }
         if let Some(v) = self.ahead.get(key) {
             return Ok(f(Some(&v)));
         }
         let v = self.read_db(key)?;
+        if let (Some(m), Some(v)) = (members, &v) {
+            m.insert(key, Bytes::copy_from_slice(v));
+        }
         Ok(f(v.as_deref()))
     }
 
@@ -606,6 +646,7 @@ impl ShardStore {
         b.clears_meta = false;
         b.has_range = false;
         b.unnoted = false;
+        b.sub_ranges.clear();
         spare.push(b);
     }
 
@@ -685,6 +726,9 @@ impl ShardStore {
         if sub {
             b.wb.delete_range_cf(self.sub, from, to);
             self.ahead.forget_range(from, to);
+            if self.members.is_some() {
+                b.sub_ranges.push((from.into(), to.into()));
+            }
         }
         b.has_range = true;
         if self.tx.on() {
@@ -722,33 +766,43 @@ impl ShardStore {
         // for every write of the loop iteration before it replies (group
         // commit, as Redis's beforeSleep does for its AOF).
         // Staged for the tier, its meta records were not noted: the cache
-        // learns them from the batch (a write past the tier is rare).
-        let unnoted = b.unnoted.then(|| b.wb.data().to_vec());
+        // learns them from the batch (a write past the tier is rare). The
+        // member cache forgets the member records it writes.
+        let rep = (b.unnoted || self.members.is_some()).then(|| b.wb.data().to_vec());
         let written = match &b.main {
             None => self.tier_direct(b.wb),
             Some(main) => self.write_with_main(b.wb, main),
         };
         if let Err(e) = written {
-            // RocksDB may hold the batch or not: forget what the cache knew.
-            if let Some(c) = &self.cache {
-                c.clear();
-            }
+            // RocksDB may hold the batch or not: forget what the caches knew.
+            self.forget_cached();
             self.drop_after();
             return Err(e);
         }
-        if let Some(c) = &self.cache {
-            if b.clears_meta {
-                c.clear();
-            }
-            if unnoted.is_some_and(|rep| {
-                !wtier::each_record(&rep, |k, v| {
-                    if cache::is_meta(k) {
+        if let Some(c) = self.cache.as_ref().filter(|_| b.clears_meta) {
+            c.clear();
+        }
+        if let Some(rep) = rep {
+            let meta = self.cache.as_ref().filter(|_| b.unnoted);
+            let whole = wtier::each_record(&rep, |k, v| {
+                if cache::is_meta(k) {
+                    if let Some(c) = meta {
                         c.insert(k.into(), v.map(Bytes::copy_from_slice));
                     }
-                })
-            }) {
-                c.clear();
+                } else if let Some(m) = self.members.as_ref().filter(|_| keys::is_sub(k)) {
+                    m.remove(k);
+                }
+            });
+            if !whole {
+                self.forget_cached();
             }
+        }
+        if let Some(m) = &self.members {
+            for (from, to) in &b.sub_ranges {
+                m.cut(from, to);
+            }
+        }
+        if let Some(c) = &self.cache {
             for (k, v) in b.meta {
                 c.insert(k, v);
             }

@@ -92,6 +92,9 @@ impl super::Engine {
         for c in self.meta_caches.iter().flatten() {
             c.clear();
         }
+        for c in self.member_caches.iter().flatten() {
+            c.clear();
+        }
         Ok(())
     }
 
@@ -169,6 +172,10 @@ impl ShardStore {
                 held[i] = Some(v);
                 continue;
             }
+            if let Some(v) = self.members.as_ref().and_then(|m| m.get(k)) {
+                held[i] = Some(Some(v));
+                continue;
+            }
             if let Some(v) = self.ahead.get(k) {
                 held[i] = Some(Some(bytes::Bytes::copy_from_slice(&v)));
             }
@@ -186,6 +193,9 @@ impl ShardStore {
                 Some(v) => f(i, v.as_deref()),
                 None => {
                     let v = got.next().transpose()?.flatten();
+                    if let (Some(m), Some(v)) = (&self.members, &v) {
+                        m.insert(&keys[i], bytes::Bytes::copy_from_slice(v));
+                    }
                     f(i, v.as_deref());
                 }
             }
@@ -205,6 +215,9 @@ impl ShardStore {
         }
         if let Some(v) = self.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(InMemory::Done(f(v.as_deref())));
+        }
+        if let Some(v) = self.members.as_ref().filter(|_| keys::is_sub(key)).and_then(|m| m.get(key)) {
+            return Ok(InMemory::Done(f(Some(&v))));
         }
         match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => Ok(InMemory::Done(f(v.as_deref()))),

@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rocksdb::WriteBatch;
 
-use super::{cache, Batch, Engine, ShardStore, StorageError};
+use super::{cache, keys, Batch, Engine, ShardStore, StorageError};
 
 /// A WriteBatch's header: an 8-byte sequence number and a 4-byte count.
 const HEADER: usize = 12;
@@ -58,7 +58,7 @@ pub(super) enum Op {
 }
 
 /// A range `[from, to)` a transaction deleted.
-type Span = (Box<[u8]>, Box<[u8]>);
+pub(super) type Span = (Box<[u8]>, Box<[u8]>);
 
 /// The overlay's records of a range, in the visit's order.
 type InRange<'a> = Box<dyn Iterator<Item = (&'a Box<[u8]>, &'a Option<Bytes>)> + 'a>;
@@ -275,6 +275,14 @@ impl ShardStore {
         self.tx.on.set(false);
         match written {
             Ok(()) => {
+                if let Some(m) = &self.members {
+                    for (from, to) in &j.overlay.ranges {
+                        m.cut(from, to);
+                    }
+                    for k in j.overlay.records.keys().filter(|k| keys::is_sub(k)) {
+                        m.remove(k);
+                    }
+                }
                 if let Some(c) = &self.cache {
                     if j.clears_meta {
                         c.clear();
@@ -288,9 +296,7 @@ impl ShardStore {
                 self.run_after();
             }
             Err(_) => {
-                if let Some(c) = &self.cache {
-                    c.clear();
-                }
+                self.forget_cached();
                 self.drop_after();
             }
         }

@@ -480,6 +480,11 @@ impl Keyspace {
         self.store.meta_cache_stats().unwrap_or_default()
     }
 
+    /// The shard's member cache counters (zero when it has none).
+    pub fn member_cache_stats(&self) -> CacheStats {
+        self.store.member_cache_stats().unwrap_or_default()
+    }
+
     /// Records and key and value bytes the shard's write tier holds.
     pub fn write_tier_size(&self) -> crate::storage::TierSize {
         self.store.write_tier_size()

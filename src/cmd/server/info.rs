@@ -46,6 +46,7 @@ struct ShardReport {
     rates: (f64, f64, f64),
     connections: u64,
     meta_cache: CacheStats,
+    member_cache: CacheStats,
     /// The write tier's records and bytes.
     wtier: crate::storage::TierSize,
     /// Bytes of the shard's Lua interpreter (0 while a gated script has it).
@@ -77,6 +78,7 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             rates: st.rates.borrow().mean(),
             connections: st.connections.get(),
             meta_cache: st.ks.meta_cache_stats(),
+            member_cache: st.ks.member_cache_stats(),
             wtier: st.ks.write_tier_size(),
             lua: st
                 .lua
@@ -216,7 +218,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let budget = &g.memory;
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nmember_cache_bytes:{}\r\nmember_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\n\r\n",
             human(used),
             human(rss),
             budget.total,
@@ -231,6 +233,8 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             m.table_readers,
             budget.meta_cache,
             reports.iter().map(|r| r.meta_cache.entries).sum::<u64>(),
+            reports.iter().map(|r| r.member_cache.bytes).sum::<u64>(),
+            reports.iter().map(|r| r.member_cache.entries).sum::<u64>(),
             reports.iter().map(|r| r.wtier.records).sum::<u64>(),
             reports.iter().map(|r| r.wtier.bytes).sum::<u64>(),
             reports.iter().map(|r| r.wtier.log_bytes).sum::<u64>(),
@@ -280,7 +284,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let calls: u64 = reports.iter().flat_map(|r| r.stats.iter()).map(|s| s.calls).sum();
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nexpired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\nacl_access_denied_key:{}\r\nacl_access_denied_channel:{}\r\n\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ninstantaneous_input_kbps:{:.2}\r\ninstantaneous_output_kbps:{:.2}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nexpired_subkeys:{}\r\nexpired_stale_perc:{:.2}\r\nexpired_time_cap_reached_count:{}\r\nexpire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\nmeta_cache_hits:{}\r\nmeta_cache_misses:{}\r\nmember_cache_hits:{}\r\nmember_cache_misses:{}\r\ndisk_read_jobs:{}\r\ndisk_read_keys:{}\r\ndisk_read_batches:{}\r\ntotal_error_replies:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nacl_access_denied_auth:{}\r\nacl_access_denied_cmd:{}\r\nacl_access_denied_key:{}\r\nacl_access_denied_channel:{}\r\n\r\n",
             g.total_connections.load(Ordering::Relaxed),
             calls,
             reports.iter().map(|r| r.rates.0).sum::<f64>().round() as u64,
@@ -302,6 +306,8 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             g.pubsub.active(Class::Shard),
             reports.iter().map(|r| r.meta_cache.hits).sum::<u64>(),
             reports.iter().map(|r| r.meta_cache.misses).sum::<u64>(),
+            reports.iter().map(|r| r.member_cache.hits).sum::<u64>(),
+            reports.iter().map(|r| r.member_cache.misses).sum::<u64>(),
             g.engine.read_pool_stats().0,
             g.engine.read_pool_stats().1,
             g.engine.read_pool_stats().2,

@@ -6,7 +6,7 @@ use ahash::AHashMap;
 use bytes::Bytes;
 
 use super::runs;
-use crate::storage::keys::{TAG_META, TAG_SUB};
+use crate::storage::keys::{self, TAG_META};
 
 /// Memory a record of the tier takes beyond its key and value (its map
 /// entry, its key's place in a run, the `Bytes` handles, the allocation's
@@ -93,7 +93,7 @@ impl Gen {
         let rec = owned(k, v.unwrap_or_default());
         let key = rec.slice(..k.len());
         let value = v.map(|_| rec.slice(k.len()..));
-        match coll_prefix_len(k) {
+        match keys::coll_prefix_len(k) {
             Some(n) => self.colls.entry(hasher.hash_one(&k[..n])).or_default().push(key.clone()),
             None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
             None => self.other = true,
@@ -147,7 +147,7 @@ impl Gen {
     /// The collection a range read of `[from, to)` stays inside (hashed,
     /// as `colls` keeps it), if it does.
     pub(super) fn coll_of_range(from: &[u8], to: &[u8], hasher: &ahash::RandomState) -> Option<u64> {
-        let n = coll_prefix_len(from)?;
+        let n = keys::coll_prefix_len(from)?;
         let same_key = to.len() >= n && to[..n - 8] == from[..n - 8];
         let version = |k: &[u8]| u64::from_be_bytes(k[n - 8..n].try_into().unwrap_or([0xFF; 8]));
         (same_key && version(to) <= version(from).saturating_add(1)).then(|| hasher.hash_one(&from[..n]))
@@ -158,7 +158,7 @@ impl Gen {
         if self.map.is_empty() {
             return false;
         }
-        if coll_prefix_len(from).is_some() {
+        if keys::coll_prefix_len(from).is_some() {
             // Inside one collection: up to the next version's prefix.
             return match Gen::coll_of_range(from, to, hasher) {
                 Some(c) => self.colls.contains_key(&c),
@@ -174,17 +174,6 @@ impl Gen {
         }
         true
     }
-}
-
-/// The length of `k`'s collection prefix (`db 'S' slot keylen key
-/// version`), if `k` is a member record's key or a prefix that long.
-fn coll_prefix_len(k: &[u8]) -> Option<usize> {
-    if k.len() < 8 || k[0] == 0xFF || k[1] != TAG_SUB {
-        return None;
-    }
-    let keylen = u32::from_be_bytes(k[4..8].try_into().ok()?) as usize;
-    let n = 8 + keylen + 8;
-    (k.len() >= n).then_some(n)
 }
 
 #[cfg(test)]

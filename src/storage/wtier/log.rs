@@ -67,19 +67,20 @@ pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
 }
 
 /// Calls `f` with each put or delete (key, value or None) of a WriteBatch
-/// representation of column-family records, passing over range deletes;
-/// false if it holds anything else (or is cut short).
+/// representation of column-family records, passing over range deletes
+/// and the default family's records (intents: neither meta nor member
+/// records); false if it holds anything else (or is cut short).
 pub(in crate::storage) fn each_record(rep: &[u8], f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
     visit(rep, true, f)
 }
 
-/// [`each_record`] of a batch of puts and deletes only: false if it holds
-/// a range delete too.
+/// [`each_record`] of a batch of column-family puts and deletes only:
+/// false if it holds anything else.
 pub(super) fn each_put(rep: &[u8], f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
     visit(rep, false, f)
 }
 
-fn visit(rep: &[u8], ranges: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+fn visit(rep: &[u8], others: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
     let mut i = 12;
     let slice = |i: &mut usize| -> Option<&[u8]> {
         let n = varint(rep, i)? as usize;
@@ -91,16 +92,28 @@ fn visit(rep: &[u8], ranges: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> b
     let mut one = |i: &mut usize| -> Option<()> {
         let tag = *rep.get(*i)?;
         *i += 1;
-        varint(rep, i)?;
         match tag {
             0x5 => {
+                varint(rep, i)?;
                 let k = slice(i)?;
                 f(k, Some(slice(i)?));
             }
-            0x4 => f(slice(i)?, None),
+            0x4 => {
+                varint(rep, i)?;
+                f(slice(i)?, None);
+            }
             // Column-family range deletion.
-            0xE if ranges => {
+            0xE if others => {
+                varint(rep, i)?;
                 slice(i)?;
+                slice(i)?;
+            }
+            // The default family's put, range deletion and deletion.
+            0x1 | 0xF if others => {
+                slice(i)?;
+                slice(i)?;
+            }
+            0x0 if others => {
                 slice(i)?;
             }
             _ => return None,

@@ -75,7 +75,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
 
-use super::{ShardStore, StorageError};
+use super::{keys, ShardStore, StorageError};
 pub(super) use file::{log_dir, TierLog};
 use gen::Gen;
 #[cfg(test)]
@@ -489,6 +489,12 @@ impl ShardStore {
                 }
             }
         }
+        // The member cache forgets them (`mcache`: a read refills it).
+        if let Some(m) = &self.members {
+            for k in slice.iter().filter(|k| keys::is_sub(k)) {
+                m.remove(k);
+            }
+        }
         if !last {
             return Ok(());
         }
@@ -587,6 +593,14 @@ impl ShardStore {
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
         self.db.write_opt(wb, &wo)?;
+        if let Some(m) = &self.members {
+            let (drain, dirty) = (t.drain.borrow(), t.dirty.borrow());
+            for g in drain.as_ref().map(|d| &d.gen).into_iter().chain(std::iter::once(&*dirty)) {
+                for (k, _) in g.coll_records(coll) {
+                    m.remove(k);
+                }
+            }
+        }
         if let Some(d) = t.drain.borrow_mut().as_mut() {
             d.gen.drop_coll(coll);
         }

@@ -38,6 +38,27 @@ fn a_batch_representation_parses_into_its_records() {
     assert_eq!(records(&Bytes::copy_from_slice(&data[..data.len() - 2])), None);
 }
 
+/// The caches' view of a batch: its column families' puts and deletes,
+/// passing over range deletes and the default family's records (an
+/// intent), which must not make them forget everything.
+#[test]
+fn each_record_passes_over_ranges_and_the_default_family() {
+    let (_d, s, _p) = stores(0);
+    let mut wb = WriteBatch::default();
+    wb.put(b"intent", b"part");
+    wb.put_cf(s.cf, b"k1", b"v1");
+    wb.delete(b"gone");
+    wb.delete_range_cf(s.sub, b"a", b"b");
+    wb.delete_cf(s.sub, b"k2");
+    wb.delete_range(b"x", b"y");
+    let mut seen = Vec::new();
+    assert!(each_record(wb.data(), |k, v| seen.push((k.to_vec(), v.map(<[u8]>::to_vec)))));
+    assert_eq!(seen, vec![(b"k1".to_vec(), Some(b"v1".to_vec())), (b"k2".to_vec(), None)]);
+    assert!(!log::each_put(wb.data(), |_, _| ()), "the tier stages plain puts and deletes only");
+    let data = wb.data();
+    assert!(!each_record(&data[..data.len() - 1], |_, _| ()), "cut short");
+}
+
 /// Replay writes a log record's own families' records, not the
 /// default family's (an intent), nor anything past a cut-short end.
 #[test]
