@@ -171,6 +171,24 @@ impl MemberCache {
     }
 }
 
+impl super::ShardStore {
+    /// The member cache's counters, if this store has one.
+    pub fn member_cache_stats(&self) -> Option<CacheStats> {
+        self.members.as_ref().map(|c| c.stats())
+    }
+
+    /// Forgets what both record caches knew (a write RocksDB may or may
+    /// not hold).
+    pub(super) fn forget_cached(&self) {
+        if let Some(c) = &self.cache {
+            c.clear();
+        }
+        if let Some(m) = &self.members {
+            m.clear();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

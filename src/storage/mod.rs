@@ -561,22 +561,6 @@ impl ShardStore {
         self.cache.as_ref().map(|c| c.stats())
     }
 
-    /// The member cache's counters, if this store has one.
-    pub fn member_cache_stats(&self) -> Option<cache::CacheStats> {
-        self.members.as_ref().map(|c| c.stats())
-    }
-
-    /// Forgets what both record caches knew (a write RocksDB may or may
-    /// not hold).
-    fn forget_cached(&self) {
-        if let Some(c) = &self.cache {
-            c.clear();
-        }
-        if let Some(m) = &self.members {
-            m.clear();
-        }
-    }
-
     /// Reads a record; `f` sees the stored bytes without a copy (a meta
     /// record through the cache: a hit reads no RocksDB at all).
     #[inline]

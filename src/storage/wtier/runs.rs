@@ -63,10 +63,10 @@ impl Runs {
         self.seal();
         let mut heap = BinaryHeap::with_capacity(self.runs.len());
         let mut left = 0;
-        for (r, run) in self.runs.iter().enumerate() {
+        for (r, run) in self.runs.iter_mut().enumerate() {
             left += run.len();
-            if let Some((h, k)) = run.first() {
-                heap.push(Reverse((*h, k.clone(), r)));
+            if let Some((h, k)) = run.first_mut() {
+                heap.push(Reverse((*h, std::mem::take(k), r)));
             }
         }
         Merge {
@@ -116,8 +116,12 @@ impl Iterator for Merge {
         }
         let Reverse((_, k, r)) = self.heap.pop()?;
         self.pos[r] += 1;
-        if let Some((h, next)) = self.runs[r].get(self.pos[r]) {
-            self.heap.push(Reverse((*h, next.clone(), r)));
+        // Moved out of its run, not cloned: a clone touches the key's
+        // reference count, a cache miss for a key written long ago (the
+        // drain's slices were 12% of SET -P16 over 1M keys, most of it
+        // here).
+        if let Some((h, next)) = self.runs[r].get_mut(self.pos[r]) {
+            self.heap.push(Reverse((*h, std::mem::take(next), r)));
         }
         self.left -= 1;
         Some(k)
