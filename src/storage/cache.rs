@@ -66,6 +66,12 @@ pub struct MetaCache {
     misses: AtomicU64,
 }
 
+/// The entries a record cache of `bytes` is sized for (about 160 bytes
+/// each; quick_cache's estimate, not a cap).
+pub(super) fn items_for(bytes: u64) -> usize {
+    (bytes / 160).clamp(16, 1 << 26) as usize
+}
+
 /// Whether `key` is a meta record's key (`db 'M' ...`; db bytes stop at 254).
 #[inline]
 pub fn is_meta(key: &[u8]) -> bool {
@@ -85,9 +91,8 @@ pub fn range_spares_meta(from: &[u8], to: &[u8]) -> bool {
 impl MetaCache {
     /// A cache of at most `bytes` (keys, values and overhead).
     pub fn new(bytes: u64) -> MetaCache {
-        let items = (bytes / 160).clamp(16, 1 << 26) as usize;
         MetaCache {
-            map: Cache::with(items, bytes.max(1), Weigh, ahash::RandomState::new(), Default::default()),
+            map: Cache::with(items_for(bytes), bytes.max(1), Weigh, ahash::RandomState::new(), Default::default()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }

@@ -73,9 +73,14 @@ pub struct MemberCache {
 impl MemberCache {
     /// A cache of at most `bytes` (keys, values and overhead).
     pub fn new(bytes: u64) -> MemberCache {
-        let items = (bytes / 160).clamp(16, 1 << 26) as usize;
         MemberCache {
-            map: Cache::with(items, bytes.max(1), Weigh, ahash::RandomState::new(), Default::default()),
+            map: Cache::with(
+                super::cache::items_for(bytes),
+                bytes.max(1),
+                Weigh,
+                ahash::RandomState::new(),
+                Default::default(),
+            ),
             seq: AtomicU64::new(0),
             cuts: Mutex::new(Default::default()),
             any_cuts: AtomicBool::new(false),

@@ -29,6 +29,7 @@ mod mcache;
 pub mod meta;
 mod open;
 mod options;
+mod peer;
 mod redo;
 mod scan;
 mod stats;
@@ -36,6 +37,7 @@ mod tx;
 mod wal;
 mod watch;
 mod wtier;
+pub use peer::PeerStore;
 pub use stats::RocksMemory;
 pub use wtier::TierSize;
 pub mod tier;
@@ -486,6 +488,8 @@ pub struct Batch {
     unnoted: bool,
     /// Its range deletes over member records, for the member cache.
     sub_ranges: Vec<tx::Span>,
+    /// It writes member records (the member cache must forget them).
+    has_sub: bool,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -526,34 +530,6 @@ const MEMBER_CACHE_DIV: u64 = 4;
 /// Batches kept for reuse per shard, and the largest one kept.
 const SPARE_BATCHES: usize = 8;
 const SPARE_BATCH_BYTES: usize = 64 << 10;
-
-/// Another shard's column family, read from this shard's thread.
-pub struct PeerStore(ShardStore);
-
-impl PeerStore {
-    /// Reads a meta record as the owner would: None when only the owner
-    /// can answer (its write tier may hold the record, `wtier::Held`).
-    #[inline]
-    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<Option<R>, StorageError> {
-        let s = &self.0;
-        // The tier first: a write into it does not update the cache.
-        if s.wtier.may_hold(key) {
-            return Ok(None);
-        }
-        // A cached absence (a deleted key) is as exact as a cached record.
-        if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
-            return Ok(Some(f(v.as_deref())));
-        }
-        let v = s.read_db(key)?;
-        Ok(Some(f(v.as_deref())))
-    }
-
-    /// The probe and the read pool, as [`ShardStore`]'s, for this view's
-    /// reads (`tier`): a miss is fetched into the shared block cache.
-    pub fn store(&self) -> &ShardStore {
-        &self.0
-    }
-}
 
 impl ShardStore {
     /// The meta cache's counters, if this store has one.
@@ -631,6 +607,7 @@ impl ShardStore {
         b.has_range = false;
         b.unnoted = false;
         b.sub_ranges.clear();
+        b.has_sub = false;
         spare.push(b);
     }
 
@@ -662,6 +639,7 @@ impl ShardStore {
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.wb.put_cf(self.cf_of(key), key, value);
+        b.has_sub |= keys::is_sub(key);
         self.ahead.forget(key);
         self.touch(key);
         if self.tx.on() {
@@ -674,6 +652,7 @@ impl ShardStore {
     #[inline]
     pub fn delete(&self, b: &mut Batch, key: &[u8]) {
         b.wb.delete_cf(self.cf_of(key), key);
+        b.has_sub |= keys::is_sub(key);
         self.ahead.forget(key);
         self.touch(key);
         if self.tx.on() {
@@ -752,7 +731,7 @@ impl ShardStore {
         // Staged for the tier, its meta records were not noted: the cache
         // learns them from the batch (a write past the tier is rare). The
         // member cache forgets the member records it writes.
-        let rep = (b.unnoted || self.members.is_some()).then(|| b.wb.data().to_vec());
+        let rep = (b.unnoted || b.has_sub).then(|| b.wb.data().to_vec());
         let written = match &b.main {
             None => self.tier_direct(b.wb),
             Some(main) => self.write_with_main(b.wb, main),
