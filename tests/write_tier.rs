@@ -211,6 +211,83 @@ fn two_shards_read_each_others_tiers_and_survive_kill_9() {
     }
 }
 
+/// Two shards with the tier and the meta cache on (the default): a peer
+/// answers a GET from the owner's cache even while the owner's tier holds
+/// the key, so every write, delete, type change and drain must leave the
+/// cached entry current. Hot keys are written on shard 1's connection and
+/// read at once on shard 0's (GET, MGET, EXISTS, TYPE), with filler writes
+/// between them so generations drain while the hot keys stay in dirty.
+#[test]
+fn peers_read_hot_keys_the_owners_tier_holds_through_its_cache() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("BASALT_TIER", "97");
+    let b = Basalt::start(2);
+    std::env::remove_var("BASALT_TIER");
+    let (mut c, mut w, _kept) = conns_on_each_shard(&b);
+    let hot: Vec<String> = (0..16).map(|i| format!("hot:{i}")).collect();
+    // What each hot key holds: a string, nothing, or a hash.
+    let mut model: Vec<Option<Option<String>>> = vec![Some(None); hot.len()];
+    let bulk = |v: &str| format!("${}\r\n{v}\r\n", v.len());
+    for i in 0..3000usize {
+        let n = i % hot.len();
+        let k = hot[n].as_str();
+        match i % 23 {
+            5 => {
+                let had = model[n] != Some(None);
+                assert_eq!(w.cmd(&["DEL", k]), format!(":{}\r\n", had as u8).as_bytes(), "{k}");
+                model[n] = Some(None);
+            }
+            11 => {
+                assert_eq!(w.cmd(&["DEL", k]).len(), 4);
+                assert_eq!(w.cmd(&["HSET", k, "f", "v"]), b":1\r\n");
+                model[n] = None;
+            }
+            17 => {
+                assert_eq!(w.cmd(&["SET", k, "41"]), b"+OK\r\n");
+                assert_eq!(w.cmd(&["INCR", k]), b":42\r\n");
+                model[n] = Some(Some("42".into()));
+            }
+            _ => {
+                let v = format!("v{i}");
+                assert_eq!(w.cmd(&["SET", k, &v]), b"+OK\r\n");
+                model[n] = Some(Some(v));
+            }
+        }
+        if i % 3 == 0 {
+            let f = format!("filler:{i}");
+            assert_eq!(w.cmd(&["SET", &f, "x"]), b"+OK\r\n");
+        }
+        let want = match &model[n] {
+            Some(Some(v)) => bulk(v),
+            Some(None) => "$-1\r\n".to_string(),
+            None => "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n".to_string(),
+        };
+        assert_eq!(show(&c.cmd(&["GET", k])), show(want.as_bytes()), "GET {k} after step {i}");
+        let kind = match &model[n] {
+            Some(Some(_)) => "+string\r\n",
+            Some(None) => "+none\r\n",
+            None => "+hash\r\n",
+        };
+        assert_eq!(show(&c.cmd(&["TYPE", k])), show(kind.as_bytes()), "TYPE {k} after step {i}");
+        if i % 50 == 49 {
+            let mut req = vec!["MGET"];
+            req.extend(hot.iter().map(String::as_str));
+            let mut want = format!("*{}\r\n", hot.len());
+            for m in &model {
+                match m {
+                    Some(Some(v)) => want.push_str(&bulk(v)),
+                    _ => want.push_str("$-1\r\n"),
+                }
+            }
+            assert_eq!(show(&c.cmd(&req)), show(want.as_bytes()), "MGET after step {i}");
+            let live = model.iter().filter(|m| **m != Some(None)).count();
+            let mut ex = vec!["EXISTS"];
+            ex.extend(hot.iter().map(String::as_str));
+            assert_eq!(c.cmd(&ex), format!(":{live}\r\n").as_bytes(), "EXISTS after step {i}");
+        }
+    }
+}
+
 /// Every type's writes, a cross-shard MSET and a transaction over
 /// several shards: (command, expected reply) to read back.
 fn typed_round(c: &mut Raw, round: usize) -> Vec<(Vec<String>, String)> {

@@ -21,7 +21,8 @@
 //! one, since a value a peer read from RocksDB may already be older than
 //! the owner's latest write. A peer sees either the cached record from
 //! before a write or the one after: what it would read from RocksDB a moment
-//! earlier or later.
+//! earlier or later. With the write tier and several shards the owner keeps
+//! the entries of keys its tier holds current too (`wtier`'s module doc).
 //!
 //! Eviction is quick_cache's S3-FIFO by weight: one-hit keys (a scan, a
 //! random read of cold data) leave first and do not push hot keys out. The
@@ -31,7 +32,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use quick_cache::sync::Cache;
+use quick_cache::sync::{Cache, EntryAction};
 use quick_cache::Weighter;
 
 use super::keys::TAG_META;
@@ -43,8 +44,8 @@ const ENTRY_OVERHEAD: u64 = 96;
 #[derive(Clone)]
 struct Weigh;
 
-impl Weighter<Box<[u8]>, Option<Bytes>> for Weigh {
-    fn weight(&self, k: &Box<[u8]>, v: &Option<Bytes>) -> u64 {
+impl Weighter<Bytes, Option<Bytes>> for Weigh {
+    fn weight(&self, k: &Bytes, v: &Option<Bytes>) -> u64 {
         k.len() as u64 + v.as_ref().map_or(0, |v| v.len() as u64) + ENTRY_OVERHEAD
     }
 }
@@ -59,7 +60,10 @@ pub struct CacheStats {
 }
 
 pub struct MetaCache {
-    map: Cache<Box<[u8]>, Option<Bytes>, Weigh, ahash::RandomState>,
+    /// Keyed by `Bytes` (looked up by `[u8]`, hashed alike): the write
+    /// tier's keys are `Bytes`, so [`MetaCache::update`] finds an entry
+    /// with the tier's own key, no copy.
+    map: Cache<Bytes, Option<Bytes>, Weigh, ahash::RandomState>,
     /// Counted by the owner only (peers' lookups are not), so the counters'
     /// cache line never bounces between cores.
     hits: AtomicU64,
@@ -116,8 +120,25 @@ impl MetaCache {
 
     /// Only the owner inserts (see the module's notes).
     #[inline]
-    pub fn insert(&self, key: Box<[u8]>, value: Option<Bytes>) {
-        self.map.insert(key, value);
+    pub fn insert(&self, key: impl Into<Bytes>, value: Option<Bytes>) {
+        self.map.insert(key.into(), value);
+    }
+
+    /// Whether it holds `key`'s entry (the owner, before [`MetaCache::update`]).
+    #[inline]
+    pub fn holds(&self, key: &[u8]) -> bool {
+        self.map.contains_key(key)
+    }
+
+    /// The owner: a new value for an entry it holds (checked first with
+    /// [`MetaCache::holds`]: `entry` would make a placeholder for a key it
+    /// does not hold), changed in place.
+    #[inline]
+    pub fn update(&self, key: &Bytes, value: Option<Bytes>) {
+        let _ = self.map.entry(key, None, |_, v| {
+            *v = value;
+            EntryAction::Retain(())
+        });
     }
 
     pub fn clear(&self) {
@@ -158,9 +179,9 @@ mod tests {
     fn hits_misses_and_absent_keys() {
         let c = MetaCache::new(1 << 20);
         assert_eq!(c.get(b"\0Mk"), None);
-        c.insert(b"\0Mk".to_vec().into(), None);
+        c.insert(b"\0Mk".to_vec(), None);
         assert_eq!(c.get(b"\0Mk"), Some(None));
-        c.insert(b"\0Mk".to_vec().into(), Some(Bytes::from_static(b"v")));
+        c.insert(b"\0Mk".to_vec(), Some(Bytes::from_static(b"v")));
         assert_eq!(c.get(b"\0Mk"), Some(Some(Bytes::from_static(b"v"))));
         assert_eq!(c.peek(b"\0Mk"), Some(Some(Bytes::from_static(b"v"))), "a peer sees it");
         let s = c.stats();
@@ -170,10 +191,26 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_held_is_updated_in_place() {
+        let c = MetaCache::new(1 << 20);
+        let k = Bytes::from_static(b"\0Mk");
+        assert!(!c.holds(&k));
+        c.insert(b"\0Mk".to_vec(), Some(Bytes::from_static(b"v")));
+        assert!(c.holds(&k));
+        let before = c.stats().bytes;
+        c.update(&k, Some(Bytes::from_static(b"longer")));
+        assert_eq!(c.peek(b"\0Mk"), Some(Some(Bytes::from_static(b"longer"))));
+        assert_eq!(c.stats().bytes, before + 5, "weighed again");
+        c.update(&k, None);
+        assert_eq!(c.peek(b"\0Mk"), Some(None), "a deletion is remembered");
+        assert_eq!(c.stats().entries, 1);
+    }
+
+    #[test]
     fn weight_stays_within_the_budget() {
         let c = MetaCache::new(64 * 1024);
         for i in 0..10_000u32 {
-            c.insert(format!("\0Mkey{i}").into_bytes().into(), Some(Bytes::from(vec![7u8; 100])));
+            c.insert(format!("\0Mkey{i}").into_bytes(), Some(Bytes::from(vec![7u8; 100])));
         }
         let s = c.stats();
         assert!(s.bytes <= 64 * 1024, "{s:?}");

@@ -553,6 +553,14 @@ impl ShardStore {
             // again is found with one probe of a shard-owned map, not the
             // shared cache's.
             let held = self.wtier.get(key);
+            if let Some(v) = held.as_ref().filter(|_| self.wtier.shared()) {
+                // Other shards read the cache, not the tier: an entry lets
+                // them answer this key themselves from now on (the write
+                // path keeps it current, `tier_stage`).
+                if !c.holds(key) {
+                    c.insert(Bytes::copy_from_slice(key), v.clone());
+                }
+            }
             let v = match held.or_else(|| c.get(key)) {
                 Some(v) => v,
                 None => {
@@ -561,7 +569,7 @@ impl ShardStore {
                     // keys (INCR of fresh counters) would only churn the
                     // cache (SET -P16 96k with, 116k without, one run each).
                     if v.is_some() {
-                        c.insert(key.into(), v.clone());
+                        c.insert(Bytes::copy_from_slice(key), v.clone());
                     }
                     v
                 }
@@ -750,7 +758,7 @@ impl ShardStore {
             let whole = wtier::each_record(&rep, |k, v| {
                 if cache::is_meta(k) {
                     if let Some(c) = meta {
-                        c.insert(k.into(), v.map(Bytes::copy_from_slice));
+                        c.insert(Bytes::copy_from_slice(k), v.map(Bytes::copy_from_slice));
                     }
                 } else if let Some(m) = self.members.as_ref().filter(|_| keys::is_sub(k)) {
                     m.remove(k);

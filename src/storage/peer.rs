@@ -12,13 +12,16 @@ impl PeerStore {
     #[inline]
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<Option<R>, StorageError> {
         let s = &self.0;
-        // The tier first: a write into it does not update the cache.
-        if s.wtier.may_hold(key) {
-            return Ok(None);
-        }
-        // A cached absence (a deleted key) is as exact as a cached record.
+        // The cache first: the owner updates an entry it holds when the
+        // record is staged into the tier (`tier_stage`), so an entry is the
+        // latest value even for a key the tier holds. A cached absence (a
+        // deleted key) is as exact as a cached record.
         if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
             return Ok(Some(f(v.as_deref())));
+        }
+        // Not cached: the tier's latest value is the owner's to give.
+        if s.wtier.may_hold(key) {
+            return Ok(None);
         }
         let v = s.read_db(key)?;
         Ok(Some(f(v.as_deref())))

@@ -260,7 +260,7 @@ impl ShardStore {
         }
         match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => {
-                c.insert(key.into(), v.map(|v| bytes::Bytes::copy_from_slice(&v)));
+                c.insert(bytes::Bytes::copy_from_slice(key), v.map(|v| bytes::Bytes::copy_from_slice(&v)));
                 Ok(false)
             }
             Err(e) if e.kind() == ErrorKind::Incomplete => {
@@ -379,7 +379,7 @@ impl ShardStore {
         if let Some(c) = self.cache.as_ref().filter(|_| self.probe.writes.get() == writes) {
             // What the write tier holds is newer than what RocksDB gave.
             for (k, v) in values.into_iter().filter(|(k, _)| self.wtier.get(k).is_none()) {
-                c.insert(k.into(), v);
+                c.insert(k, v);
             }
         }
     }

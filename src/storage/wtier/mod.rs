@@ -7,8 +7,9 @@
 //! it stages them ([`ShardStore::tier_stage`]; the group keeps no overlay
 //! with the tier on), each in memory of its own (`gen`); the turn's log
 //! append ([`ShardStore::tier_commit`]) makes them durable, or puts back
-//! what they replaced if it fails. The meta cache learns a record when
-//! the drain applies it, not when it is written. Once it holds
+//! what they replaced if it fails. With one shard the meta cache learns
+//! a record when the drain applies it, not when it is written (with
+//! several, see below). Once it holds
 //! `StoreOptions::write_tier` records it becomes the draining generation:
 //! its keys were sorted in runs as they came (`runs`), and each later
 //! write of the tier applies the next [`PACE`] times as many of them as it
@@ -43,7 +44,11 @@
 //! per hashed meta key the generation holds, set before the write is
 //! acknowledged and cleared once the generation is applied. A peer that
 //! misses the meta cache and finds the key's bit set leaves the read to
-//! the owner (a false positive costs a hop, never a wrong answer).
+//! the owner (a false positive costs a hop, never a wrong answer). A peer
+//! that finds the key in the cache answers from it: with several shards
+//! staging a meta record updates the entry the cache holds, the owner's
+//! read of a key the tier holds caches it, a drain never puts an older
+//! value over dirty's, and a failed log append empties the cache.
 //!
 //! A transaction over several shards writes every shard's part in one
 //! batch (`tx`): each shard with a tier applies it when the transaction
@@ -335,6 +340,12 @@ impl WriteTier {
         pos
     }
 
+    /// Whether other shards read this shard's records (its `Held` filters).
+    #[inline]
+    pub(super) fn shared(&self) -> bool {
+        self.held.is_some()
+    }
+
     /// Whether another shard must leave `key` to the owner (`Held`).
     #[inline]
     pub(super) fn may_hold(&self, key: &[u8]) -> bool {
@@ -380,10 +391,18 @@ impl ShardStore {
         let mut undo = t.undo.borrow_mut();
         let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
         log::each_put(data, |k, v| {
-            if let Some(h) = held.filter(|_| super::cache::is_meta(k)) {
-                h.set(k);
+            let Some(h) = held.filter(|_| super::cache::is_meta(k)) else {
+                undo.push(d.put(k, v, &t.hasher));
+                return;
+            };
+            h.set(k);
+            let (key, prev) = d.put(k, v, &t.hasher);
+            // Other shards answer a key the meta cache holds from it, so an
+            // entry follows every write (`PeerStore::get_with`).
+            if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
+                c.update(&key, d.map.get(k).cloned().flatten());
             }
-            undo.push(d.put(k, v, &t.hasher));
+            undo.push((key, prev));
         });
         t.any.set(true);
         true
@@ -397,6 +416,10 @@ impl ShardStore {
         let Some(log) = &t.log else { return Ok(()) };
         let pos = t.pos.get() + 1;
         if let Err(e) = self.tier_append(log, file::BATCH, pos, rep) {
+            // The staged values it holds go back too (`tier_stage`).
+            if let Some(c) = self.cache.as_ref().filter(|_| t.held.is_some()) {
+                c.clear();
+            }
             let mut d = t.dirty.borrow_mut();
             for (k, prev) in t.undo.borrow_mut().drain(..).rev() {
                 d.restore(&k, prev);
@@ -483,9 +506,13 @@ impl ShardStore {
         // the tier first, and other shards leave keys it may hold to the
         // owner), before the generation's `Held` filter is cleared.
         if let Some(c) = &self.cache {
+            // A later write dirty holds is the newer value (other shards
+            // trust the cache's entries).
+            let dirty = t.dirty.try_borrow().ok();
             for k in slice.iter().filter(|k| super::cache::is_meta(k)) {
-                if let Some(v) = d.gen.map.get(k) {
-                    c.insert(k.as_ref().into(), v.clone());
+                let newer = dirty.as_ref().and_then(|d| d.map.get(k));
+                if let Some(v) = newer.or_else(|| d.gen.map.get(k)) {
+                    c.insert(Bytes::copy_from_slice(k), v.clone());
                 }
             }
         }

@@ -196,6 +196,63 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
     assert_eq!(peer(&p, &m), Some(b"new".to_vec()));
 }
 
+/// A peer answers from the owner's meta cache even for a key the tier
+/// holds: the owner updates an entry it holds when it stages the record,
+/// a drain never puts an older value over a newer one dirty holds, and a
+/// failed log append empties the cache. A key the cache does not hold is
+/// left to the owner.
+#[test]
+fn peers_trust_the_cache_entries_the_owner_keeps_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = test_opts(dir.path(), 2, 1 << 20);
+    opts.write_tier = 1000;
+    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
+    let (m, other) = (keys::meta_key(0, b"m"), keys::meta_key(0, b"other"));
+    let turn = |k: &[u8], v: Option<&[u8]>| {
+        s.begin_group();
+        let mut b = s.batch();
+        match v {
+            Some(v) => s.put(&mut b, k, v),
+            None => s.delete(&mut b, k),
+        }
+        s.write(b).unwrap();
+        s.end_group()
+    };
+    assert!(turn(&m, Some(b"v1")).is_empty());
+    s.tier_apply().unwrap();
+    assert_eq!(get(&s, &m), Some(b"v1".to_vec()), "read into the cache");
+    assert!(turn(&m, Some(b"v2")).is_empty());
+    assert!(turn(&other, Some(b"o")).is_empty());
+    assert_eq!(s.write_tier_size().records, 2);
+    assert_eq!(peer(&p, &m), Some(b"v2".to_vec()), "the cached entry followed the write");
+    assert_eq!(p.get_with(&other, |_| ()).unwrap(), None, "not cached: the owner's to answer");
+    assert!(turn(&m, None).is_empty());
+    assert_eq!(peer(&p, &m), None, "a deletion too");
+    // The draining generation holds v3, dirty the newer v4: applying the
+    // generation leaves v4 in the cache.
+    assert!(turn(&m, Some(b"v3")).is_empty());
+    s.tier_start_drain();
+    assert!(turn(&m, Some(b"v4")).is_empty());
+    s.tier_drain(usize::MAX).unwrap();
+    assert_eq!(peer(&p, &m), Some(b"v4".to_vec()));
+    s.tier_apply().unwrap();
+    assert_eq!(peer(&p, &m), Some(b"v4".to_vec()));
+    assert_eq!(peer(&p, &other), Some(b"o".to_vec()));
+    // A staged value whose log append fails never stays in the cache.
+    assert_eq!(get(&s, &m), Some(b"v4".to_vec()));
+    s.wtier
+        .log
+        .as_ref()
+        .unwrap()
+        .fail_next
+        .store(true, std::sync::atomic::Ordering::Release);
+    assert_eq!(turn(&m, Some(b"v5")).len(), 1, "lost");
+    assert_eq!(p.get_with(&m, |_| ()).unwrap(), None, "the cache was emptied, the key is held");
+    assert_eq!(get(&s, &m), Some(b"v4".to_vec()));
+    assert_eq!(peer(&p, &m), Some(b"v4".to_vec()), "the owner's read cached it again");
+}
+
 /// Once both families persisted an apply's mark, the next apply cuts
 /// the log below it (`file` deletes the segments wholly below it).
 #[test]
