@@ -1,6 +1,14 @@
-//! The process's allocator, counting when asked: the system allocator
-//! behind a switch that, once on, counts every allocation and its bytes
-//! (process-wide, every thread: shards, RocksDB's, the pools').
+//! The process's allocator, counting when asked: mimalloc behind a switch
+//! that, once on, counts every allocation and its bytes (process-wide,
+//! every thread's Rust allocations: shards', the pools'; RocksDB's C++
+//! allocates through glibc's malloc and is not counted).
+//!
+//! mimalloc, not glibc's malloc: shards free what other shards allocated
+//! (cross-shard messages, replies, records), and glibc's free of a block
+//! from another thread's arena takes that arena's lock once the freeing
+//! thread's small cache is full: with two shards under SET -P16, 10% of
+//! their time went to futex waits on those locks (tuning.md, session 36).
+//! mimalloc puts such a block on its page's lock-free list.
 //!
 //! Issue 52 asks for the allocations per GET and per SET, measured, not
 //! guessed: `perf/allocs` starts the server with `BASALT_COUNT_ALLOCS=1`,
@@ -8,16 +16,22 @@
 //! divides by the requests. Off (the default) it costs one relaxed load
 //! and a branch per allocation; on, two relaxed atomic adds.
 //!
+//! [`heap_bytes`] and [`collect`] are mimalloc's counters and collection
+//! for INFO and MEMORY.
+//!
 //! A leaf: names nothing else in the crate.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use mimalloc::MiMalloc as System;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 static ON: AtomicBool = AtomicBool::new(false);
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// The system allocator, counting while [`enable`]d.
+/// mimalloc, counting while [`enable`]d.
 pub struct Counting;
 
 #[inline]
@@ -28,7 +42,7 @@ fn count(size: usize) {
     }
 }
 
-// SAFETY: every call is passed to `System` unchanged; counting touches
+// SAFETY: every call is passed to mimalloc unchanged; counting touches
 // only atomics (it allocates nothing, so it cannot recurse).
 unsafe impl GlobalAlloc for Counting {
     #[inline]
@@ -73,6 +87,52 @@ pub fn counts() -> (u64, u64) {
     (ALLOCS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
 }
 
+/// The memory mimalloc holds from the system (its committed pages: what
+/// it handed out and what it keeps for reuse), for INFO's `used_memory`.
+pub fn heap_bytes() -> u64 {
+    let (mut elapsed, mut user, mut sys, mut rss, mut peak_rss, mut commit, mut peak_commit, mut faults) = (0, 0, 0, 0, 0, 0, 0, 0);
+    // SAFETY: mi_process_info only writes the eight counters we pass.
+    unsafe {
+        libmimalloc_sys::mi_process_info(
+            &mut elapsed,
+            &mut user,
+            &mut sys,
+            &mut rss,
+            &mut peak_rss,
+            &mut commit,
+            &mut peak_commit,
+            &mut faults,
+        );
+    }
+    commit as u64
+}
+
+/// mimalloc.h's `mi_option_purge_delay` in the bundled v3 sources (the
+/// binding names no constant for it; a unit test checks its default).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// The purge delay [`configure`] sets (see there).
+const PURGE_DELAY_MS: std::ffi::c_long = 10;
+
+/// At startup: free pages go back to the system 10 ms after they empty
+/// (mimalloc v2's default), not a second later (the bundled v3's), so RSS
+/// stays inside the memory budget: under 10 minutes of SET -P16 of new
+/// keys with `maxmemory 1gb` the 1 s default peaked at 1032 MB, 35-40 MB
+/// above glibc's run at the same key counts. At once (0) held RSS at
+/// glibc's level too, but cost GET -P16 on two shards 15-25% (a page
+/// purged and faulted back in for every burst of replies); 10 ms did not
+/// (tuning.md, session 36).
+pub fn configure() {
+    // SAFETY: mi_option_set only stores the option's value.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
+}
+
+/// Returns mimalloc's free pages to the system (MEMORY PURGE).
+pub fn collect() {
+    // SAFETY: mi_collect only frees memory no allocation holds.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +160,35 @@ mod tests {
         let after = counts();
         assert!(after.0 >= before.0 + 2, "{before:?} -> {after:?}");
         assert!(after.1 >= before.1 + 192, "{before:?} -> {after:?}");
+    }
+
+    /// The option's number is mimalloc's purge delay: its default is 1000
+    /// ms (v3's options.c), and `configure` sets it to 10.
+    #[test]
+    fn configure_sets_the_purge_delay() {
+        // SAFETY: mi_option_get only reads the option.
+        let get = || unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(get(), 1000);
+        }
+        configure();
+        assert_eq!(get(), PURGE_DELAY_MS);
+    }
+
+    /// `heap_bytes` counts what mimalloc committed: 8 MiB taken from it
+    /// (the tests' global allocator is the system's) show up in it.
+    #[test]
+    fn heap_bytes_counts_mimallocs_pages() {
+        let layout = Layout::from_size_align(8 << 20, 64).unwrap();
+        let before = heap_bytes();
+        // SAFETY: a non-zero layout; the block is written, then freed with it.
+        unsafe {
+            let p = System.alloc(layout);
+            assert!(!p.is_null());
+            p.write_bytes(1, layout.size());
+            assert!(heap_bytes() >= before + (8 << 20) - (1 << 20), "{before} -> {}", heap_bytes());
+            System.dealloc(p, layout);
+        }
+        collect();
     }
 }

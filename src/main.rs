@@ -2,11 +2,12 @@
 
 use std::process::ExitCode;
 
-/// The system allocator behind a counting switch (`basalt::allocs`).
+/// mimalloc behind a counting switch (`basalt::allocs`).
 #[global_allocator]
 static ALLOCATOR: basalt::allocs::Counting = basalt::allocs::Counting;
 
 fn main() -> ExitCode {
+    basalt::allocs::configure();
     if std::env::var_os("BASALT_COUNT_ALLOCS").is_some_and(|v| v == "1") {
         basalt::allocs::enable();
     }

@@ -279,6 +279,23 @@ fn memory_stats_doctor_malloc_stats() {
     assert!(doctor.starts_with('=') && doctor.contains("Sam"), "{doctor}");
     let malloc = String::from_utf8_lossy(&c.cmd(&["MEMORY", "MALLOC-STATS"])).to_string();
     assert!(malloc.starts_with('=') && malloc.len() > 20, "{malloc}");
+    // Both allocators: mimalloc's (Rust's allocations) and glibc's (RocksDB's).
+    assert!(malloc.contains("mimalloc\ncommitted:") && malloc.contains("mallinfo2"), "{malloc}");
+    let committed: u64 = malloc
+        .split("committed:")
+        .nth(1)
+        .and_then(|r| r.lines().next())
+        .and_then(|n| n.trim().parse().ok())
+        .expect("mimalloc's committed bytes");
+    assert!(committed > 0, "{malloc}");
+    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("used_memory");
+    assert!(used >= committed, "used_memory counts mimalloc's pages: {used} < {committed}");
+    assert_eq!(c.cmd(&["MEMORY", "PURGE"]), b"+OK\r\n");
     c.cmd(&["HELLO", "2"]);
     let stats2 = String::from_utf8_lossy(&c.cmd(&["MEMORY", "STATS"])).to_string();
     assert!(stats2.starts_with('*'), "a flat array in RESP2: {stats2}");

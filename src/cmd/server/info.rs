@@ -129,18 +129,20 @@ pub(super) fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Bytes the allocator has handed out (glibc's mallinfo2: arenas and
-/// mmapped chunks): Redis's `used_memory`. RocksDB's caches and memtables
-/// are in it; the page cache and thread stacks are not.
+/// Bytes the allocators hold: Redis's `used_memory`. glibc's handed-out
+/// bytes (mallinfo2: arenas and mmapped chunks; RocksDB's caches and
+/// memtables) plus mimalloc's committed pages (every Rust allocation:
+/// the meta and member caches, the write tier, connections). The page
+/// cache and thread stacks are not in it.
 pub(super) fn heap_bytes() -> Option<u64> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads the allocator's counters.
         let mi = unsafe { libc::mallinfo2() };
-        Some((mi.uordblks + mi.hblkhd) as u64)
+        Some((mi.uordblks + mi.hblkhd) as u64 + crate::allocs::heap_bytes())
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    None
+    Some(crate::allocs::heap_bytes())
 }
 
 /// Redis's human-readable byte counts: "0B", "512.00K", "1.50M", "2.00G".

@@ -64,6 +64,7 @@ pub async fn memory(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     } else if is(sub, "malloc-stats") {
         r.verbatim(&malloc_stats());
     } else if is(sub, "purge") {
+        crate::allocs::collect();
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         // SAFETY: malloc_trim only returns free pages to the kernel.
         unsafe {
@@ -194,19 +195,19 @@ async fn stats(c: Conn<'_>, r: &mut Reply) {
     int(r, "connections", g.connected() as u64);
 }
 
-/// glibc's allocator counters (`mallinfo2`), one per line.
+/// The allocators' counters, one per line: mimalloc's committed bytes
+/// (Rust's allocations) and glibc's `mallinfo2` (RocksDB's).
 fn malloc_stats() -> String {
+    let mimalloc = format!("mimalloc\ncommitted:{}\n", crate::allocs::heap_bytes());
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads the allocator's counters.
         let mi = unsafe { libc::mallinfo2() };
         format!(
-            "glibc malloc (mallinfo2)\narena:{}\nordblks:{}\nsmblks:{}\nhblks:{}\nhblkhd:{}\nusmblks:{}\nfsmblks:{}\nuordblks:{}\nfordblks:{}\nkeepcost:{}\n",
+            "{mimalloc}glibc malloc (mallinfo2)\narena:{}\nordblks:{}\nsmblks:{}\nhblks:{}\nhblkhd:{}\nusmblks:{}\nfsmblks:{}\nuordblks:{}\nfordblks:{}\nkeepcost:{}\n",
             mi.arena, mi.ordblks, mi.smblks, mi.hblks, mi.hblkhd, mi.usmblks, mi.fsmblks, mi.uordblks, mi.fordblks, mi.keepcost
         )
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        "Stats not supported for the current allocator".to_string()
-    }
+    mimalloc
 }
