@@ -107,12 +107,7 @@ fn against_redis(shards: usize) {
         }
     }
     // The member cache answered reads: the test exercised it.
-    let info = String::from_utf8_lossy(&b.cmd(&["INFO", "stats"])).to_string();
-    let hits: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("member_cache_hits:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("INFO stats has member_cache_hits");
+    let hits = b.info_u64("stats", "member_cache_hits");
     assert!(hits > 100, "member cache hits: {hits}");
 }
 

@@ -288,12 +288,7 @@ fn memory_stats_doctor_malloc_stats() {
         .and_then(|n| n.trim().parse().ok())
         .expect("mimalloc's committed bytes");
     assert!(committed > 0, "{malloc}");
-    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
-    let used: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("used_memory");
+    let used = c.info_u64("memory", "used_memory");
     assert!(used >= committed, "used_memory counts mimalloc's pages: {used} < {committed}");
     assert_eq!(c.cmd(&["MEMORY", "PURGE"]), b"+OK\r\n");
     c.cmd(&["HELLO", "2"]);

@@ -351,13 +351,8 @@ fn four_shards_every_type_under_always_and_a_checkpoint_with_the_tier() {
         check_all(&mut c, &expect, "after kill -9");
         expect.extend(typed_round(&mut c, round));
         check_all(&mut c, &expect, "before kill -9");
-        let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
-        let log_bytes: u64 = info
-            .lines()
-            .find_map(|l| l.strip_prefix("wtier_log_bytes:"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("wtier_log_bytes");
-        assert!(log_bytes > 0, "{info}");
+        let log_bytes = c.info_u64("memory", "wtier_log_bytes");
+        assert!(log_bytes > 0, "wtier_log_bytes {log_bytes}");
         b.signal_and_wait("-KILL");
     }
     let logs: Vec<_> = (0..4)

@@ -293,14 +293,7 @@ mod tests {
     }
 
     fn grouped(s: &ShardStore, k: &[u8], v: Option<&[u8]>) {
-        s.begin_group();
-        let mut b = s.batch();
-        match v {
-            Some(v) => s.put(&mut b, k, v),
-            None => s.delete(&mut b, k),
-        }
-        s.write(b).unwrap();
-        assert!(s.end_group().is_empty());
+        assert!(super::super::testkit::grouped(s, k, v).is_empty());
     }
 
     #[test]

@@ -42,3 +42,16 @@ pub fn put(s: &ShardStore, k: &[u8], v: &[u8]) {
     s.put(&mut b, k, v);
     s.write(b).unwrap();
 }
+
+/// A put (`Some`) or delete (`None`) as a group of its own: what its log
+/// append lost (`ShardStore::end_group`).
+pub fn grouped(s: &ShardStore, k: &[u8], v: Option<&[u8]>) -> Vec<super::group::Lost> {
+    s.begin_group();
+    let mut b = s.batch();
+    match v {
+        Some(v) => s.put(&mut b, k, v),
+        None => s.delete(&mut b, k),
+    }
+    s.write(b).unwrap();
+    s.end_group()
+}

@@ -288,6 +288,17 @@ pub struct Raw {
 }
 
 impl Raw {
+    /// A numeric field of INFO `section` (`name:value`); panics if missing.
+    #[allow(dead_code)]
+    pub fn info_u64(&mut self, section: &str, name: &str) -> u64 {
+        let info = String::from_utf8_lossy(&self.cmd(&["INFO", section])).to_string();
+        let key = format!("{name}:");
+        info.lines()
+            .find_map(|l| l.strip_prefix(key.as_str()))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO {section} has no numeric {name}: {info}"))
+    }
+
     pub fn connect(port: u16) -> Raw {
         Raw::from_stream(TcpStream::connect(("127.0.0.1", port)).expect("connect"))
     }

@@ -1,13 +1,20 @@
 use super::log::{own_records, records};
 use super::*;
-use crate::storage::testkit::{get, peer, put};
+use crate::storage::testkit::{get, grouped, peer, put};
 use crate::storage::{keys, test_opts, Engine};
 
-fn stores(limit: usize) -> (tempfile::TempDir, ShardStore, crate::storage::PeerStore) {
+/// An engine of `shards` shards with a meta cache of `cache` bytes, the
+/// tier capped at `limit` records (0: by bytes, `bytes`), kept for the test.
+fn engine(shards: usize, cache: u64, limit: usize, bytes: u64) -> (tempfile::TempDir, &'static Engine) {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = test_opts(dir.path(), 1, 1 << 20);
+    let mut opts = test_opts(dir.path(), shards, cache);
     opts.write_tier = limit;
-    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    opts.write_tier_bytes = bytes;
+    (dir, Box::leak(Box::new(Engine::open(&opts).unwrap())))
+}
+
+fn stores(limit: usize) -> (tempfile::TempDir, ShardStore, crate::storage::PeerStore) {
+    let (dir, e) = engine(1, 1 << 20, limit, 0);
     (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
 }
 
@@ -170,10 +177,7 @@ fn records_wait_in_the_tier_until_the_limit_or_a_range_read() {
 /// the owner's tier may hold to the owner, until an apply wrote it.
 #[test]
 fn peers_leave_what_the_tier_holds_to_the_owner() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = test_opts(dir.path(), 2, 0);
-    opts.write_tier = 1000;
-    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let (_dir, e) = engine(2, 0, 1000, 0);
     let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
     let (m, other) = (keys::meta_key(0, b"m"), keys::meta_key(0, b"other"));
     put(&s, &m, b"old");
@@ -203,22 +207,10 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
 /// left to the owner.
 #[test]
 fn peers_trust_the_cache_entries_the_owner_keeps_current() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = test_opts(dir.path(), 2, 1 << 20);
-    opts.write_tier = 1000;
-    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let (_dir, e) = engine(2, 1 << 20, 1000, 0);
     let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
     let (m, other) = (keys::meta_key(0, b"m"), keys::meta_key(0, b"other"));
-    let turn = |k: &[u8], v: Option<&[u8]>| {
-        s.begin_group();
-        let mut b = s.batch();
-        match v {
-            Some(v) => s.put(&mut b, k, v),
-            None => s.delete(&mut b, k),
-        }
-        s.write(b).unwrap();
-        s.end_group()
-    };
+    let turn = |k: &[u8], v: Option<&[u8]>| grouped(&s, k, v);
     assert!(turn(&m, Some(b"v1")).is_empty());
     s.tier_apply().unwrap();
     assert_eq!(get(&s, &m), Some(b"v1".to_vec()), "read into the cache");
@@ -324,12 +316,10 @@ fn a_direct_write_carries_its_copy_in_its_own_batch() {
 /// overhead), and INFO's figures say so.
 #[test]
 fn a_memory_budget_starts_the_drain_at_half_the_shards_share() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = test_opts(dir.path(), 1, 1 << 20);
-    opts.write_tier_bytes = 4 * (RECORD_OVERHEAD + 100);
-    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let budget = 4 * (RECORD_OVERHEAD + 100);
+    let (_dir, e) = engine(1, 1 << 20, 0, budget);
     let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
-    assert_eq!(s.write_tier_size().budget, opts.write_tier_bytes);
+    assert_eq!(s.write_tier_size().budget, budget);
     let k = |i: u8| keys::sub_key(0, b"h", 1, &[b'f', i]);
     let turn = |i: u8| {
         s.begin_group();
@@ -344,7 +334,7 @@ fn a_memory_budget_starts_the_drain_at_half_the_shards_share() {
     turn(1);
     turn(2);
     // The third took dirty past half: it drains, two records per write.
-    assert!(s.write_tier_size().bytes <= opts.write_tier_bytes);
+    assert!(s.write_tier_size().bytes <= budget);
     turn(3);
     assert_eq!(peer(&p, &k(0)), Some(vec![0; 60]));
     assert_eq!(peer(&p, &k(1)), Some(vec![1; 60]));
@@ -356,10 +346,7 @@ fn a_memory_budget_starts_the_drain_at_half_the_shards_share() {
 /// before the shard's own) takes log positions past the earlier one's.
 #[test]
 fn a_write_outside_a_group_waits_in_the_tier_and_positions_go_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = test_opts(dir.path(), 1, 1 << 20);
-    opts.write_tier = 1000;
-    let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts).unwrap()));
+    let (_dir, e) = engine(1, 1 << 20, 1000, 0);
     let s = e.shard(0).unwrap();
     let k = keys::meta_key(0, b"k");
     put(&s, &k, b"v1");
