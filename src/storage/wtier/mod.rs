@@ -261,6 +261,9 @@ pub(super) struct WriteTier {
     cut: Cell<u64>,
     dirty: RefCell<Gen>,
     drain: RefCell<Option<Drain>>,
+    /// The last drained generation, emptied with its room kept
+    /// ([`Gen::recycle`]): the next dirty.
+    spare: RefCell<Gen>,
     /// Whether dirty or the draining generation holds anything (a cheap
     /// check for every read).
     any: Cell<bool>,
@@ -292,6 +295,7 @@ impl WriteTier {
             cut: Cell::new(start),
             dirty: RefCell::default(),
             drain: RefCell::default(),
+            spare: RefCell::default(),
             any: Cell::new(false),
             hasher: ahash::RandomState::new(),
             undo: RefCell::default(),
@@ -459,7 +463,8 @@ impl ShardStore {
     /// Makes dirty the draining generation, its keys sorted.
     fn tier_start_drain(&self) {
         let t = &self.wtier;
-        let mut gen = std::mem::take(&mut *t.dirty.borrow_mut());
+        let spare = std::mem::take(&mut *t.spare.borrow_mut());
+        let mut gen = std::mem::replace(&mut *t.dirty.borrow_mut(), spare);
         // Sorted as it filled: only its last run is sorted now.
         let order = std::mem::take(&mut gen.order).merge();
         let filter = t.cur.get();
@@ -528,7 +533,10 @@ impl ShardStore {
         if let Some(h) = &t.held {
             h[d.filter].clear();
         }
-        *slot = None;
+        if let Some(mut d) = slot.take() {
+            d.gen.recycle();
+            *t.spare.borrow_mut() = d.gen;
+        }
         drop(slot);
         t.any.set(!t.dirty.borrow().map.is_empty());
         self.tier_cut()
