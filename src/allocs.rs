@@ -121,8 +121,12 @@ const PURGE_DELAY_MS: std::ffi::c_long = 10;
 /// above glibc's run at the same key counts. At once (0) held RSS at
 /// glibc's level too, but cost GET -P16 on two shards 15-25% (a page
 /// purged and faulted back in for every burst of replies); 10 ms did not
-/// (tuning.md, session 36).
+/// (tuning.md, session 36). `MIMALLOC_PURGE_DELAY` in the environment
+/// (mimalloc reads it itself) is left as given.
 pub fn configure() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: mi_option_set only stores the option's value.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
 }
@@ -172,7 +176,9 @@ mod tests {
             assert_eq!(get(), 1000);
         }
         configure();
-        assert_eq!(get(), PURGE_DELAY_MS);
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(get(), PURGE_DELAY_MS);
+        }
     }
 
     /// `heap_bytes` counts what mimalloc committed: 8 MiB taken from it
