@@ -55,8 +55,7 @@ pub const MAX_RECORDS: u32 = 4096;
 /// ...or this many bytes.
 pub const MAX_BYTES: usize = 4 << 20;
 
-/// A WriteBatch's header: an 8-byte sequence number and a 4-byte count.
-const HEADER: usize = 12;
+use super::rep::HEADER;
 
 /// How many losses are kept for connections to look up after their turn
 /// (more than a loop iteration's connections can stage).

@@ -133,20 +133,20 @@ impl ShardStore {
 
     /// Adds intent part `r` with `body` to `b`.
     pub fn stage_intent(&self, b: &mut Batch, r: IntentRef, body: &[u8]) {
-        self.intent_batch(b).put(r.key(), body);
+        self.intent_batch(b).put(&r.key(), body);
     }
 
     /// Adds the delete of intent part `r` to `b`: the batch that applies a
     /// part carries it.
     pub fn stage_intent_done(&self, b: &mut Batch, r: IntentRef) {
-        self.intent_batch(b).delete(r.key());
+        self.intent_batch(b).delete(&r.key());
     }
 
     /// Where `b`'s intent records go: its own batch, or with a database
     /// per shard the part for the first database (where every intent
     /// lives), which [`ShardStore::write`] writes with the rest through a
     /// redo record (`redo`).
-    fn intent_batch<'b>(&self, b: &'b mut Batch) -> &'b mut rocksdb::WriteBatch {
+    fn intent_batch<'b>(&self, b: &'b mut Batch) -> &'b mut super::rep::Rep {
         if self.home_index == 0 {
             &mut b.wb
         } else {

@@ -31,6 +31,7 @@ mod open;
 mod options;
 mod peer;
 mod redo;
+mod rep;
 mod scan;
 mod stats;
 mod tx;
@@ -47,7 +48,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocksdb::{Cache, ColumnFamily, Options, WriteBatch, DB};
+use rocksdb::{Cache, ColumnFamily, Options, DB};
 
 use families::{cf_name, shard_cf_names, sub_cf_name};
 
@@ -422,13 +423,15 @@ impl Engine {
             db.cf_handle(&name)
                 .ok_or_else(|| StorageError(format!("missing column family {name}")))
         };
+        let (cf, sub) = (handle(cf_name(i))?, handle(sub_cf_name(i))?);
         Ok(ShardStore {
             engine: self,
             home,
             home_index,
             db,
-            cf: handle(cf_name(i))?,
-            sub: handle(sub_cf_name(i))?,
+            cf,
+            sub,
+            ids: (rep::cf_id(cf), rep::cf_id(sub)),
             cache: self.meta_caches.get(i).cloned().flatten(),
             members: self.member_caches.get(i).filter(|_| owner).cloned().flatten(),
             ahead: Default::default(),
@@ -470,7 +473,7 @@ pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>, Option<Arc<tx::Ove
 /// has them).
 #[derive(Default)]
 pub struct Batch {
-    wb: WriteBatch,
+    wb: rep::Rep,
     meta: Vec<(Box<[u8]>, Option<Bytes>)>,
     clears_meta: bool,
     /// Has a range delete (written on its own, never grouped).
@@ -483,7 +486,7 @@ pub struct Batch {
     /// default family (intents, `intent`), written with `wb` as one write.
     /// Made only when needed: every command's batch would otherwise
     /// allocate a second RocksDB batch.
-    main: Option<WriteBatch>,
+    main: Option<rep::Rep>,
     /// Its meta records are not in `meta` (made for the write tier).
     unnoted: bool,
     /// Its range deletes over member records, for the member cache.
@@ -506,6 +509,8 @@ pub struct ShardStore {
     cf: &'static ColumnFamily,
     /// Collection members (`keys::is_sub`).
     sub: &'static ColumnFamily,
+    /// Their ids, as a [`rep::Rep`] names them.
+    ids: (u32, u32),
     cache: Option<Arc<cache::MetaCache>>,
     /// Clean member records (`mcache`): the owner's store only.
     members: Option<Arc<mcache::MemberCache>>,
@@ -644,9 +649,19 @@ impl ShardStore {
         }
     }
 
+    /// [`ShardStore::cf_of`]'s id.
+    #[inline]
+    fn id_of(&self, key: &[u8]) -> u32 {
+        if keys::is_sub(key) {
+            self.ids.1
+        } else {
+            self.ids.0
+        }
+    }
+
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
-        b.wb.put_cf(self.cf_of(key), key, value);
+        b.wb.put_cf(self.id_of(key), key, value);
         b.has_sub |= keys::is_sub(key);
         self.ahead.forget(key);
         self.touch(key);
@@ -659,7 +674,7 @@ impl ShardStore {
 
     #[inline]
     pub fn delete(&self, b: &mut Batch, key: &[u8]) {
-        b.wb.delete_cf(self.cf_of(key), key);
+        b.wb.delete_cf(self.id_of(key), key);
         b.has_sub |= keys::is_sub(key);
         self.ahead.forget(key);
         self.touch(key);
@@ -692,10 +707,10 @@ impl ShardStore {
         self.touch_range(from, to);
         let (meta, sub) = keys::range_families(from, to);
         if meta {
-            b.wb.delete_range_cf(self.cf, from, to);
+            b.wb.delete_range_cf(self.ids.0, from, to);
         }
         if sub {
-            b.wb.delete_range_cf(self.sub, from, to);
+            b.wb.delete_range_cf(self.ids.1, from, to);
             self.ahead.forget_range(from, to);
             if self.members.is_some() {
                 b.sub_ranges.push((from.into(), to.into()));
@@ -741,8 +756,8 @@ impl ShardStore {
         // member cache forgets the member records it writes.
         let rep = (b.unnoted || b.has_sub).then(|| b.wb.data().to_vec());
         let written = match &b.main {
-            None => self.tier_direct(b.wb),
-            Some(main) => self.write_with_main(b.wb, main),
+            None => self.tier_direct(b.wb.to_batch()),
+            Some(main) => self.write_with_main(b.wb.to_batch(), &main.to_batch()),
         };
         if let Err(e) = written {
             // RocksDB may hold the batch or not: forget what the caches knew.

@@ -45,8 +45,7 @@ use rocksdb::WriteBatch;
 
 use super::{cache, keys, Batch, Engine, ShardStore, StorageError};
 
-/// A WriteBatch's header: an 8-byte sequence number and a 4-byte count.
-const HEADER: usize = 12;
+use super::rep::HEADER;
 
 /// One write a batch made, as the overlay needs it (kept only while a
 /// transaction is open).
@@ -129,9 +128,11 @@ pub(super) struct Records {
 }
 
 impl Records {
-    fn append(&mut self, wb: &WriteBatch) {
-        self.rep.extend_from_slice(wb.data().get(HEADER..).unwrap_or_default());
-        self.count += wb.len() as u32;
+    /// Appends the records of a batch's representation (a `WriteBatch`'s
+    /// or a `Rep`'s data).
+    fn append(&mut self, data: &[u8]) {
+        self.rep.extend_from_slice(data.get(HEADER..).unwrap_or_default());
+        self.count += super::rep::count(data) as u32;
     }
 
     /// Them as one batch (None: nothing staged), emptied.
@@ -218,17 +219,17 @@ impl ShardStore {
             let log = self.tier_log_part(b.wb.data());
             let mut sink = self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner());
             let records = sink_for(&mut sink, self.home_index);
-            records.append(&b.wb);
+            records.append(b.wb.data());
             if let Some(log) = &log {
-                records.append(log);
+                records.append(log.data());
             }
             if let Some(main) = &b.main {
-                sink_for(&mut sink, 0).append(main);
+                sink_for(&mut sink, 0).append(main.data());
             }
         } else {
-            j.own.append(&b.wb);
+            j.own.append(b.wb.data());
             if let Some(main) = &b.main {
-                j.main.append(main);
+                j.main.append(main.data());
             }
         }
         j.clears_meta |= b.clears_meta;
@@ -311,9 +312,9 @@ impl ShardStore {
         let mut parts = Vec::with_capacity(2);
         if !wb.is_empty() {
             let mut home = Records::default();
-            home.append(&wb);
+            home.append(wb.data());
             if let Some(log) = self.tier_log_part(wb.data()) {
-                home.append(&log);
+                home.append(log.data());
             }
             if let Some(b) = home.take() {
                 parts.push((self.home_index, b.data().to_vec()));

@@ -484,24 +484,25 @@ impl ShardStore {
         let t = &self.wtier;
         let mut slot = t.drain.borrow_mut();
         let Some(d) = slot.as_mut() else { return Ok(()) };
-        let mut wb = WriteBatch::default();
+        // Built in Rust, handed to RocksDB whole (`rep`).
+        let mut wb = super::rep::Rep::default();
         let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
         for k in &slice {
             match d.gen.map.get(k) {
-                Some(Some(v)) => wb.put_cf(self.cf_of(k), k, v),
-                Some(None) => wb.delete_cf(self.cf_of(k), k),
+                Some(Some(v)) => wb.put_cf(self.id_of(k), k, v),
+                Some(None) => wb.delete_cf(self.id_of(k), k),
                 // Staged, then put back when its log append failed.
                 None => {}
             }
         }
         let last = d.order.left() == 0;
         if last {
-            wb.put_cf(self.cf, MARK, d.mark.to_be_bytes());
-            wb.put_cf(self.sub, MARK, d.mark.to_be_bytes());
+            wb.put_cf(self.ids.0, MARK, &d.mark.to_be_bytes());
+            wb.put_cf(self.ids.1, MARK, &d.mark.to_be_bytes());
         }
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
-        if let Err(e) = self.db.write_opt(wb, &wo) {
+        if let Err(e) = self.db.write_opt(wb.to_batch(), &wo) {
             // Not applied: the next slice takes them again.
             d.order.put_back(slice);
             return Err(e.into());
