@@ -468,7 +468,7 @@ fn store(ks: &Keyspace, db: u8, dst: &[u8], out: &[u8]) -> CmdResult {
         return Ok(());
     }
     let old = ks.read(db, dst, now, |m| m.map(|m| (m.expire_ms, m.coll())))?;
-    bigstr::put(ks, db, dst, 0, out, old.map(|o| o.0), old.and_then(|o| o.1))?;
+    bigstr::put(ks, db, dst, 0, out, old.as_ref().map(|o| o.0), old.and_then(|o| o.1))?;
     ks.notify(STRING, "set", db, dst);
     Ok(())
 }

@@ -100,7 +100,7 @@ fn load(ks: &Keyspace, db: u8, key: &[u8], now: u64) -> CmdResult<Option<Stored>
 /// Writes `hll` at `key` over `old` (None: a new key, no expiry).
 fn save(ks: &Keyspace, db: u8, key: &[u8], hll: &Hll, old: Option<&Stored>) -> CmdResult {
     let expire = old.map_or(0, |o| o.expire);
-    bigstr::put(ks, db, key, expire, &hll.0, old.map(|o| o.expire), old.and_then(|o| o.coll))
+    bigstr::put(ks, db, key, expire, &hll.0, old.map(|o| o.expire), old.and_then(|o| o.coll.clone()))
 }
 
 pub fn pfadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {

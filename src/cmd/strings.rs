@@ -162,10 +162,9 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
             None if o.get => return Err(WRONGTYPE),
             _ => None,
         };
-        // Boxed: a `Coll` is ~270 bytes (a stream's fields), and this
-        // result is moved through the lookup's layers on every SET (2-3%
-        // of SET -P16 in memmove, tuning.md session 37); an old
-        // collection is rare here.
+        // Boxed: this result is moved through the lookup's layers on
+        // every SET (with a 270-byte `Coll` inline, 4% of SET -P16 was
+        // memmove, tuning.md session 37); an old collection is rare here.
         Ok(Some((m.ty, m.expire_ms, value, m.coll().map(Box::new))))
     })??;
     let existed = old.is_some();
@@ -186,7 +185,7 @@ fn set_generic(ctx: &Ctx, key: &[u8], value: &[u8], o: &SetOpts, expiry: Expiry)
         }
         return Ok((true, old_value));
     }
-    let (prior, old_coll) = (old.as_ref().map(|o| o.1), old.as_ref().and_then(|o| o.3.as_deref().copied()));
+    let (prior, old_coll) = (old.as_ref().map(|o| o.1), old.as_ref().and_then(|o| o.3.as_deref().cloned()));
     bigstr::put(ks, ctx.db, key, expire_ms, value, prior, old_coll)?;
     ctx.notify(STRING, "set", key);
     if matches!(expiry, Expiry::At(_)) {

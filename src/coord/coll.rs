@@ -173,7 +173,7 @@ pub async fn gather_any(shard: &S, db: u8, key: &Bytes, tys: &[KeyType], keep: K
         if target == shard.id() {
             shards::rt::yield_now().await;
         }
-        let (k, last) = (key.clone(), std::mem::take(&mut slice.last));
+        let (k, last, view) = (key.clone(), std::mem::take(&mut slice.last), view.clone());
         slice = shard
             .invoke_on(target, move |st: &ShardState| {
                 read_slice(st, db, &k, (ty, &view), Some(&snap), Some(&last), now, keep)

@@ -134,13 +134,14 @@ pub fn with_expire(raw: &[u8], expire_ms: u64) -> Vec<u8> {
 /// Hash field expiration bookkeeping (seed 002): `persist` counts physical
 /// fields without a TTL; `lower..=upper` is a conservative hint of where the
 /// TTLs of the other `size - persist` fields (the TTL candidates) lie.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Hfe {
     pub persist: u64,
     pub lower: u64,
     pub upper: u64,
-    /// A sliced pass of active field expiration over a big hash, under way.
-    pub sweep: Option<Sweep>,
+    /// A sliced pass of active field expiration over a big hash, under
+    /// way (boxed, as `Coll::stream`).
+    pub sweep: Option<Box<Sweep>>,
 }
 
 /// The longest sweep cursor kept: a longer field name is kept as its first
@@ -204,7 +205,7 @@ impl Sweep {
 /// ```
 /// `size` counts physical members (for a mode-1 hash it may include TTL
 /// fields already expired or removed by compaction, see `types::hash`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Coll {
     pub version: u64,
     pub size: u64,
@@ -216,8 +217,9 @@ pub struct Coll {
     pub list_head: Option<u64>,
     /// A sorted set that keeps count blocks (mode 3, `types::zblock`).
     pub zblocks: bool,
-    /// A stream's own fields (mode 4, `types::stream`).
-    pub stream: Option<StreamMeta>,
+    /// A stream's own fields (mode 4, `types::stream`), boxed: every
+    /// collection command moves a `Coll` around (`a_coll_stays_small`).
+    pub stream: Option<Box<StreamMeta>>,
     /// A big string's chunk size as a power of two (mode 5); 0: the
     /// default 64 KiB chunks (`types::bigstr`).
     pub chunk_shift: u8,
@@ -317,7 +319,7 @@ impl Coll {
                 list_head: None,
                 zblocks: false,
                 chunk_shift: 0,
-                stream: Some(s),
+                stream: Some(Box::new(s)),
             });
         }
         if body.len() == 18 && body[16] == MODE_CHUNKS {
@@ -359,7 +361,7 @@ impl Coll {
                             s.exact = body[65] == 1;
                             s.len = (n - 66) as u8;
                             s.cur[..n - 66].copy_from_slice(&body[66..]);
-                            Some(s)
+                            Some(Box::new(s))
                         }
                         _ => return None,
                     },
@@ -389,12 +391,12 @@ impl Coll {
     fn encode_body_into(&self, v: &mut Vec<u8>) {
         v.extend_from_slice(&self.version.to_be_bytes());
         v.extend_from_slice(&self.size.to_be_bytes());
-        if let Some(h) = self.hfe {
+        if let Some(h) = &self.hfe {
             v.push(MODE_HFE);
             v.extend_from_slice(&h.persist.to_be_bytes());
             v.extend_from_slice(&h.lower.to_be_bytes());
             v.extend_from_slice(&h.upper.to_be_bytes());
-            if let Some(s) = h.sweep {
+            if let Some(s) = &h.sweep {
                 v.extend_from_slice(&s.lower.to_be_bytes());
                 v.extend_from_slice(&s.upper.to_be_bytes());
                 v.extend_from_slice(&s.touched_ms.to_be_bytes());
@@ -542,41 +544,44 @@ mod tests {
         };
         let list = Coll::new_list(9, 1 << 63);
         assert_eq!(list.encode_body().len(), 25);
-        let mut swept = hfe;
+        let mut swept = hfe.clone();
         let mut s = Sweep::start(77);
         s.lower = 6;
         s.set_cursor(b"field-7");
-        swept.hfe.as_mut().unwrap().sweep = Some(s);
+        swept.hfe.as_mut().unwrap().sweep = Some(Box::new(s));
         assert_eq!(swept.encode_body().len(), 66 + 7);
-        let mut long = swept;
+        let mut long = swept.clone();
         let mut s = Sweep::start(78);
         s.set_cursor(&[b'x'; 100]);
         assert!(!s.exact && s.cursor().len() == SWEEP_CURSOR_MAX);
-        long.hfe.as_mut().unwrap().sweep = Some(s);
+        long.hfe.as_mut().unwrap().sweep = Some(Box::new(s));
         let stream = Coll {
-            stream: Some(StreamMeta {
+            stream: Some(Box::new(StreamMeta {
                 last: (5, 6),
                 floor: (1, 0),
                 added: 9,
                 tail_valid: 3,
                 ..Default::default()
-            }),
-            ..plain
+            })),
+            ..plain.clone()
         };
         assert_eq!(stream.encode_body().len(), 17 + STREAM_LEN);
-        let mut headed = stream;
+        let mut headed = stream.clone();
         headed.stream.as_mut().unwrap().head = Some((4, 100, (7, 1)));
         // A meta written before the head node's copy: the same fields, no copy.
         let old = Coll::decode(&headed.encode_body()[..17 + STREAM_LEN_V1]).unwrap();
         assert_eq!(old, stream);
-        let chunked = Coll { chunk_shift: 12, ..plain };
+        let chunked = Coll {
+            chunk_shift: 12,
+            ..plain.clone()
+        };
         assert_eq!(chunked.encode_body().len(), 18);
         let mut bad = chunked.encode_body();
         bad[17] = 9;
         assert_eq!(Coll::decode(&bad), None, "chunks under 1 KiB");
-        for c in [plain, hfe, list, swept, long, stream, headed, chunked] {
+        for c in [&plain, &hfe, &list, &swept, &long, &stream, &headed, &chunked] {
             let raw = c.encode(KeyType::Hash, 0);
-            assert_eq!(Meta::decode(&raw).unwrap().coll(), Some(c));
+            assert_eq!(Meta::decode(&raw).unwrap().coll().as_ref(), Some(c));
         }
         assert_eq!(Coll::decode(&[0; 15]), None);
         let mut bad = hfe.encode_body();
@@ -587,6 +592,16 @@ mod tests {
         assert_eq!(Coll::decode(&bad), None, "an unknown cursor flag");
         assert_eq!(Coll::decode(&swept.encode_body()[..60]), None, "a cut sweep");
         assert_eq!(Meta::decode(&encode_string(0, b"0123456789abcdefgh")).unwrap().coll(), None);
+    }
+
+    /// A `Coll` is moved through every collection command's read and
+    /// write (and returned from every SET's read of the old meta): a
+    /// stream's fields and a sweep's cursor live boxed, so it stays small
+    /// (270 bytes unboxed: 4% of SET -P16 went to memmove, tuning.md
+    /// session 37).
+    #[test]
+    fn a_coll_stays_small() {
+        assert!(std::mem::size_of::<Coll>() <= 96, "{}", std::mem::size_of::<Coll>());
     }
 
     #[test]

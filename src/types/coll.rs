@@ -14,7 +14,7 @@ use crate::types::keyspace::{Keyspace, Prior};
 pub use crate::types::writer::Writer;
 
 /// A live collection: its expiry and collection metadata.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct View {
     pub expire_ms: u64,
     pub c: Coll,
@@ -244,7 +244,7 @@ pub fn stage_place(ks: &Keyspace, b: &mut Batch, db: u8, key: &[u8], v: &Owned, 
     }
     // A hash that arrives with field TTLs (RENAME, COPY, MOVE, RESTORE) gets
     // its active-expiration entry, or its fields would expire only when read.
-    if let Some(h) = c.hfe.filter(|_| m.ty == KeyType::Hash) {
+    if let Some(h) = c.hfe.as_ref().filter(|_| m.ty == KeyType::Hash) {
         hash::stage_repair_at(ks, b, db, key, &c, h.lower);
     }
     ks.stage_put(b, db, key, &c.encode(m.ty, m.expire_ms), prior);
@@ -520,7 +520,7 @@ mod tests {
             assert_eq!(members_on_disk(&ks, key, v.c.version), 3);
             if overwrite {
                 // SET over the hash.
-                ks.put_over(0, key, &crate::storage::meta::encode_string(0, b"x"), Some(0), Some(v.c))
+                ks.put_over(0, key, &crate::storage::meta::encode_string(0, b"x"), Some(0), Some(v.c.clone()))
                     .unwrap();
                 assert_eq!(ks.type_of(0, key, 5).unwrap(), Some(KeyType::String));
             } else {
@@ -562,7 +562,7 @@ mod tests {
         assert_eq!(members_on_disk(&ks, b"next", fresh), 1, "fresh member kept");
         // The metadata still counts the two ghosts; HLEN's repair fixes it.
         let v = view(&ks, 0, b"h", KeyType::Hash, now).unwrap().unwrap();
-        assert_eq!((v.c.size, v.c.hfe.map(|h| h.persist)), (3, Some(1)));
+        assert_eq!((v.c.size, v.c.hfe.as_ref().map(|h| h.persist)), (3, Some(1)));
         assert_eq!(hash_len(&ks, 0, b"h", &v, now).unwrap(), 1);
         let v = view(&ks, 0, b"h", KeyType::Hash, now).unwrap().unwrap();
         assert_eq!(v.c.size, 1);
@@ -604,7 +604,7 @@ mod tests {
         );
         if let Some(h) = view(ks, 0, key, KeyType::Hash, now)
             .unwrap()
-            .and_then(|v| v.c.hfe.map(|h| (v.c, h)))
+            .and_then(|v| v.c.hfe.clone().map(|h| (v.c, h)))
         {
             let (c, h) = h;
             assert!(h.persist <= c.size, "step {step}: persist <= size");

@@ -155,7 +155,7 @@ pub enum FastLen {
 /// HLEN's fast paths: no TTL candidate, or none due yet (`now < lower`), or
 /// all due and no persistent field (`now >= upper`, `persist == 0`).
 pub fn fast_len(c: &Coll, now: u64) -> FastLen {
-    match c.hfe {
+    match &c.hfe {
         None => FastLen::Known(c.size),
         Some(h) if c.size == h.persist || now < h.lower => FastLen::Known(c.size),
         Some(h) if now >= h.upper && h.persist == 0 => FastLen::Gone,
@@ -176,7 +176,7 @@ pub const ACTIVE_REPAIR_EVERY_MS: u64 = 100;
 /// TTL candidates. An `at` the index walk has passed (a RENAME of a hash
 /// whose lowest TTL has gone by) is put where the walk still comes.
 pub fn stage_repair_at(ks: &Keyspace, b: &mut crate::storage::Batch, db: u8, key: &[u8], c: &Coll, at: u64) {
-    if let Some(h) = c.hfe {
+    if let Some(h) = &c.hfe {
         if c.size > h.persist {
             let at = ks.field_walk.place(at);
             ks.store.put(b, &keys::field_ttl_key(at, db, key), b"");

@@ -77,7 +77,7 @@ pub fn settle(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], now: u64) -> CmdRes
 pub fn visit_due(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], entry: (&[u8], &[u8]), now: u64) -> CmdResult<(usize, bool)> {
     let m = Meta::decode(raw).ok_or(CORRUPT)?;
     let c = m.coll().ok_or(CORRUPT)?;
-    let h = c.hfe.ok_or(CORRUPT)?;
+    let h = c.hfe.clone().ok_or(CORRUPT)?;
     let continues = !entry.1.is_empty();
     let drop_entry = || -> CmdResult<(usize, bool)> {
         let mut b = ks.store.batch();
@@ -117,7 +117,7 @@ pub fn visit_due(ks: &Keyspace, db: u8, key: &[u8], raw: &[u8], entry: (&[u8], &
 /// of the next slice (due now) or, at the end, of the next sweep.
 fn sweep_slice(ks: &Keyspace, db: u8, key: &[u8], m: &Meta<'_>, mut c: Coll, entry: &[u8], now: u64) -> CmdResult<(usize, bool)> {
     let mut h = c.hfe.ok_or(CORRUPT)?;
-    let mut s = h.sweep.unwrap_or_else(|| Sweep::start(now));
+    let mut s = h.sweep.take().map_or_else(|| Sweep::start(now), |s| *s);
     let (lo, hi) = keys::sub_range(db, key, c.version);
     let start_at = |cursor: &[u8], exact: bool| {
         let mut k = lo.clone();
@@ -171,7 +171,7 @@ fn sweep_slice(ks: &Keyspace, db: u8, key: &[u8], m: &Meta<'_>, mut c: Coll, ent
         Some(name) => {
             s.touched_ms = now;
             s.set_cursor(name);
-            h.sweep = Some(s);
+            h.sweep = Some(Box::new(s));
         }
         None if s.lower == 0 && s.upper == 0 => {
             // The TTL fields counted but not met are ghosts: expired fields
@@ -188,6 +188,7 @@ fn sweep_slice(ks: &Keyspace, db: u8, key: &[u8], m: &Meta<'_>, mut c: Coll, ent
     if c.size == h.persist {
         (h.lower, h.upper, h.sweep) = (0, 0, None);
     }
+    let (goes_on, lower) = (h.sweep.is_some(), h.lower);
     c.hfe = Some(h);
     if c.size == 0 {
         ks.stage_delete(&mut b, db, key, m);
@@ -197,12 +198,11 @@ fn sweep_slice(ks: &Keyspace, db: u8, key: &[u8], m: &Meta<'_>, mut c: Coll, ent
     }
     let fixed = c.encode(KeyType::Hash, m.expire_ms);
     ks.stage_put(&mut b, db, key, &fixed, Some(m.expire_ms));
-    let goes_on = h.sweep.is_some();
     if goes_on {
         let at = ks.field_walk.place(now);
         ks.store.put(&mut b, &keys::field_ttl_key(at, db, key), SWEEP_ENTRY);
     } else {
-        stage_repair_at(ks, &mut b, db, key, &c, h.lower.max(now + ACTIVE_REPAIR_EVERY_MS));
+        stage_repair_at(ks, &mut b, db, key, &c, lower.max(now + ACTIVE_REPAIR_EVERY_MS));
     }
     ks.store.write(b)?;
     if !dead.is_empty() {
@@ -312,7 +312,7 @@ mod tests {
         w.commit().unwrap();
         expire_all(&ks, 3_000);
         let v = meta(&ks, b"h", 3_000).unwrap();
-        let h = v.c.hfe.unwrap();
+        let h = v.c.hfe.clone().unwrap();
         assert_eq!((v.c.size, h.lower, h.upper, h.sweep), (5_000, 4_000, 10_000, None));
         // HLEN at 4500 must see f00001 gone (a bound of 9000 would let it
         // answer 5000 from the meta).

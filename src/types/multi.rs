@@ -85,7 +85,7 @@ pub fn mset_pairs(
     ks.store.stage_rider(&mut b, rider);
     for (i, prior) in priors {
         let (k, v) = &pairs[i];
-        ks.stage_drop_members(&mut b, db, k, prior.and_then(|p| p.1));
+        ks.stage_drop_members(&mut b, db, k, prior.as_ref().and_then(|p| p.1.clone()));
         bigstr::stage_put(ks, &mut b, db, k, 0, v, prior.map(|p| p.0));
     }
     ks.store.write(b)?;
@@ -281,7 +281,7 @@ pub fn stage_moved(
     if m.is_expired(now_ms) {
         return Ok(true);
     }
-    if let Some(h) = c.hfe.filter(|_| m.ty == crate::storage::meta::KeyType::Hash) {
+    if let Some(h) = c.hfe.as_ref().filter(|_| m.ty == crate::storage::meta::KeyType::Hash) {
         crate::types::hash::stage_repair_at(ks, b, db, key, &c, h.lower);
     }
     ks.stage_put(b, db, key, raw, None);

@@ -550,7 +550,7 @@ pub fn to_owned(v: StreamValue, expire_ms: u64) -> Owned {
         list_head: None,
         zblocks: false,
         chunk_shift: 0,
-        stream: Some(s),
+        stream: Some(Box::new(s)),
     };
     Owned {
         raw: c.encode(KeyType::Stream, expire_ms),

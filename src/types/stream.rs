@@ -322,19 +322,19 @@ impl<'k> Stream<'k> {
             Some((e, c)) => (e, Some(e), c),
             None if create => {
                 let mut c = Coll::new(ks.next_version(crate::clock::now_us()), false);
-                c.stream = Some(StreamMeta::default());
+                c.stream = Some(Box::default());
                 (0, None, c)
             }
             None => return Ok(None),
         };
-        let s = c.stream.ok_or(CORRUPT)?;
+        let s = c.stream.as_deref().copied().ok_or(CORRUPT)?;
         Ok(Some(Stream {
             ks,
             db,
             key,
             expire_ms,
             prior,
-            orig: c,
+            orig: c.clone(),
             c,
             s,
             b: ks.store.batch(),
@@ -605,7 +605,7 @@ impl<'k> Stream<'k> {
         if !self.dirty {
             return Ok(self.b);
         }
-        self.c.stream = Some(self.s);
+        self.c.stream = Some(Box::new(self.s));
         if !self.existed() || self.c != self.orig {
             let raw = self.c.encode(KeyType::Stream, self.expire_ms);
             self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);
@@ -622,7 +622,7 @@ impl<'k> Stream<'k> {
 /// Whether the members of a stream's DUMP fit its meta: every entry record
 /// above the floor decodes, and they count `size`.
 pub fn members_fit(c: &Coll, members: &[(Vec<u8>, Vec<u8>)]) -> bool {
-    let Some(s) = c.stream else {
+    let Some(s) = c.stream.as_deref() else {
         return false;
     };
     let floor = Id::from_raw(s.floor);

@@ -56,7 +56,7 @@ impl<'k> Writer<'k> {
             now,
             expire_ms,
             prior,
-            orig: c,
+            orig: c.clone(),
             c,
             touched: Default::default(),
             b: ks.store.batch(),
@@ -279,7 +279,7 @@ impl<'k> Writer<'k> {
         }
         // A field now expires earlier than any before: active expiration
         // visits the hash then.
-        let lower = |c: &Coll| c.hfe.filter(|h| c.size > h.persist).map(|h| h.lower);
+        let lower = |c: &Coll| c.hfe.as_ref().filter(|h| c.size > h.persist).map(|h| h.lower);
         if let Some(at) = lower(&self.c).filter(|l| Some(*l) != lower(&self.orig) || !self.existed()) {
             hash::stage_repair_at(self.ks, &mut self.b, self.db, self.key, &self.c, at);
         }

@@ -158,7 +158,7 @@ fn cut(ps: &[Vec<u8>], first: &[u8]) -> Vec<(Vec<u8>, u64)> {
 /// (and the positions it keeps) follows.
 pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
     let (ks, db, key) = w.place();
-    let c = w.c;
+    let c = w.c.clone();
     if c.size == 0 {
         ks.zlayouts.forget(c.version);
         return Ok(());

@@ -86,7 +86,7 @@ pub fn pop(ks: &Keyspace, db: u8, key: &[u8], now: u64, max: bool, count: u64) -
     };
     let mut items = Vec::new();
     if count > 0 {
-        let c = w.w.c;
+        let c = w.w.c.clone();
         zblock::visit(At { ks, db, key, c: &c }, None, max, |s, m| {
             items.push((m.to_vec(), s));
             (items.len() as u64) < count
