@@ -63,9 +63,6 @@ pub(super) struct Gen {
     bytes: u64,
     /// Its keys, sorted in runs as they arrive (`runs`).
     pub(super) order: runs::Runs,
-    /// An empty list of member keys with room, for the next collection
-    /// (`recycle` keeps the largest).
-    spare_coll: Vec<Bytes>,
 }
 
 fn len(v: &Option<Bytes>) -> u64 {
@@ -97,11 +94,7 @@ impl Gen {
         let key = rec.slice(..k.len());
         let value = v.map(|_| rec.slice(k.len()..));
         match keys::coll_prefix_len(k) {
-            Some(n) => self
-                .colls
-                .entry(hasher.hash_one(&k[..n]))
-                .or_insert_with(|| std::mem::take(&mut self.spare_coll))
-                .push(key.clone()),
+            Some(n) => self.colls.entry(hasher.hash_one(&k[..n])).or_default().push(key.clone()),
             None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
             None => self.other = true,
         }
@@ -109,26 +102,6 @@ impl Gen {
         self.map.insert(key.clone(), value);
         self.order.add(key.clone());
         (key, None)
-    }
-
-    /// Empties it for reuse as a later dirty, keeping its tables' room:
-    /// a generation built from empty grew its map and its busiest
-    /// collection's key list by doubling, each growth faulting in fresh
-    /// pages (mimalloc had returned the last generation's): 12% of an
-    /// LPUSH -P16 profile, mostly the kernel zeroing pages (tuning.md,
-    /// session 37).
-    pub(super) fn recycle(&mut self) {
-        self.map.clear();
-        if let Some(mut v) = self.colls.drain().map(|(_, v)| v).max_by_key(|v| v.capacity()) {
-            if v.capacity() > self.spare_coll.capacity() {
-                v.clear();
-                self.spare_coll = v;
-            }
-        }
-        self.meta = false;
-        self.other = false;
-        self.bytes = 0;
-        self.order = runs::Runs::default();
     }
 
     /// Puts back what `k` held before a [`Gen::put`] (its answer). A key
@@ -243,34 +216,5 @@ mod tests {
         g.restore(&k, None);
         assert!(g.map.is_empty());
         assert_eq!(g.bytes, 0);
-    }
-
-    /// A recycled generation holds nothing and answers as a new one, with
-    /// its map's room kept and its busiest collection's key list reused.
-    #[test]
-    fn a_recycled_generation_is_empty_and_keeps_its_room() {
-        let h = ahash::RandomState::new();
-        let mut g = Gen::default();
-        let mut member = keys::sub_key_buf(0, b"list", 7, b"");
-        let n = member.len();
-        for i in 0..1000u32 {
-            member.truncate(n);
-            member.extend_from_slice(&i.to_be_bytes());
-            g.put(&member, Some(b"x"), &h);
-        }
-        g.put(b"\x00Mmeta", Some(b"m"), &h);
-        g.put(b"\xFFttl", None, &h);
-        let to = keys::sub_key_buf(0, b"list", 8, b"");
-        let (from, to) = (&member[..n], &to[..]);
-        assert!(g.meets(from, to, &h));
-        let room = g.map.capacity();
-        g.recycle();
-        assert!(g.map.is_empty() && g.colls.is_empty());
-        assert_eq!((g.bytes, g.charge(), g.meta, g.other), (0, 0, false, false));
-        assert!(!g.meets(from, to, &h) && !g.meets(b"\x00M", b"\x00N", &h));
-        assert_eq!(g.map.capacity(), room);
-        assert!(g.spare_coll.is_empty() && g.spare_coll.capacity() >= 1000);
-        g.put(&member, Some(b"y"), &h);
-        assert_eq!(g.coll_records(Gen::coll_of_range(from, to, &h).unwrap()).count(), 1);
     }
 }

@@ -261,9 +261,6 @@ pub(super) struct WriteTier {
     cut: Cell<u64>,
     dirty: RefCell<Gen>,
     drain: RefCell<Option<Drain>>,
-    /// The last drained generation, emptied with its room kept
-    /// ([`Gen::recycle`]): the next dirty.
-    spare: RefCell<Gen>,
     /// Whether dirty or the draining generation holds anything (a cheap
     /// check for every read).
     any: Cell<bool>,
@@ -295,7 +292,6 @@ impl WriteTier {
             cut: Cell::new(start),
             dirty: RefCell::default(),
             drain: RefCell::default(),
-            spare: RefCell::default(),
             any: Cell::new(false),
             hasher: ahash::RandomState::new(),
             undo: RefCell::default(),
@@ -463,8 +459,7 @@ impl ShardStore {
     /// Makes dirty the draining generation, its keys sorted.
     fn tier_start_drain(&self) {
         let t = &self.wtier;
-        let spare = std::mem::take(&mut *t.spare.borrow_mut());
-        let mut gen = std::mem::replace(&mut *t.dirty.borrow_mut(), spare);
+        let mut gen = std::mem::take(&mut *t.dirty.borrow_mut());
         // Sorted as it filled: only its last run is sorted now.
         let order = std::mem::take(&mut gen.order).merge();
         let filter = t.cur.get();
@@ -534,10 +529,7 @@ impl ShardStore {
         if let Some(h) = &t.held {
             h[d.filter].clear();
         }
-        if let Some(mut d) = slot.take() {
-            d.gen.recycle();
-            *t.spare.borrow_mut() = d.gen;
-        }
+        *slot = None;
         drop(slot);
         t.any.set(!t.dirty.borrow().map.is_empty());
         self.tier_cut()
