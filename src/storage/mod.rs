@@ -649,16 +649,6 @@ impl ShardStore {
         }
     }
 
-    /// [`ShardStore::cf_of`]'s id.
-    #[inline]
-    fn id_of(&self, key: &[u8]) -> u32 {
-        if keys::is_sub(key) {
-            self.ids.1
-        } else {
-            self.ids.0
-        }
-    }
-
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.wb.put_cf(self.id_of(key), key, value);

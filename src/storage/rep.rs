@@ -17,12 +17,12 @@ pub(super) const HEADER: usize = 12;
 
 /// RocksDB's record tags (db/dbformat.h): the default family's delete,
 /// put and range delete; another family's.
-const DELETE: u8 = 0x0;
-const PUT: u8 = 0x1;
-const RANGE: u8 = 0xF;
-const CF_DELETE: u8 = 0x4;
-const CF_PUT: u8 = 0x5;
-const CF_RANGE: u8 = 0xE;
+pub(super) const DELETE: u8 = 0x0;
+pub(super) const PUT: u8 = 0x1;
+pub(super) const RANGE: u8 = 0xF;
+pub(super) const CF_DELETE: u8 = 0x4;
+pub(super) const CF_PUT: u8 = 0x5;
+pub(super) const CF_RANGE: u8 = 0xE;
 
 /// A write batch's representation, as [`WriteBatch::data`] gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +36,7 @@ impl Default for Rep {
     }
 }
 
-fn varint(buf: &mut Vec<u8>, mut n: u32) {
+fn put_varint(buf: &mut Vec<u8>, mut n: u32) {
     while n >= 0x80 {
         buf.push((n as u8) | 0x80);
         n >>= 7;
@@ -45,7 +45,7 @@ fn varint(buf: &mut Vec<u8>, mut n: u32) {
 }
 
 fn sliced(buf: &mut Vec<u8>, s: &[u8]) {
-    varint(buf, s.len() as u32);
+    put_varint(buf, s.len() as u32);
     buf.extend_from_slice(s);
 }
 
@@ -57,7 +57,7 @@ impl Rep {
             self.buf.push(tags.0);
         } else {
             self.buf.push(tags.1);
-            varint(&mut self.buf, cf);
+            put_varint(&mut self.buf, cf);
         }
     }
 
@@ -145,15 +145,35 @@ pub(super) fn cf_id(cf: &ColumnFamily) -> u32 {
     if d.get(HEADER) != Some(&CF_PUT) {
         return 0;
     }
-    let (mut n, mut shift) = (0u32, 0);
-    for &b in d.get(HEADER + 1..).unwrap_or_default().iter().take(5) {
-        n |= u32::from(b & 0x7F) << shift;
-        if b < 0x80 {
-            break;
+    varint(d, &mut (HEADER + 1)).unwrap_or(0)
+}
+
+/// Reads the varint at `*i` of a batch representation, moving `i` past
+/// it (None if it is cut short or too long).
+pub(super) fn varint(b: &[u8], i: &mut usize) -> Option<u32> {
+    let mut v = 0u32;
+    for shift in (0..35).step_by(7) {
+        let byte = *b.get(*i)?;
+        *i += 1;
+        v |= ((byte & 0x7f) as u32) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
         }
-        shift += 7;
     }
-    n
+    None
+}
+
+// Which family id a record key goes under, for a `Rep`.
+impl super::ShardStore {
+    /// [`ShardStore::cf_of`](super::ShardStore)'s id.
+    #[inline]
+    pub(super) fn id_of(&self, key: &[u8]) -> u32 {
+        if super::keys::is_sub(key) {
+            self.ids.1
+        } else {
+            self.ids.0
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,21 +9,8 @@ use bytes::Bytes;
 use rocksdb::{WriteBatch, WriteOptions, DB};
 
 use super::{direct_key, log_cf_name, MARK};
+use crate::storage::rep::{varint, CF_DELETE, CF_PUT, CF_RANGE, DELETE, PUT, RANGE};
 use crate::storage::StorageError;
-
-/// A WriteBatch representation's varint at `*i`, moving past it.
-fn varint(b: &[u8], i: &mut usize) -> Option<u32> {
-    let mut v = 0u32;
-    for shift in (0..35).step_by(7) {
-        let byte = *b.get(*i)?;
-        *i += 1;
-        v |= ((byte & 0x7f) as u32) << shift;
-        if byte & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
-}
 
 /// The records of a WriteBatch representation (after its 12-byte header):
 /// (key, value or None for a delete). None if it holds anything else.
@@ -44,11 +31,11 @@ pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
         *i += 1;
         match tag {
             // Column-family value / deletion.
-            0x5 | 0x4 => {
+            CF_PUT | CF_DELETE => {
                 varint(b, i)?;
                 let kl = varint(b, i)?;
                 let k = slice(i, kl)?;
-                let v = if tag == 0x5 {
+                let v = if tag == CF_PUT {
                     let vl = varint(b, i)?;
                     Some(slice(i, vl)?)
                 } else {
@@ -93,27 +80,27 @@ fn visit(rep: &[u8], others: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> b
         let tag = *rep.get(*i)?;
         *i += 1;
         match tag {
-            0x5 => {
+            CF_PUT => {
                 varint(rep, i)?;
                 let k = slice(i)?;
                 f(k, Some(slice(i)?));
             }
-            0x4 => {
+            CF_DELETE => {
                 varint(rep, i)?;
                 f(slice(i)?, None);
             }
             // Column-family range deletion.
-            0xE if others => {
+            CF_RANGE if others => {
                 varint(rep, i)?;
                 slice(i)?;
                 slice(i)?;
             }
             // The default family's put, range deletion and deletion.
-            0x1 | 0xF if others => {
+            PUT | RANGE if others => {
                 slice(i)?;
                 slice(i)?;
             }
-            0x0 if others => {
+            DELETE if others => {
                 slice(i)?;
             }
             _ => return None,
