@@ -97,6 +97,10 @@ pub struct ShardState {
     /// A busy script of this shard lets it serve others between slices
     /// (`dispatch::scriptco`); meanwhile no other command touches its data.
     pub script_paused: Cell<bool>,
+    /// Emptied reply-span vectors of write groups (`dispatch::group`), for
+    /// the next group: a 16-command pipeline grew a fresh one 4 -> 8 -> 16
+    /// every batch.
+    pub spans: RefCell<Vec<Vec<(usize, u64)>>>,
 }
 
 /// Cross-shard GETs whose access time one tick sends at most.
@@ -202,6 +206,7 @@ impl ShardState {
             peer_touches: Default::default(),
             lua: Default::default(),
             script_paused: Cell::new(false),
+            spans: RefCell::new(Vec::new()),
         }
     }
 

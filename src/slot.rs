@@ -28,6 +28,49 @@ pub fn slot_of(key: &[u8]) -> u16 {
     crc16(hashed) & (SLOTS - 1)
 }
 
+thread_local! {
+    /// The key a running command was routed by: its address, length and
+    /// slot ([`Hint`]).
+    static HINT: std::cell::Cell<(usize, usize, u16)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// The slot of the key a command was routed by, resolved once by dispatch
+/// (`cmd::Req`) and kept for this thread while the command runs, so that
+/// the encodings of that key's records (its meta key, its members' keys:
+/// `storage::keys`) do not hash it again: a SET hashed its key three
+/// times, an HSET five. The key is known by its address and length: the
+/// command's arguments are borrowed and unchanged while it runs, so the
+/// same address is the same bytes. Dropping it puts back the hint before.
+pub struct Hint {
+    prev: (usize, usize, u16),
+}
+
+impl Hint {
+    #[inline]
+    pub fn set(key: &[u8], slot: u16) -> Hint {
+        Hint {
+            prev: HINT.with(|h| h.replace((key.as_ptr() as usize, key.len(), slot))),
+        }
+    }
+}
+
+impl Drop for Hint {
+    #[inline]
+    fn drop(&mut self) {
+        HINT.with(|h| h.set(self.prev));
+    }
+}
+
+/// [`slot_of`], from the [`Hint`] when `key` is the hinted key itself.
+#[inline]
+pub fn key_slot(key: &[u8]) -> u16 {
+    let (at, len, slot) = HINT.with(|h| h.get());
+    if key.as_ptr() as usize == at && key.len() == len {
+        return slot;
+    }
+    slot_of(key)
+}
+
 /// Which shard owns `slot` when there are `shards` shards: contiguous ranges.
 #[inline]
 pub fn shard_of_slot(slot: u16, shards: usize) -> usize {
@@ -64,6 +107,29 @@ mod tests {
         assert_eq!(slot_of(b"foo{}{bar}"), crc16(b"foo{}{bar}") & 16383);
         assert_eq!(slot_of(b"foo{{bar}}zap"), crc16(b"{bar") & 16383);
         assert_eq!(crc16(b"123456789"), 0x31C3);
+    }
+
+    #[test]
+    fn a_hint_answers_for_its_own_key_only_while_it_lives() {
+        let key = b"somekey".to_vec();
+        let copy = key.clone();
+        let real = slot_of(&key);
+        {
+            // A wrong slot on purpose, to see where answers come from.
+            let _outer = Hint::set(&key, real ^ 1);
+            assert_eq!(key_slot(&key), real ^ 1);
+            // The same bytes elsewhere, or a part of them, are hashed.
+            assert_eq!(key_slot(&copy), real);
+            assert_eq!(key_slot(&key[..3]), slot_of(b"som"));
+            {
+                let other = b"other".to_vec();
+                let _inner = Hint::set(&other, 7);
+                assert_eq!(key_slot(&other), 7);
+                assert_eq!(key_slot(&key), real);
+            }
+            assert_eq!(key_slot(&key), real ^ 1);
+        }
+        assert_eq!(key_slot(&key), real);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod migrate;
 pub mod monitor;
 pub mod multi;
 pub mod pubsub;
+pub mod req;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -44,6 +45,7 @@ pub mod zmulti;
 pub mod zscan;
 pub mod zsets;
 
+pub use req::Req;
 pub use table::TABLE;
 pub(crate) use table::{commands, conn_fn, exec, subcommands};
 
@@ -560,12 +562,17 @@ pub fn arity_error(name: &str) -> String {
 
 /// Checks a container command's subcommand: its arity and existence.
 pub fn check_subcommand(spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String> {
+    check_sub(spec, spec.subcommand_index(argv), argv)
+}
+
+/// [`check_subcommand`] of a request whose subcommand is resolved
+/// already (`sub`, [`Req::sub`]).
+pub fn check_sub(spec: &CommandSpec, sub: Option<usize>, argv: &[Bytes]) -> Result<(), String> {
     // COMMAND alone (arity -1) is a valid call with no subcommand.
     if spec.subcommands.is_empty() || argv.len() < 2 {
         return Ok(());
     }
-    let sub = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();
-    match spec.subcommands.iter().find(|s| s.name == sub) {
+    match sub.and_then(|i| spec.subcommands.get(i)) {
         None => Err(format!(
             "ERR unknown subcommand '{}'. Try {} HELP.",
             text(c_prefix(&argv[1], 128)),

@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::cluster;
 use crate::client::Client;
-use crate::cmd::{self, CommandSpec};
+use crate::cmd::{self, CommandSpec, Req};
 
 /// Redis's refusal of writes after a failed AOF write; Basalt's WAL is its AOF.
 const MISCONF: &str = "MISCONF Errors writing to the AOF file: No space left on device";
@@ -31,35 +31,39 @@ pub(super) struct Gate<'a> {
 
 /// Checks done before a command runs: unknown, auth, arity, subcommand,
 /// and writes while the disk is full (Redis's `MISCONF` after a failed AOF
-/// write, which refuses PING too, so health checks notice).
-pub(super) fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<(usize, &'static CommandSpec), (Option<usize>, String)> {
+/// write, which refuses PING too, so health checks notice). A request that
+/// passes comes back resolved ([`Req`]: every later step reads it); one
+/// that fails, with its command's index when it named one.
+pub(super) fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Result<Req, (Option<Req>, String)> {
     let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
         return Err((None, cmd::unknown_command_error(argv)));
     };
+    let req = Req::resolve(idx, argv);
+    let fail = |e: String| (Some(req), e);
     if gate.requirepass && !client.authed && !spec.no_auth() {
-        return Err((Some(idx), "NOAUTH Authentication required.".into()));
+        return Err(fail("NOAUTH Authentication required.".into()));
     }
     if !CommandSpec::arity_ok(spec.arity, argv.len()) {
-        return Err((Some(idx), cmd::arity_error(spec.name)));
+        return Err(fail(cmd::arity_error(spec.name)));
     }
-    cmd::check_subcommand(spec, argv).map_err(|e| (Some(idx), e))?;
+    cmd::check_sub(spec, req.sub(), argv).map_err(fail)?;
     if !client.user.unrestricted() {
         if let Err(d) = cmd::acl::check(&client.user, idx, argv) {
-            return Err((Some(idx), cmd::acl::refuse(gate.global, client, idx, argv, d)));
+            return Err(fail(cmd::acl::refuse(gate.global, client, idx, argv, d)));
         }
     }
     if spec.no_multi() && client.multi.is_some() {
-        return Err((Some(idx), "ERR Command not allowed inside a transaction".into()));
+        return Err(fail("ERR Command not allowed inside a transaction".into()));
     }
     if let Some(g) = gate.cluster {
-        cluster::check(g, client, idx, spec, argv).map_err(|e| (Some(idx), e))?;
+        cluster::check(g, client, idx, spec, argv).map_err(fail)?;
     }
     if gate.writes_refused && (spec.is_write() || spec.name == "ping") {
-        return Err((Some(idx), MISCONF.into()));
+        return Err(fail(MISCONF.into()));
     }
-    if (gate.held || gate.scripts.busy_error().is_some()) && !client.in_script && !allowed_busy(spec, argv) {
+    if (gate.held || gate.scripts.busy_error().is_some()) && !client.in_script && !allowed_busy(req, argv) {
         let busy = gate.scripts.busy_error().unwrap_or(crate::script::busy::BUSY_EVAL);
-        return Err((Some(idx), busy.into()));
+        return Err(fail(busy.into()));
     }
     // MODES: subscribers and monitors (both have a mailbox); one check for
     // every other client.
@@ -67,21 +71,21 @@ pub(super) fn precheck(client: &Client, argv: &[Bytes], gate: Gate<'_>) -> Resul
         // RESP2's subscribed mode (not inside EXEC: Redis checks only
         // what a client sends).
         if !client.resp3 && !client.in_exec && client.subscribed() && !allowed_subscribed(spec.name) {
-            return Err((Some(idx), not_in_subscribed_mode(spec, argv)));
+            return Err(fail(not_in_subscribed_mode(req)));
         }
         // A MONITOR client is a replica to Redis: it may not touch keys.
         if (spec.is_write() || spec.is_readonly()) && client.info.monitor.load(Ordering::Relaxed) {
-            return Err((Some(idx), "ERR Replica can't interact with the keyspace".into()));
+            return Err(fail("ERR Replica can't interact with the keyspace".into()));
         }
     }
-    Ok((idx, spec))
+    Ok(req)
 }
 
 /// What runs while a script is busy: commands flagged `allow_busy`
 /// (SCRIPT KILL, FUNCTION KILL...) and SHUTDOWN NOSAVE, as Redis.
-fn allowed_busy(spec: &CommandSpec, argv: &[Bytes]) -> bool {
-    let flags = spec.subcommand_index(argv).map_or(spec.flags, |i| spec.subcommands[i].flags);
-    flags.contains(&"allow_busy")
+fn allowed_busy(req: Req, argv: &[Bytes]) -> bool {
+    let spec = req.spec();
+    req.flags().contains(&"allow_busy")
         || spec.flags.contains(&"allow_busy")
         || spec.name == "shutdown" && argv.len() == 2 && argv[1].first().is_some_and(|c| c.eq_ignore_ascii_case(&b'n'))
 }
@@ -96,7 +100,7 @@ fn allowed_subscribed(name: &str) -> bool {
 
 /// Redis's refusal in subscribed mode, naming the command by its
 /// `fullname` (`config|get` for a subcommand).
-fn not_in_subscribed_mode(spec: &CommandSpec, argv: &[Bytes]) -> String {
-    let name = spec.fullname(spec.subcommand_index(argv));
+fn not_in_subscribed_mode(req: Req) -> String {
+    let name = req.fullname();
     format!("ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }

@@ -29,10 +29,10 @@ use bytes::Bytes;
 use shards::{Shard, Then};
 
 use super::group::Grouped;
-use super::{execute, finish_cmd, probe, run_shard_cmd, splice_later, target_of, Share, ShareOut};
+use super::{execute, finish_cmd, probe, run_shard_cmd, splice_later, Share, ShareOut};
 use crate::client::{Client, ClientInfo, Watch};
 use crate::clock::{self, now_ms};
-use crate::cmd::{self, Exec};
+use crate::cmd::{self, Exec, Req};
 use crate::coord::gate;
 use crate::error::CmdError;
 use crate::resp::Reply;
@@ -59,7 +59,7 @@ pub(super) fn queue(client: &mut Client, argv: Vec<Bytes>, out: &mut Reply) {
 /// replies as one array. Each command's stats, slow log and errors are its
 /// own, as Redis's `call` records them inside EXEC. Blocking commands in it
 /// answer at once (`Client::in_exec`).
-pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx: usize, argv: &[Bytes], out: &mut Reply) {
+pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, req: Req, argv: &[Bytes], out: &mut Reply) {
     let st = shard.state();
     let start = crate::clock::start();
     let watch = client.watch.take();
@@ -67,7 +67,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
     if m.dirty {
         let e = CmdError::new(cmd::multi::EXECABORT);
         out.error(&e.0);
-        finish_cmd(st, idx, argv, start, Some(&e), &client.info);
+        finish_cmd(st, req, argv, start, Some(&e), &client.info);
         return;
     }
     let mut queue = m.queue;
@@ -148,7 +148,7 @@ pub(super) async fn exec(shard: &Rc<Shard<ShardState>>, client: &mut Client, idx
         }
     }
     client.info.multi.store(-1, Ordering::Relaxed);
-    finish_cmd(st, idx, argv, start, None, &client.info);
+    finish_cmd(st, req, argv, start, None, &client.info);
 }
 
 /// Whether a queue reads or writes data (a command with keys, or a
@@ -177,24 +177,25 @@ fn step_fn(spec: &cmd::CommandSpec) -> Option<cmd::ShardFn> {
 /// one shard.
 fn one_shard(queue: &mut [Vec<Bytes>], here: usize, n: usize) -> Option<(usize, Share)> {
     let mut target = None;
+    let mut reqs = Vec::with_capacity(queue.len());
     for argv in queue.iter() {
-        let (_, spec) = cmd::lookup(&argv[0])?;
-        step_fn(spec)?;
+        let (idx, spec) = cmd::lookup(&argv[0])?;
+        let f = step_fn(spec)?;
         // Checked when queued; checked again, as nothing else checks it here.
         if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) {
             return None;
         }
-        let t = target_of(spec, argv, here, n);
+        let req = Req::resolve(idx, argv);
+        let t = req.owner(here, n);
         if *target.get_or_insert(t) != t || spec.key_positions(argv.len()).any(|p| owner(&argv[p], n) != t) {
             return None;
         }
+        reqs.push((req, f));
     }
-    let share = queue
-        .iter_mut()
-        .filter_map(|argv| {
-            let (idx, spec) = cmd::lookup(&argv[0])?;
-            step_fn(spec).map(|f| (idx, f, std::mem::take(argv)))
-        })
+    let share = reqs
+        .into_iter()
+        .zip(queue.iter_mut())
+        .map(|((req, f), argv)| (req, f, std::mem::take(argv)))
         .collect();
     target.map(|t| (t, share))
 }
@@ -218,8 +219,8 @@ fn isolated(
     let st = st.clone();
     Then::Later(Box::pin(async move {
         while let Some(k) = held(&st, &share, db) {
-            let (idx, _, argv) = &share[k];
-            probe::after_reads(&st, &cmd::TABLE[*idx], argv, db).await;
+            let (req, _, argv) = &share[k];
+            probe::after_reads(&st, req.spec(), argv, db).await;
         }
         run_all(&st, &share, db, resp3, &info, watch, time)
     }))
@@ -227,7 +228,7 @@ fn isolated(
 
 /// The first command of `share` whose keys a read in flight holds.
 fn held(st: &ShardState, share: &Share, db: u8) -> Option<usize> {
-    share.iter().position(|(idx, _, argv)| probe::held(st, &cmd::TABLE[*idx], argv, db))
+    share.iter().position(|(req, _, argv)| probe::held(st, req.spec(), argv, db))
 }
 
 /// What the isolated step of a transaction gives back.
@@ -246,10 +247,10 @@ fn run_all(st: &ShardState, share: &Share, db: u8, resp3: bool, info: &ClientInf
     let mut g = Grouped::begin(st);
     // Blocked clients are served after the transaction, not inside it.
     crate::coord::serve::hold(st);
-    for (idx, f, argv) in share {
+    for (req, f, argv) in share {
         g.before(&r);
         // Not in probe mode: a record on disk only is read here and now.
-        run_shard_cmd(st, *idx, *f, argv, db, info, &mut r, &mut later, false);
+        run_shard_cmd(st, *req, *f, argv, db, info, &mut r, &mut later, false);
         marks.push((r.buf.len(), later.len()));
     }
     // All of it in one write (the group has nothing left to write).

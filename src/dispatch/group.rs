@@ -29,7 +29,7 @@ impl<'a> Grouped<'a> {
         st.ks.begin_group();
         Grouped {
             st,
-            spans: Vec::new(),
+            spans: st.spans.borrow_mut().pop().unwrap_or_default(),
             open: true,
         }
     }
@@ -94,14 +94,15 @@ impl Deferred {
     /// replaces in `r` the replies of the commands whose writes were lost.
     /// `r` must not have changed before the last command's reply ends.
     pub fn settle(self, st: &ShardState, r: &mut Reply) {
-        let Some(&(_, first)) = self.spans.first() else { return };
-        let lost = st.ks.store.lost_since(first);
-        if lost.is_empty() {
-            return;
+        if let Some(&(_, first)) = self.spans.first() {
+            let lost = st.ks.store.lost_since(first);
+            if !lost.is_empty() {
+                let errors: Vec<String> = lost.iter().map(|l| CmdError::from(l.error.clone()).0.into_owned()).collect();
+                let (buf, _) = rewrite(r, &self.spans, self.staged_end, &lost, &errors, |msg| st.record_error(msg));
+                r.buf = buf;
+            }
         }
-        let errors: Vec<String> = lost.iter().map(|l| CmdError::from(l.error.clone()).0.into_owned()).collect();
-        let (buf, _) = rewrite(r, &self.spans, self.staged_end, &lost, &errors, |msg| st.record_error(msg));
-        r.buf = buf;
+        keep_spans(st, self.spans);
     }
 }
 
@@ -139,12 +140,27 @@ fn rewrite(
 
 impl Drop for Grouped<'_> {
     /// A run cut short (a panic) still writes and closes its group, so the
-    /// shard's later writes are not staged forever.
+    /// shard's later writes are not staged forever. Its spans' vector is
+    /// kept for the next group.
     fn drop(&mut self) {
         if self.open {
             let _ = self.st.ks.end_group();
         }
+        keep_spans(self.st, std::mem::take(&mut self.spans));
     }
+}
+
+/// Most emptied span vectors a shard keeps, and the longest one kept.
+const SPARE_SPANS: usize = 64;
+const SPARE_SPAN_LEN: usize = 1024;
+
+fn keep_spans(st: &ShardState, mut spans: Vec<(usize, u64)>) {
+    let mut spare = st.spans.borrow_mut();
+    if spans.capacity() == 0 || spans.capacity() > SPARE_SPAN_LEN || spare.len() >= SPARE_SPANS {
+        return;
+    }
+    spans.clear();
+    spare.push(spans);
 }
 
 #[cfg(test)]

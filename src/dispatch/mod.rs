@@ -8,7 +8,9 @@
 //! [`execute`] takes a batch (every complete request of one read) and, in
 //! order, for each request:
 //! 1. checks it ([`precheck`]: unknown command, AUTH, arity, subcommand,
-//!    in cluster mode the slots of its keys (`cluster`), the disk guard);
+//!    in cluster mode the slots of its keys (`cluster`), the disk guard)
+//!    and resolves it once into a [`Req`] (command, subcommand, stats
+//!    slot, its first key's hash slot) that every later step reads;
 //! 2. routes it by its declaration (`cmd::Exec`): a `Shard` command to the
 //!    shard owning its first key ([`target_of`]); a `Conn` command runs
 //!    right here, in the connection's task; a `Script` (EVAL, FCALL) on
@@ -73,12 +75,11 @@ use shards::{Shard, Then};
 
 use crate::client::{Client, ClientInfo};
 use crate::clock::now_ms;
-use crate::cmd::{self, CommandSpec, ConnFn, Ctx, Exec};
+use crate::cmd::{self, CommandSpec, ConnFn, Ctx, Exec, Req};
 use crate::coord::misses::ROUNDS;
 use crate::error::CmdError;
 use crate::resp::Reply;
 use crate::shard::ShardState;
-use crate::slot::owner;
 use checks::{precheck, Gate};
 pub use group::Deferred;
 use group::Grouped;
@@ -88,18 +89,9 @@ use group::Grouped;
 /// buffer it belongs in; the command's stats are recorded then.
 pub struct Later {
     pub at: usize,
-    pub idx: usize,
+    pub req: Req,
     pub argv: Vec<Bytes>,
     pub f: ConnFn,
-}
-
-/// Where a shard command runs: the owner of its routing key, or here.
-fn target_of(spec: &CommandSpec, argv: &[Bytes], here: usize, shards: usize) -> usize {
-    if spec.first_key > 0 && (spec.first_key as usize) < argv.len() {
-        owner(&argv[spec.first_key as usize], shards)
-    } else {
-        here
-    }
 }
 
 /// Produces the replies handlers left to the connection, in order, each at
@@ -133,7 +125,7 @@ async fn run_later(shard: &Rc<Shard<ShardState>>, st: &ShardState, client: &mut 
     if let Err(e) = &res {
         out.error(&e.0);
     }
-    finish_cmd(st, l.idx, &l.argv, start, res.err().as_ref(), &client.info);
+    finish_cmd(st, l.req, &l.argv, start, res.err().as_ref(), &client.info);
 }
 
 /// Runs a batch of requests in order, replies into `out` in the same order.
@@ -203,23 +195,23 @@ async fn run_batch(
         let checked = precheck(client, &cmds[i], gate);
         // Where a shard command runs (computed once: it hashes the key).
         let target = match &checked {
-            Ok((_, spec)) if matches!(spec.exec, Exec::Shard(_)) => Some(target_of(spec, &cmds[i], here, n)),
+            Ok(req) if matches!(req.spec().exec, Exec::Shard(_)) => Some(req.owner(here, n)),
             _ => None,
         };
         if target != Some(here) {
             close_group(&mut group, out, &mut [], &mut later);
         }
-        let (idx, spec) = match checked {
-            Ok(found) => found,
-            Err((idx, msg)) => {
-                if let Some(idx) = idx {
-                    st.record_rejected(cmd::stat_slot(idx, &cmds[i]));
+        let req = match checked {
+            Ok(req) => req,
+            Err((req, msg)) => {
+                if let Some(req) = req {
+                    st.record_rejected(req.stat());
                 }
                 // As Redis's `rejectCommand`: the transaction is spoiled,
                 // and a refused EXEC ends it with the reason.
                 if let Some(m) = client.multi.as_mut() {
                     m.dirty = true;
-                    if idx.is_some_and(|i| cmd::TABLE[i].name == "exec") {
+                    if req.is_some_and(|r| r.spec().name == "exec") {
                         client.end_multi();
                         if cluster::is_redirect(&msg) {
                             st.record_error(&msg);
@@ -241,6 +233,7 @@ async fn run_batch(
                 continue;
             }
         };
+        let spec = req.spec();
         // MODES: CLIENT PAUSE parks the command (not its checks' errors).
         if crate::pause::any() {
             let write = may_replicate(st, spec, client, &cmds[i]);
@@ -254,15 +247,12 @@ async fn run_batch(
             crate::expire::send_peer_touches(shard).await;
         }
         // MODES: MULTI queueing here; the pub/sub command filter is in `precheck`.
-        client
-            .info
-            .last_cmd
-            .store(ClientInfo::cmd_code(idx, spec.subcommand_index(&cmds[i])), Ordering::Relaxed);
+        client.info.last_cmd.store(req.code(), Ordering::Relaxed);
         if client.multi.is_some() && (spec.name == "exec" || !cmd::multi::runs_in_multi(spec.name)) {
             close_group(&mut group, out, &mut [], &mut later);
             let argv = std::mem::take(&mut cmds[i]);
             if spec.name == "exec" {
-                exec::exec(shard, client, idx, &argv, out).await;
+                exec::exec(shard, client, req, &argv, out).await;
             } else {
                 exec::queue(client, argv, out);
             }
@@ -283,7 +273,7 @@ async fn run_batch(
                         info: &client.info,
                         several,
                     };
-                    run_here(st, idx, f, &cur[0], next, caller, out, &mut later, &mut group, &mut []).await;
+                    run_here(st, req, f, &cur[0], next, caller, out, &mut later, &mut group, &mut []).await;
                     // A reply left to the connection belongs right here, at
                     // the end of `out`; it is produced after an await, so
                     // the group closes first.
@@ -317,7 +307,7 @@ async fn run_batch(
                                 }
                                 Err(e) => out.error(&e.0),
                             }
-                            finish_cmd(st, idx, &cmds[i], start, res.as_ref().err(), &client.info);
+                            finish_cmd(st, req, &cmds[i], start, res.as_ref().err(), &client.info);
                             i += 1;
                             continue;
                         }
@@ -326,7 +316,7 @@ async fn run_batch(
                 // The run of shard commands from here. Spread over several
                 // shards, every shard gets its share at once and replies go
                 // back in order; else it is one message to `target`.
-                let seg = spread::segment(client, cmds, i, gate, here, n);
+                let seg = spread::segment(client, cmds, i, (req, f, target), gate, here, n);
                 let end = i + seg.len();
                 if seg.iter().any(|(_, _, t)| *t != target) {
                     spread::run(shard, client, &mut cmds[i..end], seg, out).await;
@@ -365,7 +355,7 @@ async fn run_batch(
                 if let Err(e) = &res {
                     out.error(&e.0);
                 }
-                finish_cmd(st, idx, &argv, start, res.err().as_ref(), &client.info);
+                finish_cmd(st, req, &argv, start, res.err().as_ref(), &client.info);
                 // Back in its place: the connection reuses the vector.
                 cmds[i] = argv;
                 i += 1;
@@ -441,7 +431,7 @@ pub struct Caller<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn run_shard_cmd(
     st: &ShardState,
-    idx: usize,
+    req: Req,
     f: cmd::ShardFn,
     argv: &[Bytes],
     db: u8,
@@ -463,15 +453,19 @@ pub fn run_shard_cmd(
     if probe {
         st.ks.store.set_probe(true);
     }
-    if cmd::TABLE[idx].looks_up() {
+    let spec = req.spec();
+    if spec.looks_up() {
         st.ks.begin_lookups();
     }
     // Its key reads update the keys' access times (OBJECT IDLETIME/FREQ).
     st.ks
         .access
-        .begin(cmd::TABLE[idx].touches() && !client.no_touch.load(Ordering::Relaxed), ctx.now_ms);
+        .begin(spec.touches() && !client.no_touch.load(Ordering::Relaxed), ctx.now_ms);
+    // Its first key's records are encoded with the slot resolved already.
+    let hint = req.slot().map(|s| crate::slot::Hint::set(&argv[spec.first_key as usize], s));
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
+    drop(hint);
     st.ks.access.end();
     if probe {
         st.ks.store.set_probe(false);
@@ -491,7 +485,7 @@ pub fn run_shard_cmd(
             if let Some(f) = ctx.take_later() {
                 later.push(Later {
                     at: r.buf.len(),
-                    idx,
+                    req,
                     argv: argv.to_vec(),
                     f,
                 });
@@ -499,7 +493,7 @@ pub fn run_shard_cmd(
             }
         }
     }
-    finish_cmd(st, idx, argv, start, res.err().as_ref(), client);
+    finish_cmd(st, req, argv, start, res.err().as_ref(), client);
     true
 }
 
@@ -508,7 +502,7 @@ pub fn run_shard_cmd(
 #[derive(Clone, Copy)]
 pub enum Next<'a> {
     Cmds(&'a [Vec<Bytes>]),
-    Share(&'a [(usize, cmd::ShardFn, Vec<Bytes>)]),
+    Share(&'a [(Req, cmd::ShardFn, Vec<Bytes>)]),
 }
 
 impl<'a> Next<'a> {
@@ -530,7 +524,7 @@ impl<'a> Next<'a> {
 #[allow(clippy::too_many_arguments)]
 pub async fn run_here<'a>(
     st: &'a ShardState,
-    idx: usize,
+    req: Req,
     f: cmd::ShardFn,
     argv: &[Bytes],
     next: Next<'_>,
@@ -541,7 +535,7 @@ pub async fn run_here<'a>(
     marks: &mut [(usize, usize)],
 ) {
     let Caller { db, info, several } = caller;
-    let spec = &cmd::TABLE[idx];
+    let spec = req.spec();
     join_group(group, st, out, several);
     let probe = probe::probes(st, spec);
     let mut hold = None;
@@ -565,7 +559,7 @@ pub async fn run_here<'a>(
         }
     }
     let mut round = 0;
-    while !run_shard_cmd(st, idx, f, argv, db, info, out, later, probe && round < ROUNDS) {
+    while !run_shard_cmd(st, req, f, argv, db, info, out, later, probe && round < ROUNDS) {
         // A record is on disk only: the pool reads it (and the next
         // commands' records) while this shard serves other clients; then
         // the command runs again.
@@ -600,8 +594,8 @@ pub fn join_group<'a>(group: &mut Option<Grouped<'a>>, st: &'a ShardState, out: 
     }
 }
 
-/// One shard's share of a pipeline: (command index, handler, argv).
-pub type Share = Vec<(usize, cmd::ShardFn, Vec<Bytes>)>;
+/// One shard's share of a pipeline: (request, handler, argv).
+pub type Share = Vec<(Req, cmd::ShardFn, Vec<Bytes>)>;
 
 /// What a shard sends back for its share: the reply bytes, for each
 /// command where its bytes end and how many replies left to the
@@ -626,8 +620,8 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
     // writes go through the tier, any other write applies all of it first.
     let mut g = (share.len() > 1 || st.ks.store.write_tier_on()).then(|| Grouped::begin(st));
     let mut from = share.len();
-    for (k, (idx, f, argv)) in share.iter().enumerate() {
-        let spec = &cmd::TABLE[*idx];
+    for (k, (req, f, argv)) in share.iter().enumerate() {
+        let spec = req.spec();
         let probe = probe::probes(st, spec);
         if tiered && !probe && must_wait(st, spec, argv, db) {
             from = k;
@@ -636,7 +630,7 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
         if let Some(g) = g.as_mut() {
             g.before(&r);
         }
-        if !run_shard_cmd(st, *idx, *f, argv, db, info, &mut r, &mut later, probe) {
+        if !run_shard_cmd(st, *req, *f, argv, db, info, &mut r, &mut later, probe) {
             // Its wanted keys are asked again by its next run.
             st.ks.store.take_wanted();
             from = k;
@@ -656,10 +650,10 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
         let several = share.len() > 1;
         let mut group = None;
         for k in from..share.len() {
-            let (idx, f, argv) = &share[k];
+            let (req, f, argv) = &share[k];
             let next = Next::Share(&share[k + 1..]);
             let caller = Caller { db, info: &info, several };
-            run_here(&st, *idx, *f, argv, next, caller, &mut r, &mut later, &mut group, &mut marks).await;
+            run_here(&st, *req, *f, argv, next, caller, &mut r, &mut later, &mut group, &mut marks).await;
             marks.push((r.buf.len(), later.len()));
         }
         close_group(&mut group, &mut r, &mut marks, &mut later);
@@ -670,14 +664,12 @@ pub fn share_job(st: &Rc<ShardState>, share: Share, db: u8, resp3: bool, info: &
 /// Records a finished command: commandstats, latency histogram, errorstats,
 /// slow log and latency monitor.
 #[inline]
-pub fn finish_cmd(st: &ShardState, idx: usize, argv: &[Bytes], start: crate::clock::Started, err: Option<&CmdError>, client: &ClientInfo) {
+pub fn finish_cmd(st: &ShardState, req: Req, argv: &[Bytes], start: crate::clock::Started, err: Option<&CmdError>, client: &ClientInfo) {
     let ns = start.elapsed_ns();
     if st.global.pubsub.monitored() {
-        if let Some(spec) = cmd::TABLE.get(idx) {
-            cmd::monitor::feed(&st.global, spec, argv, client);
-        }
+        cmd::monitor::feed(&st.global, req.spec(), argv, client);
     }
-    st.record(cmd::stat_slot(idx, argv), ns, err.is_some());
+    st.record(req.stat(), ns, err.is_some());
     if let Some(e) = err {
         st.record_error(&e.0);
     }

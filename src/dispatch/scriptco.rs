@@ -216,15 +216,8 @@ struct ScriptHost {
 impl ScriptHost {
     /// Runs a command in the one-shard step: on `st`, if it can run there
     /// in one go; else the script must run again behind the gate.
-    fn here(
-        &self,
-        st: &ShardState,
-        info: &ClientInfo,
-        idx: usize,
-        spec: &cmd::CommandSpec,
-        argv: &[Bytes],
-        out: &mut Reply,
-    ) -> Result<(), Stop> {
+    fn here(&self, st: &ShardState, info: &ClientInfo, req: cmd::Req, argv: &[Bytes], out: &mut Reply) -> Result<(), Stop> {
+        let spec = req.spec();
         let f = match spec.exec {
             Exec::Shard(f) => f,
             Exec::Conn(_) => cmd::multi::one_shard_form(spec.name).ok_or(Stop::Rerun)?,
@@ -236,7 +229,7 @@ impl ScriptHost {
             return Err(Stop::Rerun);
         }
         let mut later: Vec<Later> = Vec::new();
-        run_shard_cmd(st, idx, f, argv, self.db, info, out, &mut later, false);
+        run_shard_cmd(st, req, f, argv, self.db, info, out, &mut later, false);
         // A reply left to the connection (a big collection) cannot be
         // waited for here.
         if !later.is_empty() {
@@ -248,9 +241,10 @@ impl ScriptHost {
 
 impl Host for ScriptHost {
     fn call(&mut self, argv: Vec<Bytes>, out: &mut Reply) -> Result<(), Stop> {
-        let Some((idx, spec)) = checked(&argv, self.no_writes, out) else {
+        let Some(req) = checked(&argv, self.no_writes, out) else {
             return Ok(());
         };
+        let (idx, spec) = (req.idx(), req.spec());
         if !self.user.unrestricted() {
             if let Err(d) = cmd::acl::check(&self.user, idx, &argv) {
                 let msg = cmd::acl::refuse_as(&self.global, &self.info, &self.user, idx, &argv, d, crate::acl::Context::Lua, None);
@@ -269,7 +263,7 @@ impl Host for ScriptHost {
             return Ok(());
         }
         if let Some((st, info)) = &self.step {
-            self.here(st, info, idx, spec, &argv, out)?;
+            self.here(st, info, req, &argv, out)?;
         } else {
             let Some(y) = self.yielder else {
                 out.error("ERR internal error while running the script");

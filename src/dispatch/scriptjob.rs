@@ -41,17 +41,18 @@ pub(super) struct Job {
 }
 
 /// Redis's checks of a command a script calls (`scriptCall`): the
-/// command and its spec, or None with the error written in `out`.
-pub(super) fn checked(argv: &[Bytes], no_writes: bool, out: &mut Reply) -> Option<(usize, &'static cmd::CommandSpec)> {
+/// request resolved, or None with the error written in `out`.
+pub(super) fn checked(argv: &[Bytes], no_writes: bool, out: &mut Reply) -> Option<cmd::Req> {
     let Some((idx, spec)) = cmd::lookup(&argv[0]) else {
         out.error("ERR Unknown Redis command called from script");
         return None;
     };
-    if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) || cmd::check_subcommand(spec, argv).is_err() {
+    let req = cmd::Req::resolve(idx, argv);
+    if !cmd::CommandSpec::arity_ok(spec.arity, argv.len()) || cmd::check_sub(spec, req.sub(), argv).is_err() {
         out.error("ERR Wrong number of args calling Redis command from script");
         return None;
     }
-    let flags = spec.subcommand_index(argv).map_or(spec.flags, |i| spec.subcommands[i].flags);
+    let flags = req.flags();
     if flags.contains(&"noscript") || spec.flags.contains(&"noscript") {
         out.error("ERR This Redis command is not allowed from script");
         return None;
@@ -65,7 +66,7 @@ pub(super) fn checked(argv: &[Bytes], no_writes: bool, out: &mut Reply) -> Optio
         out.error("ERR Write commands are not allowed from read-only scripts.");
         return None;
     }
-    Some((idx, spec))
+    Some(req)
 }
 
 /// SELECT inside a script: changes the script's db (`db`), not the

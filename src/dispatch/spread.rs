@@ -8,27 +8,28 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use shards::{Shard, Then};
 
-use super::{precheck, share_job, splice_later, target_of, Gate, Later, Share, ShareOut};
+use super::{precheck, share_job, splice_later, Gate, Later, Share, ShareOut};
 use crate::client::Client;
-use crate::cmd::{self, Exec};
+use crate::cmd::{self, Exec, Req};
 use crate::resp::Reply;
 use crate::shard::ShardState;
 
-/// The run of shard commands starting at `from` (which is one): for each,
-/// its command index, handler and target shard.
+/// The run of shard commands starting at `from` (which is one, checked
+/// already: `first`): for each, its request, handler and target shard.
 pub(super) fn segment(
     client: &Client,
     cmds: &[Vec<Bytes>],
     from: usize,
+    first: (Req, cmd::ShardFn, usize),
     gate: Gate<'_>,
     here: usize,
     n: usize,
-) -> Vec<(usize, cmd::ShardFn, usize)> {
-    let mut seg = Vec::new();
-    for argv in &cmds[from..] {
+) -> Vec<(Req, cmd::ShardFn, usize)> {
+    let mut seg = vec![first];
+    for argv in &cmds[from + 1..] {
         match precheck(client, argv, gate) {
-            Ok((idx, spec)) => match spec.exec {
-                Exec::Shard(f) => seg.push((idx, f, target_of(spec, argv, here, n))),
+            Ok(req) => match req.spec().exec {
+                Exec::Shard(f) => seg.push((req, f, req.owner(here, n))),
                 Exec::Conn(_) | Exec::Script(_) => break,
             },
             Err(_) => break,
@@ -46,14 +47,14 @@ pub(super) async fn run(
     shard: &Rc<Shard<ShardState>>,
     client: &mut Client,
     cmds: &mut [Vec<Bytes>],
-    seg: Vec<(usize, cmd::ShardFn, usize)>,
+    seg: Vec<(Req, cmd::ShardFn, usize)>,
     out: &mut Reply,
 ) {
     let st = shard.state();
     // Each command's share and place in it; shares in order of first use.
     let mut shares: Vec<(usize, Share)> = Vec::new();
     let mut place = Vec::with_capacity(cmds.len());
-    for ((idx, f, target), argv) in seg.into_iter().zip(cmds.iter_mut()) {
+    for ((req, f, target), argv) in seg.into_iter().zip(cmds.iter_mut()) {
         let s = match shares.iter().position(|(t, _)| *t == target) {
             Some(s) => s,
             None => {
@@ -62,10 +63,10 @@ pub(super) async fn run(
             }
         };
         place.push((s, shares[s].1.len()));
-        shares[s].1.push((idx, f, std::mem::take(argv)));
+        shares[s].1.push((req, f, std::mem::take(argv)));
     }
     if let Some(last) = place.last() {
-        client.info.last_cmd.store(shares[last.0].1[last.1].0 + 1, Ordering::Relaxed);
+        client.info.last_cmd.store(shares[last.0].1[last.1].0.code(), Ordering::Relaxed);
     }
     let (db, resp3) = (client.db, client.resp3);
     let here = shard.id();

@@ -20,7 +20,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::slot::slot_of;
+use crate::slot::{key_slot, slot_of};
 
 /// The identity map, the state of a data dir SWAPDB never touched.
 const fn identity() -> [AtomicU8; 256] {
@@ -92,7 +92,7 @@ pub const FIELD_TTL_PREFIX: [u8; 2] = [0xFF, b'F'];
 
 /// The meta key of `key` in database `db`.
 pub fn meta_key(db: u8, key: &[u8]) -> Vec<u8> {
-    let slot = slot_of(key);
+    let slot = key_slot(key);
     let mut k = Vec::with_capacity(4 + key.len());
     k.push(physical(db));
     k.push(TAG_META);
@@ -108,7 +108,7 @@ pub type MetaKeyBuf = smallvec::SmallVec<[u8; 64]>;
 /// lookups (a GET's, a SET's) allocate nothing for their key.
 #[inline]
 pub fn meta_key_buf(db: u8, key: &[u8]) -> MetaKeyBuf {
-    let slot = slot_of(key);
+    let slot = key_slot(key);
     let mut k = MetaKeyBuf::new();
     k.reserve_exact(4 + key.len());
     k.push(physical(db));
@@ -182,7 +182,7 @@ pub fn sub_key_buf(db: u8, key: &[u8], version: u64, sub: &[u8]) -> SubKeyBuf {
     k.reserve_exact(16 + key.len() + sub.len());
     k.push(physical(db));
     k.push(TAG_SUB);
-    k.extend_from_slice(&slot_of(key).to_be_bytes());
+    k.extend_from_slice(&key_slot(key).to_be_bytes());
     k.extend_from_slice(&(key.len() as u32).to_be_bytes());
     k.extend_from_slice(key);
     k.extend_from_slice(&version.to_be_bytes());
