@@ -63,7 +63,10 @@
 //! (`wtier_records`, `wtier_bytes` with [`gen::RECORD_OVERHEAD`] per record,
 //! `wtier_log_bytes`, `wtier_budget`). On by default: 32 MB, or 10% of a
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
-//! turns it off.
+//! turns it off. Dirty also starts draining once the log grew by the
+//! shard's share since the last drain began (64 KiB to 64 MiB,
+//! [`Limits::log`]): hot keys overwritten in place never fill a
+//! generation, and the log is cut only below a drain.
 
 mod file;
 mod gen;
@@ -143,7 +146,17 @@ pub(super) struct Limits {
     /// The shard's share of `write-tier-memory`: dirty and the draining
     /// generation together stay near it (each drains at half).
     pub(super) bytes: u64,
+    /// Log bytes after which dirty starts draining even below the other
+    /// two: hot keys written again and again are updated in place, so
+    /// their generation never fills, and the log is only cut below a
+    /// drain (it grew by 135 bytes per SET of 1000 hot keys, without end).
+    pub(super) log: u64,
 }
+
+/// The least and the most log between two drains ([`Limits::log`]): the
+/// shard's share of the budget, inside these.
+const LOG_DRAIN_MIN: u64 = 64 << 10;
+const LOG_DRAIN_MAX: u64 = 64 << 20;
 
 impl crate::storage::StoreOptions {
     /// Whether the write tier is on (`write_tier` or `write_tier_bytes`).
@@ -153,12 +166,14 @@ impl crate::storage::StoreOptions {
 
     /// Each shard's limits.
     pub(super) fn tier_limits(&self) -> Limits {
+        let bytes = match self.write_tier_bytes {
+            0 => u64::MAX,
+            b => b / self.shards.max(1) as u64,
+        };
         Limits {
             records: if self.write_tier > 0 { self.write_tier } else { usize::MAX },
-            bytes: match self.write_tier_bytes {
-                0 => u64::MAX,
-                b => b / self.shards.max(1) as u64,
-            },
+            bytes,
+            log: bytes.clamp(LOG_DRAIN_MIN, LOG_DRAIN_MAX),
         }
     }
 }
@@ -259,6 +274,8 @@ pub(super) struct WriteTier {
     /// replay ended: a replay that kept the log leaves older records in it
     /// until a mark past them is persisted and the next cut takes them).
     cut: Cell<u64>,
+    /// Log bytes appended since dirty last started draining.
+    logged: Cell<u64>,
     dirty: RefCell<Gen>,
     drain: RefCell<Option<Drain>>,
     /// Whether dirty or the draining generation holds anything (a cheap
@@ -290,6 +307,7 @@ impl WriteTier {
             limit,
             pos: Cell::new(start),
             cut: Cell::new(start),
+            logged: Cell::new(0),
             dirty: RefCell::default(),
             drain: RefCell::default(),
             any: Cell::new(false),
@@ -429,9 +447,10 @@ impl ShardStore {
         }
         t.pos.set(pos);
         t.undo.borrow_mut().clear();
+        t.logged.set(t.logged.get() + rep.len() as u64);
         let full = {
             let d = t.dirty.borrow();
-            d.map.len() >= t.limit.records || d.charge() >= t.limit.bytes / 2
+            d.map.len() >= t.limit.records || d.charge() >= t.limit.bytes / 2 || t.logged.get() >= t.limit.log
         };
         // The write is in the log from here on: a failed apply does not
         // undo it (reads find it in the tier, a restart writes it again),
@@ -459,6 +478,7 @@ impl ShardStore {
     /// Makes dirty the draining generation, its keys sorted.
     fn tier_start_drain(&self) {
         let t = &self.wtier;
+        t.logged.set(0);
         let mut gen = std::mem::take(&mut *t.dirty.borrow_mut());
         // Sorted as it filled: only its last run is sorted now.
         let order = std::mem::take(&mut gen.order).merge();
@@ -727,9 +747,11 @@ impl ShardStore {
         };
         let (meta, sub) = (mark(self.cf)?, mark(self.sub)?);
         let safe = meta.min(sub);
-        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER {
+        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || log.bytes() > 2 * self.wtier.limit.log {
             // A family written little flushes seldom and holds the log
-            // back: flush it now (in the background).
+            // back: flush it now (in the background). So do hot keys
+            // written in place: their drains put little in the memtables
+            // (1000 keys' SETs left 160 MB of log before 4096 positions).
             let mut fo = rocksdb::FlushOptions::default();
             fo.set_wait(false);
             self.db.flush_cf_opt(if meta <= sub { self.cf } else { self.sub }, &fo)?;

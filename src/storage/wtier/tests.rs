@@ -341,6 +341,46 @@ fn a_memory_budget_starts_the_drain_at_half_the_shards_share() {
     assert_eq!(get(&s, &k(3)), Some(vec![3; 60]));
 }
 
+/// A hot key written again and again stays one record, but the log its
+/// writes fill starts a drain at the shard's share of the budget (64 KiB
+/// at least, 64 MiB at most), so that the log can be cut below it: with
+/// no other trigger it grew without end.
+#[test]
+fn a_log_of_overwrites_starts_a_drain_and_is_cut() {
+    let budget = 128 << 10;
+    let (_dir, e) = engine(1, 1 << 20, 0, budget);
+    let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
+    assert_eq!(s.wtier.limit.log, budget);
+    let k = keys::meta_key(0, b"hot");
+    let turn = |i: u32| {
+        s.begin_group();
+        put(&s, &k, &[i as u8; 1000]);
+        s.defer_group();
+        s.end_turn();
+    };
+    for i in 0..100 {
+        turn(i);
+    }
+    // About 100 KB of log, under the limit; one record (~1.1 KB) is far
+    // under half the budget.
+    assert_eq!(s.write_tier_size().records, 1);
+    assert_eq!(peer(&p, &k), None, "only in the tier");
+    for i in 100..140 {
+        turn(i);
+    }
+    // The drain wrote it to the family, where a peer reads it.
+    assert!(peer(&p, &k).is_some(), "drained past 128 KiB of log");
+    assert_eq!(get(&s, &k), Some(vec![139; 1000]));
+    assert_eq!(s.wtier.cut.get(), 0, "nothing persisted yet");
+    s.db.flush_cf(s.cf).unwrap();
+    s.db.flush_cf(s.sub).unwrap();
+    for i in 140..300 {
+        turn(i);
+    }
+    assert!(s.wtier.cut.get() > 0, "the next drain cut the log below the persisted mark");
+    assert_eq!(get(&s, &k), Some(vec![43; 1000]));
+}
+
 /// A plain write outside any group waits in the tier (a group of its
 /// own); a later store of the same shard (intent replay's stores come
 /// before the shard's own) takes log positions past the earlier one's.
