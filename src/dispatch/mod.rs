@@ -462,7 +462,8 @@ pub fn run_shard_cmd(
         .access
         .begin(spec.touches() && !client.no_touch.load(Ordering::Relaxed), ctx.now_ms);
     // Its first key's records are encoded with the slot resolved already.
-    let hint = req.slot().map(|s| crate::slot::Hint::set(&argv[spec.first_key as usize], s));
+    let key = usize::try_from(spec.first_key).ok().and_then(|i| argv.get(i));
+    let hint = req.slot().zip(key).map(|(s, k)| crate::slot::Hint::set(k, s));
     // A bug in one handler must not take the shard down with it.
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, argv, r))).unwrap_or_else(|_| Err(internal_error(argv)));
     drop(hint);
