@@ -560,13 +560,8 @@ pub fn arity_error(name: &str) -> String {
     format!("ERR wrong number of arguments for '{name}' command")
 }
 
-/// Checks a container command's subcommand: its arity and existence.
-pub fn check_subcommand(spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String> {
-    check_sub(spec, spec.subcommand_index(argv), argv)
-}
-
-/// [`check_subcommand`] of a request whose subcommand is resolved
-/// already (`sub`, [`Req::sub`]).
+/// Checks a container command's subcommand, resolved already (`sub`,
+/// [`Req::sub`]): its existence and its arity.
 pub fn check_sub(spec: &CommandSpec, sub: Option<usize>, argv: &[Bytes]) -> Result<(), String> {
     // COMMAND alone (arity -1) is a valid call with no subcommand.
     if spec.subcommands.is_empty() || argv.len() < 2 {

@@ -37,12 +37,8 @@ impl Req {
             Some(s) => stat_slots().base[idx] + s,
             None => idx,
         };
-        let first = spec.first_key;
-        let slot = if first > 0 && (first as usize) < argv.len() {
-            slot_of(&argv[first as usize])
-        } else {
-            NONE16
-        };
+        let key = usize::try_from(spec.first_key).ok().filter(|&i| i > 0).and_then(|i| argv.get(i));
+        let slot = key.map_or(NONE16, |k| slot_of(k));
         Req {
             idx: idx as u16,
             sub: sub.map_or(NONE8, |s| s as u8),

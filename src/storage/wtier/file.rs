@@ -250,7 +250,7 @@ impl TierLog {
         // synced with the lock released: the shard appends under it, and
         // an `everysec` sync that held it through fdatasync stalled the
         // shard for as long (20 ms seen under SET -P1; p99 3.5 ms).
-        let (mut closed, open, dir) = {
+        let (closed, open, dir) = {
             let mut g = self.lock();
             let open = match &g.open {
                 Some(o) => Some(o.file.try_clone().map_err(|e| io(&g.dir, e))?),
@@ -258,13 +258,13 @@ impl TierLog {
             };
             (std::mem::take(&mut g.unsynced), open, g.dir.clone())
         };
-        while let Some(f) = closed.first() {
+        for (i, f) in closed.iter().enumerate() {
             if let Err(e) = f.sync_data() {
-                // Kept for the next sync.
-                self.lock().unsynced.append(&mut closed);
+                // It and the rest are kept for the next sync.
+                let mut rest = closed;
+                self.lock().unsynced.extend(rest.drain(i..));
                 return Err(StorageError(format!("write tier log: {e}")));
             }
-            closed.remove(0);
         }
         if let Some(f) = open {
             f.sync_data().map_err(|e| io(&dir, e))?;
