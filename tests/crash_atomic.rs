@@ -63,11 +63,7 @@ fn names(t: usize) -> Vec<String> {
 
 /// One writer's loop until `stop` or the server dies. Every call may fail
 /// (the server is killed under it): the writer then just ends.
-fn writer(port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64) {
-    let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-        return;
-    };
-    let Ok(mut c) = client.get_connection() else { return };
+fn writer(mut c: redis::Connection, t: usize, stop: Arc<AtomicBool>, seed: u64) {
     let mut rng = Rng(seed | 1);
     let keys = group_keys(t);
     let ren = names(t);
@@ -135,15 +131,16 @@ fn locate(c: &mut redis::Connection, names: &[String]) -> redis::RedisResult<Opt
 }
 
 /// [`CYCLES`] times: starts the server on `dir` with `args`, runs `check`,
-/// lets [`WRITERS`] threads run `writer` (port, writer number, stop flag,
-/// seed) and kills the server with SIGKILL at a random moment. Then starts
+/// lets [`WRITERS`] threads run `writer` (a connection, writer number, stop flag,
+/// seed) and kills the server with SIGKILL at a random moment (every third
+/// cycle within its first 30 ms). Then starts
 /// it once more, checks, and returns it. Odd cycles run with a small
 /// write tier (1 MB: generations drain all the time), every fourth from
 /// the third with the tier off (`write-tier-memory 0`), the rest with the
 /// default tier: restarts replay the log with the tier on and off.
 fn kill_cycles<W>(dir: &std::path::Path, args: &[&str], rng: &mut Rng, writer: W, check: impl Fn(&Basalt, usize)) -> Basalt
 where
-    W: Fn(u16, usize, Arc<AtomicBool>, u64) + Copy + Send + 'static,
+    W: Fn(redis::Connection, usize, Arc<AtomicBool>, u64) + Copy + Send + 'static,
 {
     for cycle in 0..CYCLES {
         let mut with_tier = args.to_vec();
@@ -155,13 +152,19 @@ where
         let mut b = Basalt::start_in(dir, SHARDS, &with_tier);
         check(&b, cycle);
         let stop = Arc::new(AtomicBool::new(false));
+        // Connected before the clock starts: a writer that connected after
+        // an early kill could reach another test's server on the port.
         let handles: Vec<_> = (0..WRITERS)
             .map(|t| {
-                let (port, stop, seed) = (b.port, stop.clone(), rng.next());
-                std::thread::spawn(move || writer(port, t, stop, seed))
+                let (c, stop, seed) = (b.client(), stop.clone(), rng.next());
+                std::thread::spawn(move || writer(c, t, stop, seed))
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(100 + rng.below(400) as u64));
+        // Every third cycle is killed within its first writes: a run's
+        // first log append cut short left a segment the next run opened
+        // again under the same name, and a cut deleted it under that run.
+        let ms = if cycle % 3 == 2 { 1 + rng.below(30) } else { 100 + rng.below(400) };
+        std::thread::sleep(Duration::from_millis(ms as u64));
         b.signal_and_wait("-KILL");
         stop.store(true, Ordering::Relaxed);
         for h in handles {
@@ -312,11 +315,7 @@ fn exec_is_whole_after_kill_9() {
     let strings = |t: usize| -> Vec<String> { (0..TX_KEYS).map(|i| format!("txk:{t}:{i}")).collect() };
     let spread = strings(0);
     assert!(spread.iter().any(|k| owner(k) != owner(&spread[0])), "the keys span both shards");
-    let writer = move |port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64| {
-        let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-            return;
-        };
-        let Ok(mut c) = client.get_connection() else { return };
+    let writer = move |mut c: redis::Connection, t: usize, stop: Arc<AtomicBool>, seed: u64| {
         let mut rng = Rng(seed | 1);
         let mut i = 0u64;
         while !stop.load(Ordering::Relaxed) {
@@ -395,11 +394,7 @@ const GENERATION: usize = 1500;
 fn sorted_sets_are_whole_and_exact_after_kill_9() {
     let src = |t: usize| format!("gen:{t}");
     let copy = move |t: usize| elsewhere(&src(t), &format!("copy:{t}"));
-    let writer = move |port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64| {
-        let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-            return;
-        };
-        let Ok(mut c) = client.get_connection() else { return };
+    let writer = move |mut c: redis::Connection, t: usize, stop: Arc<AtomicBool>, seed: u64| {
         let mut rng = Rng(seed | 1);
         let mut g = seed % 1000;
         while !stop.load(Ordering::Relaxed) {
@@ -489,11 +484,7 @@ fn bitop_destinations_are_whole_after_kill_9() {
     const LEN: usize = 200_000;
     let src = |t: usize| format!("bsrc:{t}");
     let dst = move |t: usize| elsewhere(&src(t), &format!("bdst:{t}"));
-    let writer = move |port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64| {
-        let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-            return;
-        };
-        let Ok(mut c) = client.get_connection() else { return };
+    let writer = move |mut c: redis::Connection, t: usize, stop: Arc<AtomicBool>, seed: u64| {
         let mut g = seed % 200;
         while !stop.load(Ordering::Relaxed) {
             g += 1;
@@ -569,11 +560,7 @@ fn pfmerge_destinations_are_whole_after_kill_9() {
     let s1 = |t: usize| format!("pf1:{t}");
     let s2 = move |t: usize| elsewhere(&s1(t), &format!("pf2:{t}"));
     let dst = move |t: usize| elsewhere(&s1(t), &format!("pfd:{t}"));
-    let writer = move |port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64| {
-        let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-            return;
-        };
-        let Ok(mut c) = client.get_connection() else { return };
+    let writer = move |mut c: redis::Connection, t: usize, stop: Arc<AtomicBool>, seed: u64| {
         let mut g = seed;
         while !stop.load(Ordering::Relaxed) {
             g += 1;
@@ -625,11 +612,7 @@ static GEO_ACKED: [std::sync::atomic::AtomicU64; WRITERS] = [const { std::sync::
 fn geosearchstore_destinations_are_whole_after_kill_9() {
     let src = |t: usize| format!("geo:{t}");
     let dst = move |t: usize| elsewhere(&src(t), &format!("geodst:{t}"));
-    let writer = move |port: u16, t: usize, stop: Arc<AtomicBool>, seed: u64| {
-        let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
-            return;
-        };
-        let Ok(mut c) = client.get_connection() else { return };
+    let writer = move |mut c: redis::Connection, t: usize, stop: Arc<AtomicBool>, seed: u64| {
         let mut g = seed % 1000;
         while !stop.load(Ordering::Relaxed) {
             g += 1;

@@ -158,6 +158,11 @@ struct Inner {
 /// A shard's log, shared with the threads that sync it.
 pub(in crate::storage) struct TierLog {
     inner: Mutex<Inner>,
+    /// Held through a whole sync: a second syncer (the shard under
+    /// `appendfsync always` beside the every-second thread) would find the
+    /// closed segments taken by the first, sync only the open one, and
+    /// claim its target while the first still syncs them.
+    syncing: Mutex<()>,
     /// Records appended, and appended before the last sync.
     written: AtomicU64,
     synced: AtomicU64,
@@ -170,7 +175,14 @@ impl TierLog {
     /// The log in `dir` (after its replay): appends go to a new segment.
     pub(in crate::storage) fn open(dir: PathBuf) -> Result<TierLog, StorageError> {
         std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
-        let closed = segments(&dir)?;
+        let mut closed = segments(&dir)?;
+        // A segment with no record (created, then killed before its first
+        // record was whole: replay truncated it to nothing) holds nothing,
+        // and this run may begin one of the same name.
+        closed.retain(|(_, path)| match std::fs::metadata(path) {
+            Ok(m) if m.len() == 0 => std::fs::remove_file(path).is_err(),
+            _ => true,
+        });
         Ok(TierLog {
             inner: Mutex::new(Inner {
                 dir,
@@ -179,6 +191,7 @@ impl TierLog {
                 open: None,
                 rec: Vec::new(),
             }),
+            syncing: Mutex::new(()),
             written: AtomicU64::new(0),
             #[cfg(test)]
             fail_next: Default::default(),
@@ -208,6 +221,10 @@ impl TierLog {
         }
         if g.open.is_none() {
             let path = g.dir.join(format!("{pos:020}.log"));
+            // A segment of this name left by an earlier run holds no whole
+            // record (its records would be past this position): it is the
+            // open one now, never a closed one a cut deletes under it.
+            g.closed.retain(|(first, _)| *first != pos);
             let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io(&path, e))?;
             let bytes = file.metadata().map_err(|e| io(&path, e))?.len();
             g.open = Some(Open { file, first: pos, bytes });
@@ -244,6 +261,11 @@ impl TierLog {
     pub(in crate::storage) fn sync(&self) -> Result<(), StorageError> {
         let target = self.written.load(Ordering::Acquire);
         if self.synced.load(Ordering::Acquire) >= target {
+            return Ok(());
+        }
+        let _one = self.syncing.lock().unwrap_or_else(|e| e.into_inner());
+        if self.synced.load(Ordering::Acquire) >= target {
+            // Another sync covered it while this one waited.
             return Ok(());
         }
         // The files are taken (the open one's descriptor duplicated) and
@@ -291,6 +313,11 @@ impl TierLog {
             }
         }
         Ok(())
+    }
+
+    /// Whether it holds a closed segment (one a cut may take).
+    pub(super) fn has_closed(&self) -> bool {
+        !self.lock().closed.is_empty()
     }
 
     /// Copies every segment into `to` (a checkpoint's log directory).
@@ -393,6 +420,44 @@ mod tests {
         let kept = std::fs::metadata(&seg).unwrap().len();
         assert_eq!(kept, (HEADER + 3) as u64);
         assert!(kept < whole);
+    }
+
+    /// kill -9 during a run's first append (a write(2) a fatal signal cuts
+    /// short) leaves a segment whose only record is torn: replay truncates
+    /// it to nothing, and the next run, going on from the same position,
+    /// opens a segment of the same name. It must be that run's open
+    /// segment, not also a closed one that a cut deletes under it (every
+    /// later append then went to an unlinked file: a kill -9 cycle lost
+    /// an acknowledged ZINCRBY).
+    #[test]
+    fn a_segment_left_empty_by_a_torn_first_record_is_never_cut_under_the_next_run() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = log_dir(d.path(), 0);
+        let log = TierLog::open(dir.clone()).unwrap();
+        log.append(BATCH, 1, b"one").unwrap();
+        drop(log);
+        // The next run's first record (position 2), cut short.
+        let log = TierLog::open(dir.clone()).unwrap();
+        log.append(BATCH, 2, b"two, torn").unwrap();
+        drop(log);
+        let seg2 = dir.join(format!("{:020}.log", 2));
+        let n = std::fs::metadata(&seg2).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&seg2).unwrap();
+        f.set_len(n - 3).unwrap();
+        drop(f);
+        assert_eq!(read_all(&dir, 0), (vec![b"one".to_vec()], 1));
+        // A run going on from position 1 again.
+        let log = TierLog::open(dir.clone()).unwrap();
+        log.append(BATCH, 2, b"two again").unwrap();
+        log.append(BATCH, 3, b"three").unwrap();
+        // Everything through 1 persisted: segment 1 goes, 2 is open.
+        log.cut(1).unwrap();
+        log.cut(2).unwrap();
+        log.append(BATCH, 4, b"four").unwrap();
+        drop(log);
+        let (got, last) = read_all(&dir, 1);
+        assert_eq!(got, vec![b"two again".to_vec(), b"three".to_vec(), b"four".to_vec()]);
+        assert_eq!(last, 4);
     }
 
     #[test]

@@ -747,23 +747,25 @@ impl ShardStore {
         };
         let (meta, sub) = (mark(self.cf)?, mark(self.sub)?);
         let safe = meta.min(sub);
-        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || log.bytes() > 2 * self.wtier.limit.log {
-            // A family written little flushes seldom and holds the log
-            // back: flush it now (in the background). So do hot keys
-            // written in place: their drains put little in the memtables
-            // (1000 keys' SETs left 160 MB of log before 4096 positions).
+        if safe > self.wtier.cut.get() && !self.engine.tier_cuts_paused() {
+            log.cut(safe)?;
+            let mut wb = WriteBatch::default();
+            wb.delete_range_cf(self.cf, direct_key(0), direct_key(safe + 1));
+            self.engine.write_in(self.home, wb)?;
+            self.wtier.cut.set(safe);
+        }
+        // A family written little flushes seldom and holds the log back:
+        // flush it now (in the background). So do hot keys written in
+        // place, once the log holds closed segments the marks do not
+        // pass: their drains put little in the memtables (1000 keys' SETs
+        // left 160 MB of log before 4096 positions). (Not while only the
+        // open segment is left: no flush lets a cut take it.)
+        let held = || log.has_closed() && log.bytes() > 2 * self.wtier.limit.log;
+        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || held() {
             let mut fo = rocksdb::FlushOptions::default();
             fo.set_wait(false);
             self.db.flush_cf_opt(if meta <= sub { self.cf } else { self.sub }, &fo)?;
         }
-        if safe <= self.wtier.cut.get() || self.engine.tier_cuts_paused() {
-            return Ok(());
-        }
-        log.cut(safe)?;
-        let mut wb = WriteBatch::default();
-        wb.delete_range_cf(self.cf, direct_key(0), direct_key(safe + 1));
-        self.engine.write_in(self.home, wb)?;
-        self.wtier.cut.set(safe);
         Ok(())
     }
 }
