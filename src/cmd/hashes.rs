@@ -72,7 +72,7 @@ fn hset_generic(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, hmset: bool) -> CmdRes
     let mut created = 0;
     for pair in pairs.chunks(2) {
         // A plain set discards the field's TTL (Redis's hashTypeSet).
-        let was_live = w.live(&pair[0])?.is_some();
+        let was_live = w.is_live(&pair[0])?;
         w.put(&pair[0], 0, &pair[1])?;
         created += !was_live as i64;
     }
@@ -97,7 +97,7 @@ pub fn hsetnx(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
     let (key, field, value) = (args.key()?, args.bytes()?, args.bytes()?);
     let mut w = Writer::upsert(ctx.ks(), ctx.db, key, H, ctx.now_ms)?;
-    if w.live(field)?.is_some() {
+    if w.is_live(field)? {
         r.int(0);
         return Ok(());
     }
@@ -144,7 +144,7 @@ pub fn hdel(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     };
     let mut n = 0;
     for f in fields {
-        n += w.live(f)?.is_some() as i64;
+        n += w.is_live(f)? as i64;
         w.delete(f)?;
     }
     w.commit_with(HASH, if n > 0 { &["hdel"] } else { &[] })?;
@@ -704,7 +704,7 @@ pub fn hsetex(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if a.fnx || a.fxx {
         let mut found = 0;
         for p in pairs.chunks(2) {
-            found += w.live(&p[0])?.is_some() as usize;
+            found += w.is_live(&p[0])? as usize;
         }
         if (a.fnx && found != 0) || (a.fxx && found != pairs.len() / 2) {
             r.int(0);

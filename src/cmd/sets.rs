@@ -52,7 +52,7 @@ pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut w = Writer::upsert(ctx.ks(), ctx.db, key, S, ctx.now_ms)?;
     let mut added = 0;
     for m in members {
-        if w.physical(m)?.is_none() {
+        if !w.exists(m)? {
             w.put(m, 0, b"")?;
             added += 1;
         }

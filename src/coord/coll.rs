@@ -431,7 +431,7 @@ fn move_member(st: &ShardState, db: u8, src: &[u8], dst: &[u8], member: &[u8], n
     }
     let (src_left, b) = from.finish()?;
     let mut to = coll::Writer::upsert(&st.ks, db, dst, KeyType::Set, now)?.with_batch(b);
-    let added = to.physical(member)?.is_none();
+    let added = !to.exists(member)?;
     if added {
         to.put(member, 0, b"")?;
     }

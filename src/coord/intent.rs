@@ -259,7 +259,7 @@ pub fn add_member(ks: &Keyspace, db: u8, key: &[u8], member: &[u8], now: u64, do
     if let Some(r) = done {
         to.intent_done(r);
     }
-    let added = to.physical(member)?.is_none();
+    let added = !to.exists(member)?;
     if added {
         to.put(member, 0, b"")?;
     }
