@@ -263,8 +263,17 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
         lay.edit_kept(l, |k| apply(k, share.ins.iter().copied(), share.del.iter().copied()));
         let prev = lay.prev(l).filter(|p| n < size / 4 && lay.count(*p) + n <= size);
         if n > 2 * size {
-            let next = lay.next(l).map(|x| lay.head(x).to_vec());
-            let all = positions(z, head, next.as_deref(), ch)?;
+            // A kept block's positions, the command's changes applied,
+            // are the block: no scan (a scan of the set's records first
+            // wrote what the write tier held of it to RocksDB; splits made
+            // it 2.6% of ZADD -P16 over 1000 members).
+            let all = match was_kept.then(|| lay.take_kept(l)).flatten() {
+                Some(all) => all,
+                None => {
+                    let next = lay.next(l).map(|x| lay.head(x).to_vec());
+                    positions(z, head, next.as_deref(), ch)?
+                }
+            };
             let mut at = l;
             let mut from = 0usize;
             for (i, (h, k)) in cut(&all, head).into_iter().enumerate() {

@@ -293,6 +293,14 @@ impl Layout {
     }
 
     /// Keeps (or with None forgets) the block's positions.
+    /// Takes the block's kept positions out (it keeps none after).
+    pub fn take_kept(&mut self, l: Loc) -> Option<Positions> {
+        let b = &mut self.groups[l.g].blocks[l.i];
+        let ps = b.kept.take();
+        self.weight -= ps.as_ref().map_or(0, Vec::len);
+        ps
+    }
+
     pub fn keep(&mut self, l: Loc, ps: Option<Positions>) {
         let b = &mut self.groups[l.g].blocks[l.i];
         self.weight -= b.kept.as_ref().map_or(0, Vec::len);
