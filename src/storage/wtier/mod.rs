@@ -410,17 +410,19 @@ impl ShardStore {
         let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
         log::each_put(data, |k, v| {
             let Some(h) = held.filter(|_| super::cache::is_meta(k)) else {
-                undo.push(d.put(k, v, &t.hasher));
+                undo.extend(d.put(k, v, &t.hasher));
                 return;
             };
             h.set(k);
-            let (key, prev) = d.put(k, v, &t.hasher);
+            let changed = d.put(k, v, &t.hasher);
             // Other shards answer a key the meta cache holds from it, so an
             // entry follows every write (`PeerStore::get_with`).
             if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
-                c.update(&key, d.map.get(k).cloned().flatten());
+                if let Some((key, value)) = d.map.get_key_value(k) {
+                    c.update(key, value.clone());
+                }
             }
-            undo.push((key, prev));
+            undo.extend(changed);
         });
         t.any.set(true);
         true
