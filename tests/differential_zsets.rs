@@ -29,6 +29,17 @@ const SCRIPTS: &[(&str, &str)] = &[
         ZADD z 1 a 2
         ZADD z x a
         ZADD z nan a
+        ZADD z 1e400 a
+        ZADD z -1e400 a
+        ZADD z 1e-400 a
+        ZADD z 0e400 zero
+        ZSCORE z zero
+        ZINCRBY z 1e400 a
+        ZINCRBY z 1e-400 a
+        ZRANGEBYSCORE z -1e400 1e400
+        ZCOUNT z (1e-400 1e400
+        ZUNIONSTORE zw 1 z WEIGHTS 1e400
+        ZREM z zero
         ZADD z 1.5 e -2.25 f inf g -inf h +inf i
         ZSCORE z e
         ZSCORE z f

@@ -54,9 +54,30 @@ fn find_header_end(buf: &[u8], from: usize) -> Option<usize> {
     (buf[pos] == b'\r' && pos + 1 < buf.len()).then_some(pos)
 }
 
-/// Parses a float as Redis's `string2ld`/`strtold`: no leading space, the
-/// whole string consumed, NaN refused; `inf`/`-inf` accepted.
+/// Parses a float as Redis's `string2d` (`getDoubleFromObject`, what
+/// ZADD, ZINCRBY, GEOADD and WEIGHTS read): as [`strtod_whole`], and a
+/// number past the range of a double is refused, as strtod's ERANGE is
+/// there: one that overflows to ±inf (`1e400`) or underflows to zero
+/// (`1e-400`). A spelled infinity is taken.
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    let v = strtod_whole(s)?;
+    if v.is_infinite() && !s.iter().any(|b| b.eq_ignore_ascii_case(&b'i')) {
+        return None;
+    }
+    if v == 0.0 {
+        let mantissa = s.split(|b| matches!(b, b'e' | b'E')).next().unwrap_or_default();
+        if mantissa.iter().any(|b| matches!(b, b'1'..=b'9')) {
+            return None;
+        }
+    }
+    Some(v)
+}
+
+/// Parses a float as strtod does with the whole string consumed: no
+/// leading space, NaN refused, `inf`/`-inf` (and `infinity`) accepted, a
+/// number past a double's range taken as ±inf or 0 (a sorted-set range's
+/// bound, `zslParseRange`, checks no ERANGE).
+pub fn strtod_whole(s: &[u8]) -> Option<f64> {
     if s.is_empty() || s.len() > 5120 || s[0].is_ascii_whitespace() {
         return None;
     }
@@ -375,7 +396,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
 
 #[cfg(test)]
 mod tests {
-    /// The fast path of `parse_f64` (digits, signs, points, exponents)
+    /// The fast path of `strtod_whole` (digits, signs, points, exponents)
     /// answers as the general one: Rust's parse of the same text.
     #[test]
     fn parse_f64_plain_numbers_as_before() {
@@ -406,7 +427,7 @@ mod tests {
             "4.9e-324",
         ] {
             let want = t.parse::<f64>().ok();
-            assert_eq!(parse_f64(t.as_bytes()).map(f64::to_bits), want.map(f64::to_bits), "{t}");
+            assert_eq!(strtod_whole(t.as_bytes()).map(f64::to_bits), want.map(f64::to_bits), "{t}");
         }
         assert_eq!(parse_f64(b"inf"), Some(f64::INFINITY));
         assert_eq!(parse_f64(b"-Infinity"), Some(f64::NEG_INFINITY));
@@ -414,6 +435,35 @@ mod tests {
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b"1 "), None);
         assert_eq!(parse_f64(b""), None);
+    }
+
+    /// `string2d` refuses what strtod flags ERANGE with ±HUGE_VAL or zero;
+    /// a range bound (`strtod_whole`) takes them.
+    #[test]
+    fn parse_f64_refuses_numbers_past_a_doubles_range() {
+        for t in [
+            "1e400",
+            "-1e400",
+            "1e-400",
+            "-1e-400",
+            "0.0001e-400",
+            "179769313486231580793728971405303415079934132710037826936173778980444968292764750743144422152738945394575910212432135e300",
+        ] {
+            assert_eq!(parse_f64(t.as_bytes()), None, "{t}");
+        }
+        assert_eq!(strtod_whole(b"1e400"), Some(f64::INFINITY));
+        assert_eq!(strtod_whole(b"-1e-400").map(f64::to_bits), Some((-0.0f64).to_bits()));
+        for (t, v) in [
+            ("0", 0.0),
+            ("0e500", 0.0),
+            ("-0.000", -0.0),
+            ("4.9e-324", 4.9e-324),
+            ("1e308", 1e308),
+            ("+inf", f64::INFINITY),
+            ("-Infinity", f64::NEG_INFINITY),
+        ] {
+            assert_eq!(parse_f64(t.as_bytes()).map(f64::to_bits), Some(v.to_bits()), "{t}");
+        }
     }
 
     use super::*;

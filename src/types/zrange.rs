@@ -5,7 +5,7 @@
 //! ZRANGESTORE, blocking pops) share them.
 
 use crate::error::{CmdError, CmdResult};
-use crate::resp::parse::parse_f64;
+use crate::resp::parse::strtod_whole;
 use crate::types::zblock;
 use crate::types::zset::{sort_key, At, Scored};
 
@@ -25,7 +25,7 @@ fn strtod(s: &[u8]) -> Option<f64> {
     let start = s
         .iter()
         .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))?;
-    parse_f64(&s[start..])
+    strtod_whole(&s[start..])
 }
 
 fn score_bound(s: &[u8]) -> Option<ScoreBound> {
