@@ -427,8 +427,9 @@ mod tests {
     /// it to nothing, and the next run, going on from the same position,
     /// opens a segment of the same name. It must be that run's open
     /// segment, not also a closed one that a cut deletes under it (every
-    /// later append then went to an unlinked file: a kill -9 cycle lost
-    /// an acknowledged ZINCRBY).
+    /// later append then went to an unlinked file: a way to lose
+    /// acknowledged writes, found while looking for why a CI run of
+    /// tests/crash_atomic.rs lost an acknowledged ZINCRBY once).
     #[test]
     fn a_segment_left_empty_by_a_torn_first_record_is_never_cut_under_the_next_run() {
         let d = tempfile::tempdir().unwrap();
