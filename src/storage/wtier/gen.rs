@@ -79,8 +79,8 @@ impl Gen {
     /// holds keeps its key, takes a new value; a new one takes key and
     /// value in one allocation. Its key, and what it held before (None:
     /// nothing), for [`Gen::restore`]; None when it held `v` already
-    /// (nothing to undo: the two reference counts of an undo entry were
-    /// 2.5% of ZADD -P16, whose meta record is mostly written unchanged).
+    /// (nothing to undo: restoring it was a no-op that took two reference
+    /// counts; a collection's meta record is often written unchanged).
     pub(super) fn put(&mut self, k: &[u8], v: Option<&[u8]>, hasher: &ahash::RandomState) -> Option<(Bytes, Option<Option<Bytes>>)> {
         if let Some((key, slot)) = self.map.get_key_value_mut(k) {
             if slot.as_deref() == v {
