@@ -182,9 +182,10 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
     all.extend(logs.iter().cloned());
     let mut db = open_db(db_opts, cache, opts, &path, &all, Some((&gc_slots, &gc_found)))?;
     // What the write tier's logs hold past what the families persisted
-    // goes back first, with the shard count it was written with.
+    // goes back first, with the shard count it was written with (the log
+    // files once writes over several databases are whole, as in
+    // `open_split`).
     wtier::replay_all(&db, &logs)?;
-    let tier_starts = wtier::replay_files(&db, &path, opts.tier_on() && same_shards)?;
     // Records a split layout left in shard databases come back here, once
     // the writes over several of them a crash cut short are whole.
     let mut left = Vec::new();
@@ -194,6 +195,11 @@ pub(super) fn open_shared(db_opts: &Options, cache: &Cache, opts: &StoreOptions)
     let mut all: Vec<(usize, &DB)> = vec![(0, &db)];
     all.extend(left.iter().map(|(i, d)| (i + 1, d)));
     redo::recover(&all)?;
+    drop(all);
+    let tier_starts = wtier::replay_files(&db, &path, opts.tier_on() && same_shards)?;
+    for (i, sdb) in &left {
+        wtier::replay_files(sdb, &shard_dir(&opts.dir, *i), false)?;
+    }
     for (i, sdb) in left {
         let sources = shard_families_at(db_opts, &shard_dir(&opts.dir, i));
         move_out(&sdb, &sources, &|_| Some(&db), opts.shards)?;
@@ -230,9 +236,6 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
     let stored = stored_shards(&main)?;
     let same_shards = stored == Some(opts.shards) && main_names.is_empty();
     wtier::replay_all(&main, &main_logs)?;
-    // (Shared-layout logs: their shards' records move out below.)
-    wtier::replay_files(&main, &path, false)?;
-    let mut tier_starts = Vec::new();
     let names: Vec<String> = shard_cf_names(opts.shards).collect();
     let (gc_slots, gc_found) = gc_for(&names);
     let mut shard_dbs = Vec::with_capacity(opts.shards);
@@ -250,7 +253,6 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
         all.extend(logs.iter().cloned());
         let mut db = open_db(db_opts, cache, opts, &dir, &all, Some((&gc_slots, &gc_found)))?;
         wtier::replay_all(&db, &logs)?;
-        tier_starts.extend(wtier::replay_files(&db, &dir, opts.tier_on() && same_shards)?);
         for n in &logs {
             db.drop_cf(n)?;
         }
@@ -268,6 +270,21 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
     all.extend(extra.iter().map(|(i, d)| (i + 1, d)));
     redo::recover(&all)?;
     drop(all);
+    // Only then the write tiers' log files: a batch written again above
+    // carries its direct record, which takes its place among the log's
+    // records by position. Loaded into memory before it, a shard's older
+    // records drained over the batch (tests/crash_atomic.rs: a torn MSET,
+    // whose later part a kill took from one shard's WAL and the next open
+    // wrote again from the intent database's copy).
+    // (Shared-layout logs: their shards' records move out below.)
+    wtier::replay_files(&main, &path, false)?;
+    let mut tier_starts = Vec::new();
+    for (i, db) in shard_dbs.iter().enumerate() {
+        tier_starts.extend(wtier::replay_files(db, &shard_dir(&opts.dir, i), opts.tier_on() && same_shards)?);
+    }
+    for (i, db) in &extra {
+        wtier::replay_files(db, &shard_dir(&opts.dir, *i), false)?;
+    }
     let home = |s: usize| shard_dbs.get(s);
     // The shared layout's families, then shard databases past the shard
     // count, then (when the count changed) each shard's own.
@@ -303,7 +320,8 @@ pub(super) fn open_split(db_opts: &Options, cache: &Cache, opts: &StoreOptions) 
 }
 
 /// A shard database of a layout or shard count no longer used, opened to
-/// move its records out (its log replayed into it first).
+/// move its records out (its old log family replayed into it; its log
+/// files are replayed by the caller, after `redo::recover`).
 fn open_to_drop(db_opts: &Options, cache: &Cache, opts: &StoreOptions, i: usize) -> Result<DB, StorageError> {
     let dir = shard_dir(&opts.dir, i);
     let mut names = DB::list_cf(db_opts, &dir).unwrap_or_default();
@@ -312,7 +330,6 @@ fn open_to_drop(db_opts: &Options, cache: &Cache, opts: &StoreOptions, i: usize)
     }
     let db = open_db(db_opts, cache, opts, &dir, &names, None)?;
     wtier::replay_all(&db, &wtier::logs(&names))?;
-    wtier::replay_files(&db, &dir, false)?;
     Ok(db)
 }
 

@@ -398,4 +398,60 @@ mod split_tests {
         assert_eq!(get(&e, 1, &b2), None, "a stale copy does not write its batch");
         assert_eq!(copies(&e), 0, "every record removed");
     }
+
+    /// With the write tier on, a shard's part of a write over two
+    /// databases carries its direct record (its log position). A kill
+    /// took the later of two such writes from the shard's WAL but not
+    /// from the intent database's: the open writes it again, and the
+    /// tier's log replay must see it. Replayed before it, the earlier
+    /// write's direct record was loaded into the tier's memory and read
+    /// (and drained) over the later one: a torn MSET in
+    /// tests/crash_atomic.rs.
+    #[test]
+    fn a_batch_written_again_at_open_is_replayed_after_the_tier_records_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = key_of(0, "k");
+        let opts = |dir: &Path| {
+            let mut o = test_opts(dir, 2, 1 << 20);
+            o.split = true;
+            o.write_tier = 100;
+            o
+        };
+        {
+            let e = Engine::open(&opts(dir.path())).unwrap();
+            let db = &e.dbs[1].db;
+            let meta = db.cf_handle(&cf_name(0)).unwrap();
+            // The shard's part at log position `pos`, with its copy.
+            let part = |pos: u64, v: &[u8]| {
+                let own = put_rep(&e, 0, &k, v);
+                let mut wb = WriteBatch::from_data(&own);
+                wb.put_cf(meta, crate::storage::wtier::direct_key(pos), &own);
+                wb.data().to_vec()
+            };
+            let intent = |n: u8| {
+                let mut wb = WriteBatch::default();
+                wb.put([b"intent".as_slice(), &[n]].concat(), b"part");
+                wb.data().to_vec()
+            };
+            e.write_across(vec![(0, intent(1)), (1, part(1, b"old"))]).unwrap();
+            // The second write reached only the intent database.
+            let parts = vec![(0, intent(2)), (1, part(2, b"new"))];
+            let mut wb = WriteBatch::from_data(&parts[0].1);
+            wb.put(key(REDO, 1 << 40), encode(&parts));
+            e.dbs[0].db.write(wb).unwrap();
+            for d in &e.dbs {
+                d.db.flush_wal(true).unwrap();
+            }
+        }
+        let e: &'static Engine = Box::leak(Box::new(Engine::open(&opts(dir.path())).unwrap()));
+        assert_eq!(get(e, 0, &k).as_deref(), Some(&b"new"[..]), "written again");
+        let s = e.shard(0).unwrap();
+        assert_eq!(
+            crate::storage::testkit::get(&s, &k).as_deref(),
+            Some(&b"new"[..]),
+            "the tier's memory holds the later write, not the earlier"
+        );
+        s.write_back().unwrap();
+        assert_eq!(get(e, 0, &k).as_deref(), Some(&b"new"[..]), "and drains it last");
+    }
 }
