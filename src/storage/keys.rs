@@ -106,13 +106,28 @@ pub type MetaKeyBuf = smallvec::SmallVec<[u8; 64]>;
 
 /// [`meta_key`] on the stack for keys of up to 60 bytes: the hot path's
 /// lookups (a GET's, a SET's) allocate nothing for their key.
-#[inline]
+/// Built whole in an array and handed over at once: pushed byte by byte,
+/// the SmallVec's length checks and the copy of the finished buffer out
+/// (16-byte loads of bytes just stored one by one) were 4% of SET -P16.
+#[inline(always)]
 pub fn meta_key_buf(db: u8, key: &[u8]) -> MetaKeyBuf {
     let slot = key_slot(key);
-    let mut k = MetaKeyBuf::new();
-    k.reserve_exact(4 + key.len());
-    k.push(physical(db));
-    k.push(TAG_META);
+    let n = 4 + key.len();
+    if n > 64 {
+        return long_meta_key_buf(db, slot, key);
+    }
+    let mut buf = [0u8; 64];
+    buf[0] = physical(db);
+    buf[1] = TAG_META;
+    buf[2..4].copy_from_slice(&slot.to_be_bytes());
+    buf[4..n].copy_from_slice(key);
+    MetaKeyBuf::from_buf_and_len(buf, n)
+}
+
+#[cold]
+fn long_meta_key_buf(db: u8, slot: u16, key: &[u8]) -> MetaKeyBuf {
+    let mut k = MetaKeyBuf::with_capacity(4 + key.len());
+    k.extend_from_slice(&[physical(db), TAG_META]);
     k.extend_from_slice(&slot.to_be_bytes());
     k.extend_from_slice(key);
     k
@@ -277,6 +292,18 @@ pub fn slot_of_record(k: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_meta_key_on_the_stack_is_the_meta_key_at_every_length() {
+        for n in [0, 1, 16, 59, 60, 61, 64, 200] {
+            let key: Vec<u8> = (0..n).map(|i| i as u8).collect();
+            for db in [0, 7] {
+                let k = meta_key_buf(db, &key);
+                assert_eq!(&k[..], &meta_key(db, &key)[..], "{n} bytes");
+                assert_eq!(k.spilled(), n > 60, "{n} bytes");
+            }
+        }
+    }
 
     #[test]
     fn ranges_name_the_families_they_reach() {
