@@ -111,26 +111,17 @@ pub type MetaKeyBuf = smallvec::SmallVec<[u8; 64]>;
 /// (16-byte loads of bytes just stored one by one) were 4% of SET -P16.
 #[inline(always)]
 pub fn meta_key_buf(db: u8, key: &[u8]) -> MetaKeyBuf {
-    let slot = key_slot(key);
     let n = 4 + key.len();
     if n > 64 {
-        return long_meta_key_buf(db, slot, key);
+        return MetaKeyBuf::from_vec(meta_key(db, key));
     }
+    let slot = key_slot(key);
     let mut buf = [0u8; 64];
     buf[0] = physical(db);
     buf[1] = TAG_META;
     buf[2..4].copy_from_slice(&slot.to_be_bytes());
     buf[4..n].copy_from_slice(key);
     MetaKeyBuf::from_buf_and_len(buf, n)
-}
-
-#[cold]
-fn long_meta_key_buf(db: u8, slot: u16, key: &[u8]) -> MetaKeyBuf {
-    let mut k = MetaKeyBuf::with_capacity(4 + key.len());
-    k.extend_from_slice(&[physical(db), TAG_META]);
-    k.extend_from_slice(&slot.to_be_bytes());
-    k.extend_from_slice(key);
-    k
 }
 
 /// The first meta key of `slot` in `db` (inclusive bound).
@@ -194,11 +185,11 @@ pub type SubKeyBuf = smallvec::SmallVec<[u8; 96]>;
 /// [`meta_key_buf`] is (pushed piece by piece it was 7% of HSET -P16).
 #[inline(always)]
 pub fn sub_key_buf(db: u8, key: &[u8], version: u64, sub: &[u8]) -> SubKeyBuf {
-    let slot = key_slot(key);
     let n = 16 + key.len() + sub.len();
     if n > 96 {
-        return long_sub_key_buf(db, slot, key, version, sub);
+        return SubKeyBuf::from_vec(sub_key(db, key, version, sub));
     }
+    let slot = key_slot(key);
     let mut buf = [0u8; 96];
     buf[0] = physical(db);
     buf[1] = TAG_SUB;
@@ -211,21 +202,17 @@ pub fn sub_key_buf(db: u8, key: &[u8], version: u64, sub: &[u8]) -> SubKeyBuf {
     SubKeyBuf::from_buf_and_len(buf, n)
 }
 
-#[cold]
-fn long_sub_key_buf(db: u8, slot: u16, key: &[u8], version: u64, sub: &[u8]) -> SubKeyBuf {
-    let mut k = SubKeyBuf::with_capacity(16 + key.len() + sub.len());
+/// The sub record of member/field `sub` of `key`'s incarnation `version`.
+/// (Also [`sub_key_buf`]'s key past its inline size.)
+pub fn sub_key(db: u8, key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(16 + key.len() + sub.len());
     k.extend_from_slice(&[physical(db), TAG_SUB]);
-    k.extend_from_slice(&slot.to_be_bytes());
+    k.extend_from_slice(&key_slot(key).to_be_bytes());
     k.extend_from_slice(&(key.len() as u32).to_be_bytes());
     k.extend_from_slice(key);
     k.extend_from_slice(&version.to_be_bytes());
     k.extend_from_slice(sub);
     k
-}
-
-/// The sub record of member/field `sub` of `key`'s incarnation `version`.
-pub fn sub_key(db: u8, key: &[u8], version: u64, sub: &[u8]) -> Vec<u8> {
-    sub_key_buf(db, key, version, sub).into_vec()
 }
 
 /// Bounds `[lo, hi)` of every sub record of one incarnation: the next
