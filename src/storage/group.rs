@@ -227,7 +227,7 @@ impl ShardStore {
         }
         // With the write tier the records wait in it, not in an overlay.
         let tiered = self.wtier.on();
-        if tiered && !self.tier_stage(b.wb.data()) {
+        if tiered && !self.tier_stage(b.wb.data(), &b.fresh) {
             return false;
         }
         let full = {

@@ -493,6 +493,8 @@ pub struct Batch {
     sub_ranges: Vec<tx::Span>,
     /// It writes member records (the member cache must forget them).
     has_sub: bool,
+    /// Indexes in `wb` of [`ShardStore::put_new`]'s puts, ascending.
+    fresh: Vec<u32>,
 }
 
 /// One shard's view of the database: its column families and its meta cache.
@@ -621,6 +623,7 @@ impl ShardStore {
         b.unnoted = false;
         b.sub_ranges.clear();
         b.has_sub = false;
+        b.fresh.clear();
         spare.push(b);
     }
 
@@ -660,6 +663,19 @@ impl ShardStore {
         } else {
             self.note(b, key, || Some(Bytes::copy_from_slice(value)));
         }
+    }
+
+    /// [`ShardStore::put`] of a member record its writer read absent (a
+    /// new member or score record, a stream's new entry): deleted while
+    /// the tier's generation still holds it, it leaves no tombstone.
+    #[inline]
+    pub fn put_new(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
+        if self.wtier.on() && !self.tx.on() && keys::is_sub(key) {
+            if let Ok(i) = u32::try_from(b.wb.len()) {
+                b.fresh.push(i);
+            }
+        }
+        self.put(b, key, value);
     }
 
     #[inline]

@@ -169,6 +169,16 @@ impl<'k> List<'k> {
         self.dirty = true;
     }
 
+    /// [`List::stage`] of a position outside the list: every position
+    /// past its ends was deleted when it left, so nothing holds it
+    /// (`ShardStore::put_new`: a queue's element popped soon after its
+    /// push never reaches the families).
+    fn stage_new(&mut self, at: u64, v: &[u8]) {
+        let k = self.record(at);
+        self.ks.store.put_new(&mut self.b, &k, v);
+        self.dirty = true;
+    }
+
     fn unstage(&mut self, at: u64) {
         let k = self.record(at);
         self.ks.store.delete(&mut self.b, &k);
@@ -272,9 +282,9 @@ impl<'k> List<'k> {
         match end {
             End::Left => {
                 self.head = self.head.wrapping_sub(1);
-                self.stage(self.head, v);
+                self.stage_new(self.head, v);
             }
-            End::Right => self.stage(self.head.wrapping_add(self.c.size), v),
+            End::Right => self.stage_new(self.head.wrapping_add(self.c.size), v),
         }
         self.c.size += 1;
     }

@@ -415,8 +415,9 @@ impl<'k> Stream<'k> {
         }
         self.c.size += 1;
         self.added_now = Some(id);
+        // Past every ID the stream ever had: no record holds it.
         let k = self.record(&entry_sub(id));
-        self.ks.store.put(&mut self.b, &k, &encode_entry(node, fields));
+        self.ks.store.put_new(&mut self.b, &k, &encode_entry(node, fields));
         self.dirty = true;
     }
 

@@ -189,11 +189,18 @@ impl<'k> Writer<'k> {
         self.added |= before == Phys::Missing;
         hash::transition(&mut self.c, before, Phys::of(ttl));
         let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
-        if self.c.hfe.is_some() {
-            let mut v = smallvec::SmallVec::<[u8; 128]>::new();
-            v.extend_from_slice(&ttl.to_be_bytes());
-            v.extend_from_slice(value);
-            self.ks.store.put(&mut self.b, &k, &v);
+        let mut with_ttl = smallvec::SmallVec::<[u8; 128]>::new();
+        let value = match self.c.hfe {
+            Some(_) => {
+                with_ttl.extend_from_slice(&ttl.to_be_bytes());
+                with_ttl.extend_from_slice(value);
+                &with_ttl[..]
+            }
+            None => value,
+        };
+        if before == Phys::Missing {
+            // Read missing: nothing below the tier holds it.
+            self.ks.store.put_new(&mut self.b, &k, value);
         } else {
             self.ks.store.put(&mut self.b, &k, value);
         }
@@ -221,6 +228,14 @@ impl<'k> Writer<'k> {
     pub fn put_raw(&mut self, sub: &[u8], value: &[u8]) {
         let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
         self.ks.store.put(&mut self.b, &k, value);
+        self.dirty = true;
+    }
+
+    /// [`Writer::put_raw`] of a record known absent (a sorted set's new
+    /// score record: [`ShardStore::put_new`]).
+    pub fn put_raw_new(&mut self, sub: &[u8], value: &[u8]) {
+        let k = keys::sub_key_buf(self.db, self.key, self.c.version, sub);
+        self.ks.store.put_new(&mut self.b, &k, value);
         self.dirty = true;
     }
 

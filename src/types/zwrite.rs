@@ -48,7 +48,9 @@ impl<'k> ZWriter<'k> {
             self.ch.delete(position(o, m));
         }
         self.w.put(&member_sub(m), 0, &score.to_bits().to_be_bytes())?;
-        self.w.put_raw(&score_sub(score, m), b"");
+        // The member had another score or none: its record at this one
+        // is absent.
+        self.w.put_raw_new(&score_sub(score, m), b"");
         self.ch.insert(position(score, m));
         Ok(old)
     }

@@ -47,6 +47,21 @@ pub(super) fn owned(a: &[u8], b: &[u8]) -> Bytes {
     }
 }
 
+/// A record of a generation: its latest value (None: deleted), and
+/// whether it is known to be absent below the tier (`fresh`: its writer
+/// read it missing, so no older generation, nor the families, hold it
+/// live). A fresh record deleted in the generation that took it goes
+/// whole, no tombstone: what is below already says it is absent.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Rec {
+    pub(super) v: Option<Bytes>,
+    fresh: bool,
+}
+
+/// What a record held before a [`Gen::put`]: None when the generation
+/// did not hold it.
+pub(super) type Undo = (Bytes, Option<Rec>);
+
 /// One generation of records: the latest value of each key (None: deleted)
 /// and what classes of record it holds, for range reads that need not
 /// apply it: the collections with members there (by hashed prefix, with
@@ -55,13 +70,14 @@ pub(super) fn owned(a: &[u8], b: &[u8]) -> Bytes {
 /// index).
 #[derive(Default)]
 pub(super) struct Gen {
-    pub(super) map: hashbrown::HashMap<Bytes, Option<Bytes>, ahash::RandomState>,
+    pub(super) map: hashbrown::HashMap<Bytes, Rec, ahash::RandomState>,
     colls: AHashMap<u64, Vec<Bytes>>,
     meta: bool,
     other: bool,
     /// Key and value bytes.
     bytes: u64,
-    /// Its keys, sorted in runs as they arrive (`runs`).
+    /// Its keys, sorted in runs as they arrive (`runs`). A key may be
+    /// there twice, or no longer in the map: the drain takes the map's.
     pub(super) order: runs::Runs,
 }
 
@@ -75,23 +91,50 @@ impl Gen {
         self.bytes + self.map.len() as u64 * RECORD_OVERHEAD
     }
 
-    /// Sets `k`'s latest value to a copy of `v` (None: deleted): a key it
-    /// holds keeps its key, takes a new value; a new one takes key and
-    /// value in one allocation. Its key, and what it held before (None:
-    /// nothing), for [`Gen::restore`]; None when it held `v` already
-    /// (nothing to undo: restoring it was a no-op that took two reference
-    /// counts; a collection's meta record is often written unchanged).
-    pub(super) fn put(&mut self, k: &[u8], v: Option<&[u8]>, hasher: &ahash::RandomState) -> Option<(Bytes, Option<Option<Bytes>>)> {
-        if let Some((key, slot)) = self.map.get_key_value_mut(k) {
-            if slot.as_deref() == v {
-                // Written again unchanged (a collection's meta record when
-                // a member is replaced): no new copy.
-                return None;
+    /// `k`'s latest value, if it holds one (None inside: deleted).
+    #[inline]
+    pub(super) fn get(&self, k: &[u8]) -> Option<&Option<Bytes>> {
+        self.map.get(k).map(|r| &r.v)
+    }
+
+    /// `k` and its latest value, if it holds one.
+    #[inline]
+    pub(super) fn get_key_value(&self, k: &[u8]) -> Option<(&Bytes, &Option<Bytes>)> {
+        self.map.get_key_value(k).map(|(k, r)| (k, &r.v))
+    }
+
+    /// Sets `k`'s latest value to a copy of `v` (None: deleted), one probe
+    /// of the map: a key it holds keeps its key, takes a new value; a new
+    /// one takes key and value in one allocation. `fresh`: the writer read
+    /// `k` absent (kept by a new record only; a record it holds keeps what
+    /// it was). A delete of a fresh record forgets it. What it held before,
+    /// for [`Gen::restore`]; None when it held `v` already (nothing to
+    /// undo: restoring it was a no-op that took two reference counts; a
+    /// collection's meta record is often written unchanged).
+    pub(super) fn put(&mut self, k: &[u8], v: Option<&[u8]>, fresh: bool, hasher: &ahash::RandomState) -> Option<Undo> {
+        use hashbrown::hash_map::EntryRef;
+        let vacant = match self.map.entry_ref(k) {
+            EntryRef::Occupied(mut e) => {
+                if e.get().v.as_deref() == v {
+                    // Written again unchanged (a collection's meta record
+                    // when a member is replaced): no new copy.
+                    return None;
+                }
+                if v.is_none() && e.get().fresh {
+                    // Nothing below holds it: gone whole.
+                    let (key, was) = e.remove_entry();
+                    self.bytes = self.bytes.saturating_sub(key.len() as u64 + len(&was.v));
+                    return Some((key, Some(was)));
+                }
+                let new = v.map(|v| owned(v, &[]));
+                let key = e.key().clone();
+                let rec = e.get_mut();
+                self.bytes = (self.bytes + len(&new)).saturating_sub(len(&rec.v));
+                let was = std::mem::replace(&mut rec.v, new);
+                return Some((key, Some(Rec { v: was, fresh: rec.fresh })));
             }
-            let new = v.map(|v| owned(v, &[]));
-            self.bytes = (self.bytes + len(&new)).saturating_sub(len(slot));
-            return Some((key.clone(), Some(std::mem::replace(slot, new))));
-        }
+            EntryRef::Vacant(e) => e,
+        };
         let mut rec = owned(k, v.unwrap_or_default());
         let whole = rec.len() as u64;
         // The allocation's front is the key, its rest the value (a split
@@ -99,32 +142,48 @@ impl Gen {
         // of one).
         let key = rec.split_to(k.len());
         let value = v.map(|_| rec);
+        let fresh = fresh && value.is_some();
+        vacant.insert_with_key(key.clone(), Rec { v: value, fresh });
         match keys::coll_prefix_len(k) {
             Some(n) => self.colls.entry(hasher.hash_one(&k[..n])).or_default().push(key.clone()),
             None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
             None => self.other = true,
         }
         self.bytes += whole;
-        self.map.insert(key.clone(), value);
-        self.order.add(key.clone());
+        if self.order.add(key.clone()) {
+            let map = &self.map;
+            self.order.seal(|k| map.contains_key(k));
+        }
         Some((key, None))
+    }
+
+    /// Its keys in key order, for its drain (the records it no longer
+    /// holds left out of the last ones).
+    pub(super) fn take_order(&mut self) -> runs::Merge {
+        let map = &self.map;
+        self.order.seal(|k| map.contains_key(k));
+        std::mem::take(&mut self.order).merge()
     }
 
     /// Puts back what `k` held before a [`Gen::put`] (its answer). A key
     /// it forgets stays in `order`: the drain passes over keys the map
     /// does not hold.
-    pub(super) fn restore(&mut self, k: &Bytes, prev: Option<Option<Bytes>>) {
-        match prev {
-            Some(p) => {
-                if let Some(slot) = self.map.get_mut(k) {
-                    self.bytes = (self.bytes + len(&p)).saturating_sub(len(slot));
-                    *slot = p;
-                }
+    pub(super) fn restore(&mut self, k: &Bytes, prev: Option<Rec>) {
+        let held = match self.map.remove(k) {
+            Some(n) => {
+                self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&n.v));
+                true
             }
-            None => {
-                if let Some(n) = self.map.remove(k) {
-                    self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&n));
-                }
+            None => false,
+        };
+        if let Some(p) = prev {
+            self.bytes += k.len() as u64 + len(&p.v);
+            self.map.insert(k.clone(), p);
+            // Back after it left whole: a seal since may have left its key
+            // out of `order` (twice there is harmless).
+            if !held && self.order.add(k.clone()) {
+                let map = &self.map;
+                self.order.seal(|k| map.contains_key(k));
             }
         }
     }
@@ -132,11 +191,7 @@ impl Gen {
     /// The records of the collection hashed `coll` (member records only),
     /// in no order.
     pub(super) fn coll_records(&self, coll: u64) -> impl Iterator<Item = (&Bytes, &Option<Bytes>)> {
-        self.colls
-            .get(&coll)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.map.get_key_value(k))
+        self.colls.get(&coll).into_iter().flatten().filter_map(|k| self.get_key_value(k))
     }
 
     /// Forgets the records of the collection hashed `coll` (written to the
@@ -144,8 +199,8 @@ impl Gen {
     /// their keys.
     pub(super) fn drop_coll(&mut self, coll: u64) {
         for k in self.colls.remove(&coll).into_iter().flatten() {
-            if let Some(v) = self.map.remove(&k) {
-                self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&v));
+            if let Some(r) = self.map.remove(&k) {
+                self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&r.v));
             }
         }
     }
@@ -205,25 +260,55 @@ mod tests {
     fn put_and_restore_keep_the_byte_count() {
         let h = ahash::RandomState::new();
         let mut g = Gen::default();
-        let (k, prev) = g.put(b"\x00Mkey", Some(b"v1"), &h).unwrap();
+        let (k, prev) = g.put(b"\x00Mkey", Some(b"v1"), false, &h).unwrap();
         assert_eq!(prev, None);
         assert_eq!(g.bytes, 7);
-        let (k2, prev) = g.put(b"\x00Mkey", Some(b"longer"), &h).unwrap();
+        let (k2, prev) = g.put(b"\x00Mkey", Some(b"longer"), false, &h).unwrap();
         assert_eq!(k2, k);
-        assert_eq!(prev, Some(Some(Bytes::from_static(b"v1"))));
+        assert_eq!(prev.as_ref().map(|r| r.v.clone()), Some(Some(Bytes::from_static(b"v1"))));
         assert_eq!(g.bytes, 11);
         // Written again unchanged: nothing to undo, nothing counted.
-        assert!(g.put(b"\x00Mkey", Some(b"longer"), &h).is_none());
+        assert!(g.put(b"\x00Mkey", Some(b"longer"), false, &h).is_none());
         assert_eq!(g.bytes, 11);
-        let (_, p2) = g.put(b"\x00Mkey", None, &h).unwrap();
+        let (_, p2) = g.put(b"\x00Mkey", None, false, &h).unwrap();
         assert_eq!(g.bytes, 5);
+        assert_eq!(g.get(b"\x00Mkey"), Some(&None), "a record not known fresh leaves a tombstone");
         g.restore(&k, p2);
-        assert_eq!(g.map.get(&b"\x00Mkey"[..]), Some(&Some(Bytes::from_static(b"longer"))));
+        assert_eq!(g.get(b"\x00Mkey"), Some(&Some(Bytes::from_static(b"longer"))));
         assert_eq!(g.bytes, 11);
         g.restore(&k, prev);
         assert_eq!(g.bytes, 7);
         g.restore(&k, None);
         assert!(g.map.is_empty());
         assert_eq!(g.bytes, 0);
+    }
+
+    #[test]
+    fn a_fresh_record_deleted_in_its_generation_goes_whole_and_comes_back_on_undo() {
+        let h = ahash::RandomState::new();
+        let mut g = Gen::default();
+        let sub = keys::sub_key(0, b"zk", 1, b"m");
+        let k = &sub[..];
+        let (key, prev) = g.put(k, Some(b"1"), true, &h).unwrap();
+        assert_eq!(prev, None);
+        // Overwritten, it stays fresh: the delete after it still leaves nothing.
+        let (_, over) = g.put(k, Some(b"22"), false, &h).unwrap();
+        let (_, del) = g.put(k, None, false, &h).unwrap();
+        assert_eq!(g.get(k), None, "no tombstone for a record nothing below holds");
+        assert_eq!(g.bytes, 0);
+        assert_eq!(g.coll_records(h.hash_one(&k[..keys::coll_prefix_len(k).unwrap()])).count(), 0);
+        // A failed log append puts it back, fresh still.
+        g.restore(&key, del);
+        assert_eq!(g.get(k), Some(&Some(Bytes::from_static(b"22"))));
+        assert_eq!(g.bytes, k.len() as u64 + 2);
+        g.restore(&key, over);
+        assert_eq!(g.get(k), Some(&Some(Bytes::from_static(b"1"))));
+        g.put(k, None, false, &h).unwrap();
+        assert_eq!(g.get(k), None);
+        // A delete first is a tombstone; a fresh put over it is not fresh.
+        g.put(k, None, false, &h).unwrap();
+        g.put(k, Some(b"3"), true, &h).unwrap();
+        g.put(k, None, false, &h).unwrap();
+        assert_eq!(g.get(k), Some(&None));
     }
 }

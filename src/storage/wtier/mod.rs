@@ -284,7 +284,7 @@ pub(super) struct WriteTier {
     hasher: ahash::RandomState,
     /// What dirty held before each record staged since the last log
     /// append, put back if the append fails ([`ShardStore::tier_stage`]).
-    undo: RefCell<Vec<(Bytes, Option<Option<Bytes>>)>>,
+    undo: RefCell<Vec<gen::Undo>>,
 }
 
 impl WriteTier {
@@ -317,7 +317,7 @@ impl WriteTier {
         if t.log.is_some() && !loaded.is_empty() {
             let mut d = t.dirty.borrow_mut();
             for (k, v) in loaded.iter().filter_map(log::records).flatten() {
-                d.put(&k, v.as_deref(), &t.hasher);
+                d.put(&k, v.as_deref(), false, &t.hasher);
             }
             t.any.set(!d.map.is_empty());
         }
@@ -376,10 +376,10 @@ impl WriteTier {
         if !self.any.get() {
             return None;
         }
-        if let Some(v) = self.dirty.borrow().map.get(key) {
+        if let Some(v) = self.dirty.borrow().get(key) {
             return Some(v.clone());
         }
-        self.drain.borrow().as_ref().and_then(|d| d.gen.map.get(key).cloned())
+        self.drain.borrow().as_ref().and_then(|d| d.gen.get(key).cloned())
     }
 }
 
@@ -397,8 +397,10 @@ impl ShardStore {
     /// group's log append ([`ShardStore::tier_commit`]) makes them durable,
     /// or puts back what they replaced if it fails. Other shards leave
     /// their keys to the owner from now on (`Held`). False, with nothing
-    /// staged, if the batch is not plain puts and deletes.
-    pub(super) fn tier_stage(&self, data: &[u8]) -> bool {
+    /// staged, if the batch is not plain puts and deletes. `fresh`: the
+    /// indexes (ascending) of its puts whose writer read the key absent
+    /// (`Gen::put`).
+    pub(super) fn tier_stage(&self, data: &[u8], fresh: &[u32]) -> bool {
         let t = &self.wtier;
         // Only a plain batch of puts and deletes is staged (checked first:
         // nothing is staged from one that is not).
@@ -408,17 +410,20 @@ impl ShardStore {
         let mut d = t.dirty.borrow_mut();
         let mut undo = t.undo.borrow_mut();
         let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
+        let (mut at, mut next) = (0u32, fresh.iter().copied().peekable());
         log::each_put(data, |k, v| {
+            let new = next.next_if_eq(&at).is_some();
+            at += 1;
             let Some(h) = held.filter(|_| super::cache::is_meta(k)) else {
-                undo.extend(d.put(k, v, &t.hasher));
+                undo.extend(d.put(k, v, new, &t.hasher));
                 return;
             };
             h.set(k);
-            let changed = d.put(k, v, &t.hasher);
+            let changed = d.put(k, v, new, &t.hasher);
             // Other shards answer a key the meta cache holds from it, so an
             // entry follows every write (`PeerStore::get_with`).
             if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
-                if let Some((key, value)) = d.map.get_key_value(k) {
+                if let Some((key, value)) = d.get_key_value(k) {
                     c.update(key, value.clone());
                 }
             }
@@ -483,7 +488,7 @@ impl ShardStore {
         t.logged.set(0);
         let mut gen = std::mem::take(&mut *t.dirty.borrow_mut());
         // Sorted as it filled: only its last run is sorted now.
-        let order = std::mem::take(&mut gen.order).merge();
+        let order = gen.take_order();
         let filter = t.cur.get();
         t.cur.set(1 - filter);
         *t.drain.borrow_mut() = Some(Drain {
@@ -505,7 +510,7 @@ impl ShardStore {
         let mut wb = super::rep::Rep::default();
         let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
         for k in &slice {
-            match d.gen.map.get(k) {
+            match d.gen.get(k) {
                 Some(Some(v)) => wb.put_cf(self.id_of(k), k, v),
                 Some(None) => wb.delete_cf(self.id_of(k), k),
                 // Staged, then put back when its log append failed.
@@ -533,8 +538,8 @@ impl ShardStore {
             // trust the cache's entries).
             let dirty = t.dirty.try_borrow().ok();
             for k in slice.iter().filter(|k| super::cache::is_meta(k)) {
-                let newer = dirty.as_ref().and_then(|d| d.map.get(k));
-                if let Some(v) = newer.or_else(|| d.gen.map.get(k)) {
+                let newer = dirty.as_ref().and_then(|d| d.get(k));
+                if let Some(v) = newer.or_else(|| d.gen.get(k)) {
                     c.insert(Bytes::copy_from_slice(k), v.clone());
                 }
             }

@@ -43,24 +43,28 @@ pub(super) struct Runs {
 }
 
 impl Runs {
-    /// Notes a key new to the generation; every [`RUN`] of them are sorted.
-    pub(super) fn add(&mut self, k: Bytes) {
+    /// Notes a key new to the generation. True when [`RUN`] of them wait
+    /// to be sorted ([`Runs::seal`]).
+    #[must_use]
+    pub(super) fn add(&mut self, k: Bytes) -> bool {
         self.fresh.push(k);
-        if self.fresh.len() >= RUN {
-            self.seal();
-        }
+        self.fresh.len() >= RUN
     }
 
-    fn seal(&mut self) {
-        if !self.fresh.is_empty() {
-            let fresh = std::mem::take(&mut self.fresh);
+    /// Sorts the keys added since the last run into a run, leaving out
+    /// those `keep` says the generation no longer holds (a record that
+    /// left whole: `Gen::put`), which the drain would pass over.
+    pub(super) fn seal(&mut self, keep: impl Fn(&Bytes) -> bool) {
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.retain(keep);
+        if !fresh.is_empty() {
             self.runs.push(sorted(fresh));
         }
     }
 
-    /// Every key added, merged in key order (the last keys sorted now).
+    /// Every key added, merged in key order (sealed first: [`Runs::seal`]).
     pub(super) fn merge(mut self) -> Merge {
-        self.seal();
+        self.seal(|_| true);
         let mut heap = BinaryHeap::with_capacity(self.runs.len());
         let mut left = 0;
         for (r, run) in self.runs.iter_mut().enumerate() {
@@ -149,9 +153,17 @@ mod tests {
             } else {
                 format!("{x:x}")
             };
-            want.push(k.clone().into_bytes());
-            runs.add(Bytes::from(k));
+            // A key the generation no longer holds (here: ending in 7)
+            // is left out when its run is sealed; the last keys, sorted by
+            // the merge, are all kept.
+            if !k.ends_with('7') || i >= RUN * 3 {
+                want.push(k.clone().into_bytes());
+            }
+            if runs.add(Bytes::from(k)) {
+                runs.seal(|k| !k.ends_with(b"7"));
+            }
         }
+        assert!(want.len() < RUN * 3, "some keys were left out");
         want.sort();
         let mut m = runs.merge();
         assert_eq!(m.left(), want.len());

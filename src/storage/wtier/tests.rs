@@ -570,3 +570,84 @@ fn a_range_read_logs_the_held_group_only_when_it_meets_it() {
     s.end_turn();
     assert!(s.lost_since(0).is_empty());
 }
+
+/// A member record its writer read absent (`put_new`) and deleted while
+/// the generation that took it still holds it goes whole: no tombstone
+/// waits in the tier for the families. One put back after a failed log
+/// append (the delete undone) is written by the drain even when its
+/// generation sorted its keys in between.
+#[test]
+fn a_new_record_deleted_in_its_generation_leaves_no_tombstone() {
+    let (_d, s, p) = stores(100_000);
+    let k = |i: usize| keys::sub_key(0, b"z", 1, format!("m{i}").as_bytes());
+    let put_new = |key: &[u8], v: &[u8]| {
+        let mut b = s.batch();
+        s.put_new(&mut b, key, v);
+        s.write(b).unwrap();
+    };
+    let delete = |key: &[u8]| {
+        let mut b = s.batch();
+        s.delete(&mut b, key);
+        s.write(b).unwrap();
+    };
+    // One written the usual way reaches the families; its delete is a
+    // tombstone the tier keeps for them.
+    assert!(grouped(&s, &k(0), Some(b"old")).is_empty());
+    s.tier_apply().unwrap();
+    assert!(grouped(&s, &k(0), None).is_empty());
+    assert_eq!(s.write_tier_size().records, 1);
+    s.tier_apply().unwrap();
+    assert_eq!(peer(&p, &k(0)), None);
+    // New ones put and deleted: nothing left.
+    s.begin_group();
+    put_new(&k(1), b"1");
+    put_new(&k(2), b"2");
+    delete(&k(1));
+    assert!(s.end_group().is_empty());
+    assert_eq!(get(&s, &k(1)), None);
+    assert_eq!(s.write_tier_size().records, 1, "only m2");
+    // Overwritten first, still new: its delete leaves nothing either.
+    s.begin_group();
+    put_new(&k(3), b"3");
+    put(&s, &k(3), b"33");
+    delete(&k(3));
+    delete(&k(2));
+    assert!(s.end_group().is_empty());
+    assert_eq!(s.write_tier_size().records, 0);
+    // A key the tier holds a tombstone for is not new again: the delete
+    // after a put over it stays a tombstone.
+    assert!(grouped(&s, &k(0), None).is_empty());
+    s.begin_group();
+    put_new(&k(0), b"again");
+    delete(&k(0));
+    assert!(s.end_group().is_empty());
+    assert_eq!(s.write_tier_size().records, 1);
+    s.tier_apply().unwrap();
+    // A record put back by a failed append after its generation sorted
+    // its keys (a run of new keys filled in the same group) is applied.
+    let many = super::runs::RUN - 10;
+    s.begin_group();
+    put_new(&k(9), b"9");
+    for i in 0..many {
+        put_new(&k(100 + i), b"x");
+    }
+    assert!(s.end_group().is_empty());
+    s.begin_group();
+    delete(&k(9));
+    for i in 0..20 {
+        put_new(&k(100_000 + i), b"y");
+    }
+    s.wtier
+        .log
+        .as_ref()
+        .unwrap()
+        .fail_next
+        .store(true, std::sync::atomic::Ordering::Release);
+    assert_eq!(s.end_group().len(), 1, "the group's writes are lost");
+    assert_eq!(get(&s, &k(9)), Some(b"9".to_vec()));
+    assert_eq!(get(&s, &k(100_000)), None);
+    s.tier_apply().unwrap();
+    assert_eq!(peer(&p, &k(9)), Some(b"9".to_vec()), "written back after it was put back");
+    assert_eq!(peer(&p, &k(100)), Some(b"x".to_vec()));
+    assert_eq!(peer(&p, &k(100_000)), None);
+}
