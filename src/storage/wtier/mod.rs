@@ -486,7 +486,11 @@ impl ShardStore {
     fn tier_start_drain(&self) {
         let t = &self.wtier;
         t.logged.set(0);
-        let mut gen = std::mem::take(&mut *t.dirty.borrow_mut());
+        let mut gen = {
+            let mut dirty = t.dirty.borrow_mut();
+            let room = Gen::with_room(dirty.map.len(), &t.hasher);
+            std::mem::replace(&mut *dirty, room)
+        };
         // Sorted as it filled: only its last run is sorted now.
         let order = gen.take_order();
         let filter = t.cur.get();

@@ -27,13 +27,6 @@ fn keyed(k: Bytes) -> Keyed {
     (u128::from_be_bytes(h), k)
 }
 
-/// `keys` in key order (ties on the first 16 bytes compare whole keys).
-fn sorted(keys: Vec<Bytes>) -> Vec<Keyed> {
-    let mut v: Vec<Keyed> = keys.into_iter().map(keyed).collect();
-    v.sort_unstable();
-    v
-}
-
 /// The keys a generation added, each once: sorted runs and the newest
 /// keys not yet sorted.
 #[derive(Default)]
@@ -55,10 +48,11 @@ impl Runs {
     /// those `keep` says the generation no longer holds (a record that
     /// left whole: `Gen::put`), which the drain would pass over.
     pub(super) fn seal(&mut self, keep: impl Fn(&Bytes) -> bool) {
-        let mut fresh = std::mem::take(&mut self.fresh);
-        fresh.retain(keep);
-        if !fresh.is_empty() {
-            self.runs.push(sorted(fresh));
+        // Drained, not taken: the next run's keys reuse its room.
+        let mut run: Vec<Keyed> = self.fresh.drain(..).filter(keep).map(keyed).collect();
+        if !run.is_empty() {
+            run.sort_unstable();
+            self.runs.push(run);
         }
     }
 
