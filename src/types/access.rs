@@ -35,10 +35,35 @@ struct Stamp {
     lfu_min: u64,
 }
 
+/// A table keyed by a hash already: the key is its own hash.
+#[derive(Default, Clone, Copy)]
+struct Hashed(u64);
+
+impl std::hash::Hasher for Hashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys come here; anything else still spreads.
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type ByHash = HashMap<u64, Stamp, std::hash::BuildHasherDefault<Hashed>>;
+
 pub struct Access {
     /// By the meta key's 64-bit hash: no allocation per key (two keys
     /// sharing a hash share a time, which only blurs an estimate).
-    map: RefCell<HashMap<u64, Stamp, ahash::RandomState>>,
+    map: RefCell<ByHash>,
+    /// The write tier's (`ShardStore::key_hasher`): a read hashes its key
+    /// once for both tables ([`Access::touch_hashed`]).
     hasher: ahash::RandomState,
     /// `lfu-log-factor` and `lfu-decay-time`, refreshed by the shard's
     /// housekeeping tick ([`Access::configure`]).
@@ -52,10 +77,10 @@ pub struct Access {
 }
 
 impl Access {
-    pub fn new(now_ms: u64) -> Access {
+    pub fn new(now_ms: u64, hasher: ahash::RandomState) -> Access {
         Access {
             map: RefCell::new(HashMap::default()),
-            hasher: ahash::RandomState::new(),
+            hasher,
             log_factor: Cell::new(10),
             decay_min: Cell::new(1),
             floor_ms: Cell::new(now_ms),
@@ -111,7 +136,12 @@ impl Access {
     /// Redis's `updateLFU` (decay for the minutes since, then a
     /// logarithmic increment).
     pub fn touch(&self, mk: &[u8], now_ms: u64) {
-        let h = self.hasher.hash_one(mk);
+        self.touch_hashed(self.hasher.hash_one(mk), now_ms);
+    }
+
+    /// [`Access::touch`] of the meta key whose hash by the hasher given to
+    /// [`Access::new`] is `h`.
+    pub fn touch_hashed(&self, h: u64, now_ms: u64) {
         let (log_factor, decay_min) = (self.log_factor.get(), self.decay_min.get());
         let r = self.random();
         let mut map = self.map.borrow_mut();
@@ -154,7 +184,7 @@ impl Access {
     }
 
     /// One hash per key: `h` is the meta key's, computed by the caller.
-    fn insert_hashed(&self, map: &mut HashMap<u64, Stamp, ahash::RandomState>, h: u64, stamp: Stamp) {
+    fn insert_hashed(&self, map: &mut ByHash, h: u64, stamp: Stamp) {
         if map.len() >= CAP {
             map.clear();
             self.floor_ms.set(stamp.at_ms);
@@ -228,7 +258,7 @@ mod tests {
 
     #[test]
     fn idle_time_and_counter() {
-        let a = Access::new(1_000);
+        let a = Access::new(1_000, ahash::RandomState::new());
         assert_eq!(a.idle_ms(b"k", 5_000), 4_000, "never touched: idle since the floor");
         a.created(b"k", 10_000);
         assert_eq!(a.freq(b"k", 10_000), LFU_INIT);
@@ -246,5 +276,19 @@ mod tests {
         a.set(b"r", 100_000, Some(50), Some(77));
         assert_eq!(a.idle_ms(b"r", 100_000), 50_000);
         assert_eq!(a.freq(b"r", 100_000), 77);
+    }
+
+    /// A touch by the hash the caller computed with the hasher it gave
+    /// (the write tier's) is a touch of that key, and of no other.
+    #[test]
+    fn a_touch_by_hash_is_the_touch_of_its_key() {
+        let h = ahash::RandomState::new();
+        let a = Access::new(1_000, h.clone());
+        a.touch_hashed(h.hash_one(&b"\x00Mkey"[..]), 7_000);
+        assert_eq!(a.idle_ms(b"\x00Mkey", 9_000), 2_000);
+        assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 8_000);
+        a.touch(b"\x00Mother", 8_500);
+        a.touch_hashed(h.hash_one(&b"\x00Mother"[..]), 8_800);
+        assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 200);
     }
 }

@@ -187,6 +187,7 @@ impl Keyspace {
     /// Opens a shard's keyspace and counts its keys and the keys with an
     /// expiry (one scan of each db's meta records).
     pub fn open(store: ShardStore, databases: usize, hooks: HashHooks) -> CmdResult<Keyspace> {
+        let hasher = store.key_hasher().clone();
         let ks = Keyspace {
             store,
             hooks,
@@ -203,7 +204,7 @@ impl Keyspace {
             notifier: Default::default(),
             keymisses: Default::default(),
             lookups: Cell::new(false),
-            access: super::access::Access::new(crate::clock::wall_ms()),
+            access: super::access::Access::new(crate::clock::wall_ms(), hasher),
             stats: KeyspaceStats::default(),
         };
         ks.recount()?;
@@ -347,9 +348,11 @@ impl Keyspace {
             Repair(Vec<u8>),
         }
         let mk = meta_key_buf(db, key);
+        // One hash for the tier's map and the access table.
+        let h = self.store.key_hasher().hash_one(&mk[..]);
         let mut f = Some(f);
         let mut live = false;
-        let step = self.store.get_with(&mk, |v| match v {
+        let step = self.store.get_with_hash(&mk, h, |v| match v {
             None => Ok(f.take().map(|f| Step::Done(f(None)))),
             Some(raw) => match Meta::decode(raw) {
                 None => Err(CORRUPT),
@@ -362,7 +365,7 @@ impl Keyspace {
             },
         })??;
         if live && self.access.touching() {
-            self.access.touch(&mk, now_ms);
+            self.access.touch_hashed(h, now_ms);
         }
         let f = f.take();
         match (step, f) {

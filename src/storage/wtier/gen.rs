@@ -121,6 +121,12 @@ impl Gen {
         self.map.get(k).map(|r| &r.v)
     }
 
+    /// [`Gen::get`] with `k`'s hash by the tier's hasher (the map's) at hand.
+    #[inline]
+    pub(super) fn get_hashed(&self, h: u64, k: &[u8]) -> Option<&Option<Bytes>> {
+        self.map.raw_entry().from_key_hashed_nocheck(h, k).map(|(_, r)| &r.v)
+    }
+
     /// `k` and its latest value, if it holds one.
     #[inline]
     pub(super) fn get_key_value(&self, k: &[u8]) -> Option<(&Bytes, &Option<Bytes>)> {

@@ -299,6 +299,9 @@ impl WriteTier {
         loaded: Vec<Bytes>,
     ) -> WriteTier {
         let start = resume.map_or(0, |r| r.load(Ordering::Acquire));
+        // Every generation's map hashes with it: a reader that hashed a
+        // key once looks it up with that hash ([`WriteTier::get_hashed`]).
+        let hasher = ahash::RandomState::new();
         let t = WriteTier {
             resume,
             log,
@@ -308,10 +311,10 @@ impl WriteTier {
             pos: Cell::new(start),
             cut: Cell::new(start),
             logged: Cell::new(0),
-            dirty: RefCell::default(),
+            dirty: RefCell::new(Gen::with_room(0, &hasher)),
             drain: RefCell::default(),
             any: Cell::new(false),
-            hasher: ahash::RandomState::new(),
+            hasher,
             undo: RefCell::default(),
         };
         if t.log.is_some() && !loaded.is_empty() {
@@ -376,10 +379,25 @@ impl WriteTier {
         if !self.any.get() {
             return None;
         }
-        if let Some(v) = self.dirty.borrow().get(key) {
+        self.get_hashed(self.hasher.hash_one(key), key)
+    }
+
+    /// [`WriteTier::get`] with `key`'s hash ([`WriteTier::hasher`]).
+    #[inline]
+    pub(super) fn get_hashed(&self, h: u64, key: &[u8]) -> Option<Option<Bytes>> {
+        if !self.any.get() {
+            return None;
+        }
+        if let Some(v) = self.dirty.borrow().get_hashed(h, key) {
             return Some(v.clone());
         }
-        self.drain.borrow().as_ref().and_then(|d| d.gen.get(key).cloned())
+        self.drain.borrow().as_ref().and_then(|d| d.gen.get_hashed(h, key).cloned())
+    }
+
+    /// The hasher of its maps: one hash of a key serves them and the
+    /// shard's other tables keyed by it (the access table).
+    pub(super) fn hasher(&self) -> &ahash::RandomState {
+        &self.hasher
     }
 }
 

@@ -651,3 +651,25 @@ fn a_new_record_deleted_in_its_generation_leaves_no_tombstone() {
     assert_eq!(peer(&p, &k(100)), Some(b"x".to_vec()));
     assert_eq!(peer(&p, &k(100_000)), None);
 }
+
+/// A read with the key's hash by the store's hasher finds what a plain
+/// read finds, in the tier or past it.
+#[test]
+fn a_read_by_hash_finds_the_tier_records() {
+    let (_d, s, _p) = stores(2);
+    let (a, b, c) = (keys::meta_key(0, b"a"), keys::meta_key(0, b"b"), keys::meta_key(0, b"c"));
+    let by_hash = |k: &[u8]| {
+        let h = s.key_hasher().hash_one(k);
+        s.get_with_hash(k, h, |v| v.map(<[u8]>::to_vec)).unwrap()
+    };
+    assert!(grouped(&s, &a, Some(b"1")).is_empty());
+    assert!(grouped(&s, &b, Some(b"2")).is_empty());
+    // At the limit (2 records) dirty starts draining: `c` waits in the
+    // new dirty, `a` and `b` went on to the families.
+    assert!(grouped(&s, &c, Some(b"3")).is_empty());
+    for (k, v) in [(&a, b"1"), (&b, b"2"), (&c, b"3")] {
+        assert_eq!(by_hash(k), Some(v.to_vec()));
+        assert_eq!(by_hash(k), get(&s, k));
+    }
+    assert_eq!(by_hash(&keys::meta_key(0, b"none")), None);
+}
