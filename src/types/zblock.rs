@@ -305,10 +305,11 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
             lay.remove(l);
             writes.push((head.clone(), None));
             writes.push((ph, Some(joined)));
-        } else {
+        } else if n != lay.count(l) {
             lay.set(l, n);
             writes.push((head.clone(), Some(n)));
         }
+        // Else a member moved inside the block: its head record stands.
     }
     Ok(())
 }
