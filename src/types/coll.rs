@@ -39,11 +39,23 @@ pub fn view_any(ks: &Keyspace, db: u8, key: &[u8], tys: &[KeyType], now: u64) ->
 /// A member's stored value, decoded: (expire ms, value). For hashes the
 /// expiry may be due; callers decide.
 pub fn member(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
+    member_with(ks, db, key, c, sub, <[u8]>::to_vec)
+}
+
+/// [`member`], the value kept as `keep` makes it.
+pub fn member_with<V>(
+    ks: &Keyspace,
+    db: u8,
+    key: &[u8],
+    c: &Coll,
+    sub: &[u8],
+    keep: impl FnOnce(&[u8]) -> V,
+) -> CmdResult<Option<(u64, V)>> {
     let k = keys::sub_key_buf(db, key, c.version, sub);
     let hfe = c.hfe.is_some();
     ks.store.get_with(&k, |v| match v {
         None => Ok(None),
-        Some(raw) => hash::decode_value(hfe, raw).map(|(t, v)| Some((t, v.to_vec()))).ok_or(CORRUPT),
+        Some(raw) => hash::decode_value(hfe, raw).map(|(t, v)| Some((t, keep(v)))).ok_or(CORRUPT),
     })?
 }
 

@@ -8,12 +8,17 @@ use crate::storage::intent::IntentRef;
 use crate::storage::keys;
 use crate::storage::meta::{Coll, Hfe, KeyType, Meta};
 use crate::storage::Batch;
-use crate::types::coll::{member, view};
+use crate::types::coll::{member_with, view};
 use crate::types::hash::{self, Phys};
 use crate::types::keyspace::{Keyspace, Prior};
 
+/// A member's value as a writer keeps it: inline up to 128 bytes (an
+/// HSET's existence check copied the field's value into an allocation of
+/// its own, and the write copied the new one over it).
+type Val = smallvec::SmallVec<[u8; 128]>;
+
 /// A member's physical state: (expire ms, value), or gone.
-type State = Option<(u64, Vec<u8>)>;
+type State = Option<(u64, Val)>;
 
 /// A member's name, inline when short.
 type Name = smallvec::SmallVec<[u8; 32]>;
@@ -127,7 +132,7 @@ impl<'k> Writer<'k> {
     /// is read from storage at most once per command: the answer is kept
     /// with the staged changes, so a check followed by a write costs one read.
     pub fn physical(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
-        Ok(self.touch(sub)?.clone())
+        Ok(self.touch(sub)?.as_ref().map(|(t, v)| (*t, v.to_vec())))
     }
 
     /// [`Writer::physical`], the value borrowed (no copy).
@@ -145,7 +150,7 @@ impl<'k> Writer<'k> {
     fn touch(&mut self, sub: &[u8]) -> CmdResult<&mut State> {
         if self.touched.find(sub).is_none() {
             let found = if self.existed() {
-                member(self.ks, self.db, self.key, &self.c, sub)?
+                member_with(self.ks, self.db, self.key, &self.c, sub, Val::from_slice)?
             } else {
                 None
             };
@@ -166,7 +171,7 @@ impl<'k> Writer<'k> {
         Ok(self.touch(sub)?.as_ref().is_some_and(|(t, _)| !hash::expired(*t, now)))
     }
 
-    fn state(p: &Option<(u64, Vec<u8>)>) -> Phys {
+    fn state(p: &State) -> Phys {
         match p {
             None => Phys::Missing,
             Some((t, _)) => Phys::of(*t),
@@ -184,7 +189,7 @@ impl<'k> Writer<'k> {
                 v.clear();
                 v.extend_from_slice(value);
             }
-            None => *t = Some((ttl, value.to_vec())),
+            None => *t = Some((ttl, Val::from_slice(value))),
         }
         self.added |= before == Phys::Missing;
         hash::transition(&mut self.c, before, Phys::of(ttl));
@@ -260,7 +265,7 @@ impl<'k> Writer<'k> {
             // which are only staged so far.
             let sub = &k[lo.len()..];
             if touched.find(sub).is_none() {
-                touched.insert(sub, Some((0, v.to_vec())));
+                touched.insert(sub, Some((0, Val::from_slice(v))));
             }
             true
         })?;
