@@ -5,7 +5,8 @@
 //!
 //! It lives in `<database dir>/tier-log/shard-<i>/`, in segments named by
 //! the first log position they hold (`<pos>.log`, 20 digits), a new one
-//! after [`SEGMENT_BYTES`]. A record is
+//! after [`SEGMENT_BYTES`], whose blocks are reserved when it begins (its
+//! size stays what was written). A record is
 //! `len u32 | crc32c u32 | kind u8 | pos u64 | body` (little-endian, the
 //! CRC over kind, pos and body): a [`BATCH`] holds a WriteBatch
 //! representation (the only kind so far). A segment is deleted once every
@@ -36,6 +37,18 @@ fn checksum(b: &[u8]) -> u32 {
 
 fn io(what: &Path, e: std::io::Error) -> StorageError {
     StorageError(format!("write tier log {}: {e}", what.display()))
+}
+
+/// Reserves a new segment's blocks past its end (its size unchanged:
+/// replay reads what was written), so that each append finds its blocks
+/// allocated instead of reserving them (ext4's delayed allocation, per new
+/// page). Best effort: a file system without `fallocate` appends as before.
+/// SET -P16: `ext4_block_write_begin` 1.9% -> 1.0% of the shard. Whether
+/// it took.
+fn preallocate(f: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain system call on a descriptor this function borrows.
+    unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, SEGMENT_BYTES as libc::off_t) == 0 }
 }
 
 /// The log directory of shard `i` in the database at `db_dir`.
@@ -227,6 +240,7 @@ impl TierLog {
             g.closed.retain(|(first, _)| *first != pos);
             let file = OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io(&path, e))?;
             let bytes = file.metadata().map_err(|e| io(&path, e))?.len();
+            preallocate(&file);
             g.open = Some(Open { file, first: pos, bytes });
         }
         g.rec.clear();
@@ -370,6 +384,29 @@ mod tests {
             let b: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
             assert_eq!(checksum(&b), old.checksum(&b), "length {n}");
         }
+    }
+
+    #[test]
+    fn a_segment_is_preallocated_past_its_end_and_keeps_its_size() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = log_dir(d.path(), 0);
+        // Whether this file system takes it at all.
+        let probe = File::create(d.path().join("probe")).unwrap();
+        let takes = preallocate(&probe);
+        let log = TierLog::open(dir.clone()).unwrap();
+        log.append(BATCH, 1, b"one").unwrap();
+        log.append(BATCH, 2, b"two").unwrap();
+        let (_, path) = segments(&dir).unwrap().pop().unwrap();
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), 2 * (HEADER as u64 + 3), "the size is what was written");
+        if takes {
+            use std::os::unix::fs::MetadataExt;
+            assert!(m.blocks() * 512 >= SEGMENT_BYTES, "{} blocks", m.blocks());
+        }
+        drop(log);
+        let (got, last) = read_all(&dir, 0);
+        assert_eq!(got, vec![b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(last, 2);
     }
 
     #[test]
