@@ -67,8 +67,8 @@ pub(super) type Undo = (Bytes, Option<Rec>);
 /// apply it: the collections with members there (by hashed prefix, with
 /// their member keys, so that a range read of one collection applies only
 /// its records), whether meta records, whether anything else (the TTL
-/// index).
-#[derive(Default)]
+/// index). Made only with the tier's hasher ([`Gen::with_room`]): reads
+/// look it up with a hash computed by that hasher (`get_hashed`).
 pub(super) struct Gen {
     pub(super) map: hashbrown::HashMap<Bytes, Rec, ahash::RandomState>,
     colls: AHashMap<u64, Vec<Bytes>>,
@@ -95,7 +95,12 @@ impl Gen {
     pub(super) fn with_room(n: usize, hasher: &ahash::RandomState) -> Gen {
         Gen {
             map: hashbrown::HashMap::with_capacity_and_hasher(n, hasher.clone()),
-            ..Gen::default()
+            colls: AHashMap::default(),
+            meta: false,
+            other: false,
+            bytes: 0,
+            order: runs::Runs::default(),
+            gone: false,
         }
     }
 
@@ -289,7 +294,7 @@ mod tests {
     #[test]
     fn put_and_restore_keep_the_byte_count() {
         let h = ahash::RandomState::new();
-        let mut g = Gen::default();
+        let mut g = Gen::with_room(0, &h);
         let (k, prev) = g.put(b"\x00Mkey", Some(b"v1"), false, &h).unwrap();
         assert_eq!(prev, None);
         assert_eq!(g.bytes, 7);
@@ -316,7 +321,7 @@ mod tests {
     #[test]
     fn a_fresh_record_deleted_in_its_generation_goes_whole_and_comes_back_on_undo() {
         let h = ahash::RandomState::new();
-        let mut g = Gen::default();
+        let mut g = Gen::with_room(0, &h);
         let sub = keys::sub_key(0, b"zk", 1, b"m");
         let k = &sub[..];
         let (key, prev) = g.put(k, Some(b"1"), true, &h).unwrap();

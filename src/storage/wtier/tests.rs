@@ -13,6 +13,16 @@ fn engine(shards: usize, cache: u64, limit: usize, bytes: u64) -> (tempfile::Tem
     (dir, Box::leak(Box::new(Engine::open(&opts).unwrap())))
 }
 
+/// The next append to `s`'s log fails.
+fn fail_next_append(s: &ShardStore) {
+    s.wtier
+        .log
+        .as_ref()
+        .unwrap()
+        .fail_next
+        .store(true, std::sync::atomic::Ordering::Release);
+}
+
 fn stores(limit: usize) -> (tempfile::TempDir, ShardStore, crate::storage::PeerStore) {
     let (dir, e) = engine(1, 1 << 20, limit, 0);
     (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
@@ -233,12 +243,7 @@ fn peers_trust_the_cache_entries_the_owner_keeps_current() {
     assert_eq!(peer(&p, &other), Some(b"o".to_vec()));
     // A staged value whose log append fails never stays in the cache.
     assert_eq!(get(&s, &m), Some(b"v4".to_vec()));
-    s.wtier
-        .log
-        .as_ref()
-        .unwrap()
-        .fail_next
-        .store(true, std::sync::atomic::Ordering::Release);
+    fail_next_append(&s);
     assert_eq!(turn(&m, Some(b"v5")).len(), 1, "lost");
     assert_eq!(p.get_with(&m, |_| ()).unwrap(), None, "the cache was emptied, the key is held");
     assert_eq!(get(&s, &m), Some(b"v4".to_vec()));
@@ -426,12 +431,7 @@ fn a_staged_group_whose_log_append_fails_is_put_back() {
     s.write(b).unwrap();
     assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads what it staged");
     assert_eq!(get(&s, &f), None);
-    s.wtier
-        .log
-        .as_ref()
-        .unwrap()
-        .fail_next
-        .store(true, std::sync::atomic::Ordering::Release);
+    fail_next_append(&s);
     let lost = s.end_group();
     assert_eq!(lost.len(), 1, "the group's writes are lost");
     assert_eq!(get(&s, &m), Some(b"old".to_vec()));
@@ -637,12 +637,7 @@ fn a_new_record_deleted_in_its_generation_leaves_no_tombstone() {
     for i in 0..20 {
         put_new(&k(100_000 + i), b"y");
     }
-    s.wtier
-        .log
-        .as_ref()
-        .unwrap()
-        .fail_next
-        .store(true, std::sync::atomic::Ordering::Release);
+    fail_next_append(&s);
     assert_eq!(s.end_group().len(), 1, "the group's writes are lost");
     assert_eq!(get(&s, &k(9)), Some(b"9".to_vec()));
     assert_eq!(get(&s, &k(100_000)), None);
