@@ -231,7 +231,19 @@ impl Engine {
         if self.disk.spend(bytes) {
             self.check_disk();
         }
-        d.written.fetch_add(1, Ordering::AcqRel);
+        let target = d.written.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.manual_wal_flush && self.tier_logs.iter().any(Option::is_some) {
+            // With the tier on, a write through the WAL (one past the
+            // tier, a transaction) goes to its file now: the tier's log
+            // records that follow it reach theirs at once (`tier_commit`),
+            // and one that depends on it (a stored collection's meta
+            // record after its slices) must not outlive it. Left in
+            // RocksDB's buffer until the reply, a kill -9 in between kept
+            // the meta of a ZUNIONSTORE's new key without its members
+            // ("corrupt record in storage", tests/crash_atomic.rs).
+            self.flush_wal(d, false)?;
+            d.flushed.fetch_max(target, Ordering::AcqRel);
+        }
         Ok(())
     }
 }

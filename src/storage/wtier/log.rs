@@ -9,7 +9,7 @@ use bytes::Bytes;
 use rocksdb::{WriteBatch, WriteOptions, DB};
 
 use super::{direct_key, log_cf_name, MARK};
-use crate::storage::rep::{varint, CF_DELETE, CF_PUT, CF_RANGE, DELETE, PUT, RANGE};
+use crate::storage::rep::{cf_id, varint, CF_DELETE, CF_PUT, CF_RANGE, DELETE, PUT, RANGE};
 use crate::storage::StorageError;
 
 /// The records of a WriteBatch representation (after its 12-byte header):
@@ -120,6 +120,18 @@ fn visit(rep: &[u8], others: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> b
 /// survived; writing one again would bring back an intent another shard's
 /// part already deleted. A record it cannot parse is kept whole.
 pub(super) fn own_records(rep: &[u8]) -> Cow<'_, [u8]> {
+    own_records_past(rep, &[])
+}
+
+/// [`own_records`] without the records of the families in `holding` (by
+/// id): those whose persisted mark says they hold the batch already.
+/// Written again, its records would take such a family back to what it
+/// held at the batch's position, under a mark that claims a later one: a
+/// replay cut short by a crash after a flush left a family that old, and
+/// the next replay, starting past that mark, never brought it forward (a
+/// sorted set's score record deleted before its mark came back,
+/// tests/crash_atomic.rs).
+pub(super) fn own_records_past<'a>(rep: &'a [u8], holding: &[u32]) -> Cow<'a, [u8]> {
     let skip = |i: &mut usize| -> Option<()> {
         let n = varint(rep, i)? as usize;
         *i = i.checked_add(n).filter(|&e| e <= rep.len())?;
@@ -138,11 +150,10 @@ pub(super) fn own_records(rep: &[u8]) -> Cow<'_, [u8]> {
             0x0 | 0x7 => skip(&mut i).map(|_| false),
             0x1 | 0xF => skip(&mut i).and_then(|_| skip(&mut i)).map(|_| false),
             // A family's delete, single delete; put, range delete.
-            0x4 | 0x8 => varint(rep, &mut i).and_then(|_| skip(&mut i)).map(|_| true),
+            0x4 | 0x8 => varint(rep, &mut i).and_then(|cf| skip(&mut i).map(|_| !holding.contains(&cf))),
             0x5 | 0xE => varint(rep, &mut i)
-                .and_then(|_| skip(&mut i))
-                .and_then(|_| skip(&mut i))
-                .map(|_| true),
+                .and_then(|cf| skip(&mut i).map(|_| cf))
+                .and_then(|cf| skip(&mut i).map(|_| !holding.contains(&cf))),
             _ => None,
         };
         match own {
@@ -225,16 +236,41 @@ pub(in crate::storage) fn start_of(db: &DB, i: usize, replayed: &[Replayed]) -> 
     Ok(start)
 }
 
-/// The persisted-or-not mark of shard `i`'s families in `db` (the lower
-/// of the two), with the families; None if the shard has none there.
-fn marks(db: &DB, i: usize) -> Result<Option<(u64, &rocksdb::ColumnFamily, &rocksdb::ColumnFamily)>, StorageError> {
+/// A shard's families with the marks they hold (persisted or not).
+struct Marks<'a> {
+    meta: &'a rocksdb::ColumnFamily,
+    sub: &'a rocksdb::ColumnFamily,
+    /// Each family's mark, by its id.
+    each: [(u32, u64); 2],
+}
+
+impl Marks<'_> {
+    /// The lower of the two: the log is read past it.
+    fn safe(&self) -> u64 {
+        self.each[0].1.min(self.each[1].1)
+    }
+
+    /// The families that hold the batch at `pos` already (their mark is
+    /// at or past it), by id: a replay leaves their records out
+    /// ([`own_records_past`]).
+    fn holding(&self, pos: u64) -> SmallIds {
+        self.each.iter().filter(|(_, m)| *m >= pos).map(|(id, _)| *id).collect()
+    }
+}
+
+type SmallIds = smallvec::SmallVec<[u32; 2]>;
+
+/// Shard `i`'s families in `db` and their marks; None if the shard has
+/// none there.
+fn marks(db: &DB, i: usize) -> Result<Option<Marks<'_>>, StorageError> {
     let (Some(meta), Some(sub)) = (
         db.cf_handle(&crate::storage::cf_name(i)),
         db.cf_handle(&crate::storage::sub_cf_name(i)),
     ) else {
         return Ok(None);
     };
-    Ok(Some((mark_in(db, meta)?.min(mark_in(db, sub)?), meta, sub)))
+    let each = [(cf_id(meta), mark_in(db, meta)?), (cf_id(sub), mark_in(db, sub)?)];
+    Ok(Some(Marks { meta, sub, each }))
 }
 
 /// At startup, before anything reads shard `i`'s families: writes again
@@ -244,9 +280,10 @@ fn replay(db: &DB, i: usize) -> Result<usize, StorageError> {
     let Some(log) = db.cf_handle(&log_cf_name(i)) else {
         return Ok(0);
     };
-    let Some((safe, meta, sub)) = marks(db, i)? else {
+    let Some(m) = marks(db, i)? else {
         return Ok(0);
     };
+    let (safe, meta, sub) = (m.safe(), m.meta, m.sub);
     let (mut n, mut last) = (0, safe);
     let mut it = db.raw_iterator_cf(log);
     it.seek((safe + 1).to_be_bytes());
@@ -256,7 +293,7 @@ fn replay(db: &DB, i: usize) -> Result<usize, StorageError> {
             .try_into()
             .map(u64::from_be_bytes)
             .map_err(|_| StorageError(format!("log of shard {i}: a key of {} bytes", k.len())))?;
-        db.write(WriteBatch::from_data(&own_records(v)))?;
+        db.write(WriteBatch::from_data(&own_records_past(v, &m.holding(pos))))?;
         (n, last) = (n + 1, pos.max(last));
         it.next();
     }
@@ -293,45 +330,50 @@ pub(in crate::storage) struct Replayed {
 /// then everything is written again without the WAL instead, the log
 /// kept. Without `keep`, they go through the WAL, which is synced, and
 /// the log is removed (the tier is off, or the shards change and their
-/// records move).
+/// records move). Written, a batch's records go only to the families
+/// whose mark is below its position ([`own_records_past`]).
 pub(in crate::storage) fn replay_files(db: &DB, db_dir: &std::path::Path, keep: bool) -> Result<Vec<Replayed>, StorageError> {
     let mut out = Vec::new();
     for i in super::file::shards_with_logs(db_dir) {
         let dir = super::file::log_dir(db_dir, i);
-        let Some((safe, meta, sub)) = marks(db, i)? else {
+        let Some(m) = marks(db, i)? else {
             tracing::warn!(shard = i, dir = %dir.display(), "write tier: a log for a shard with no families here, left as it is");
             continue;
         };
+        let (safe, meta, sub) = (m.safe(), m.meta, m.sub);
         let direct = direct_records(db, meta, safe)?;
-        let mut batches: Vec<Bytes> = Vec::new();
+        // By log position.
+        let mut batches: Vec<(u64, Bytes)> = Vec::new();
         let mut rest = direct.into_iter().peekable();
         let (_, mut last) = super::file::replay(&dir, safe, |pos, body| {
-            while let Some((_, d)) = rest.next_if(|(p, _)| *p < pos) {
-                batches.push(own_records(&d).into_owned().into());
+            while let Some((p, d)) = rest.next_if(|(p, _)| *p < pos) {
+                batches.push((p, own_records(&d).into_owned().into()));
             }
-            batches.push(Bytes::copy_from_slice(body));
+            batches.push((pos, Bytes::copy_from_slice(body)));
             Ok(())
         })?;
         for (p, d) in rest {
-            batches.push(own_records(&d).into_owned().into());
+            batches.push((p, own_records(&d).into_owned().into()));
             last = last.max(p);
         }
         let n = batches.len();
-        if keep && batches.iter().all(|b| records(b).is_some()) {
+        if keep && batches.iter().all(|(_, b)| records(b).is_some()) {
             if n > 0 {
                 tracing::info!(shard = i, batches = n, "write tier: log loaded into memory");
             }
+            // Loaded whole: the tier keeps each record's last value, so its
+            // drains move a family only forward.
             out.push(Replayed {
                 shard: i,
                 last,
-                loaded: batches,
+                loaded: batches.into_iter().map(|(_, b)| b).collect(),
             });
             continue;
         }
         let mut wo = WriteOptions::default();
         wo.disable_wal(keep);
-        for b in &batches {
-            db.write_opt(WriteBatch::from_data(&own_records(b)), &wo)?;
+        for (pos, b) in &batches {
+            db.write_opt(WriteBatch::from_data(&own_records_past(b, &m.holding(*pos))), &wo)?;
         }
         if n > 0 {
             tracing::info!(shard = i, records = n, "write tier: log records written again");

@@ -28,8 +28,8 @@
 //! says that family holds every record up to it. After each apply the log's
 //! segments wholly below the lower of the two persisted marks are deleted,
 //! and at startup (`log::replay_files`) whatever the log still holds past
-//! it is written again (a record is a whole value, so writing it twice is
-//! harmless), before anything else reads the families.
+//! it is written again, before anything else reads the families, each
+//! record only into a family whose own mark is below it (`own_records_past`).
 //!
 //! A plain write while no group is open (a one-shard MSET's, expiry's)
 //! is a group of its own (`ShardStore::write`). A write that skips the
