@@ -209,7 +209,8 @@ pub fn hincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     };
     let next = cur.checked_add(incr).ok_or(OVERFLOW)?;
     // The field keeps its TTL (HASH_SET_KEEP_TTL).
-    w.put(field, ttl, next.to_string().as_bytes())?;
+    let mut digits = [0u8; 21];
+    w.put(field, ttl, crate::resp::reply::i64_digits(next, &mut digits))?;
     w.commit_with(HASH, &["hincrby"])?;
     r.int(next);
     Ok(())

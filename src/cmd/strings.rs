@@ -371,15 +371,11 @@ fn incr_generic(ctx: &Ctx, key: &[u8], by: i64, r: &mut Reply) -> CmdResult {
         None => (0, 0, None),
     };
     let next = cur.checked_add(by).ok_or(OVERFLOW)?;
-    // The digits on the stack (an i64 is at most 20 of them and a sign).
-    let mut digits = [0u8; 24];
-    let n = {
-        use std::io::Write;
-        let mut w = &mut digits[..];
-        write!(w, "{next}").map_err(|_| OVERFLOW)?;
-        24 - w.len()
-    };
-    ctx.ks().put_string(ctx.db, key, expire, &digits[..n], prior)?;
+    // The digits on the stack (`write!` through fmt was ~230 of INCR's
+    // ~5900 instructions).
+    let mut digits = [0u8; 21];
+    let text = crate::resp::reply::i64_digits(next, &mut digits);
+    ctx.ks().put_string(ctx.db, key, expire, text, prior)?;
     ctx.notify(STRING, "incrby", key);
     r.int(next);
     Ok(())

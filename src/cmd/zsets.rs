@@ -123,14 +123,14 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         match old {
             None if xx => continue,
             None => {
-                w.set_score(m, new)?;
+                w.set_score_over(m, old, new)?;
                 added += 1;
             }
             Some(_) if nx => continue,
             Some(o) if (gt && new <= o) || (lt && new >= o) => continue,
             Some(o) => {
                 if o != new {
-                    w.set_score(m, new)?;
+                    w.set_score_over(m, old, new)?;
                     updated += 1;
                 }
             }
@@ -165,12 +165,14 @@ pub fn zincrby(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let by = parse_f64(args.bytes()?).ok_or(NOT_FLOAT)?;
     let m = args.bytes()?;
     let mut w = ZWriter::open(ctx.ks(), ctx.db, key, ctx.now_ms, true)?.ok_or(crate::error::CORRUPT)?;
-    let new = w.score_in(m)?.map_or(by, |o| o + by);
+    let old = w.score_in(m)?;
+    let new = old.map_or(by, |o| o + by);
     if new.is_nan() {
         return Err(err(NAN_RESULT));
     }
     let new = if new == 0.0 { 0.0 } else { new };
-    let added = w.set_score(m, new)?.is_none();
+    w.set_score_over(m, old, new)?;
+    let added = old.is_none();
     w.commit_with(ZSET, &["zincr"])?;
     if added {
         key_ready(ctx.shard, ctx.db, key);

@@ -30,6 +30,21 @@ pub fn u64_digits(mut n: u64, tmp: &mut [u8; 20]) -> &[u8] {
     &tmp[i..]
 }
 
+/// The decimal digits of `v` with its sign, written at the end of `tmp`
+/// (`i64::MIN` has 19 digits and a sign).
+#[inline]
+pub fn i64_digits(v: i64, tmp: &mut [u8; 21]) -> &[u8] {
+    let mut d = [0u8; 20];
+    let digits = u64_digits(v.unsigned_abs(), &mut d);
+    let start = tmp.len() - digits.len();
+    tmp[start..].copy_from_slice(digits);
+    if v < 0 {
+        tmp[start - 1] = b'-';
+        return &tmp[start - 1..];
+    }
+    &tmp[start..]
+}
+
 fn write_i64(buf: &mut Vec<u8>, v: i64) {
     let mut tmp = [0u8; 20];
     if v < 0 {
@@ -304,6 +319,14 @@ fn push_error_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn i64_digits_are_display_s() {
+        for v in [0i64, 1, -1, 9, 10, -10, 12345, i64::MAX, i64::MIN, i64::MIN + 1] {
+            let mut tmp = [0u8; 21];
+            assert_eq!(i64_digits(v, &mut tmp), v.to_string().as_bytes());
+        }
+    }
+
     use super::*;
 
     fn out(resp3: bool, f: impl FnOnce(&mut Reply)) -> String {

@@ -26,7 +26,7 @@
 //! of a small set (one block: its whole order), step over none of the
 //! tombstones its score changes leave on disk.
 
-use std::collections::{BTreeMap, BTreeSet};
+use smallvec::SmallVec;
 
 use crate::error::{CmdResult, CORRUPT};
 use crate::storage::keys;
@@ -86,35 +86,71 @@ fn with_layout<R>(z: At<'_>, f: impl FnOnce(&mut Layout) -> R) -> CmdResult<R> {
     z.ks.zlayouts.with(z.c.version, z.ks.store.write_failures(), || load(z), f)
 }
 
-/// What one command did to a set's score records, as positions put and
-/// deleted (net: a put then a delete of one position is nothing).
+/// What one command did to a set's score records: the positions it put
+/// and deleted, in order, netted when staged ([`Changes::net`]: a put
+/// then a delete of one position is nothing). A list, not two sets: a
+/// one-member ZADD made a tree node per set, and the nets of its two
+/// positions are found by one sort.
 #[derive(Default, Debug)]
 pub struct Changes {
-    ins: BTreeSet<Vec<u8>>,
-    del: BTreeSet<Vec<u8>>,
+    ops: Vec<(Vec<u8>, bool)>,
+}
+
+/// A command's changes netted: positions put and deleted, each sorted.
+#[derive(Default, Debug)]
+struct Net {
+    ins: SmallVec<[Vec<u8>; 1]>,
+    del: SmallVec<[Vec<u8>; 1]>,
+}
+
+impl Net {
+    fn deleted(&self, p: &[u8]) -> bool {
+        self.del.binary_search_by(|d| d.as_slice().cmp(p)).is_ok()
+    }
+
+    /// The positions put in `[from, to)`.
+    fn put_in<'a>(&'a self, from: &[u8], to: Option<&[u8]>) -> &'a [Vec<u8>] {
+        let a = self.ins.partition_point(|p| p.as_slice() < from);
+        let b = to.map_or(self.ins.len(), |t| self.ins.partition_point(|p| p.as_slice() < t));
+        &self.ins[a..b.max(a)]
+    }
 }
 
 impl Changes {
     pub fn insert(&mut self, pos: Vec<u8>) {
-        if !self.del.remove(&pos) {
-            self.ins.insert(pos);
-        }
+        self.ops.push((pos, true));
     }
 
     pub fn delete(&mut self, pos: Vec<u8>) {
-        if !self.ins.remove(&pos) {
-            self.del.insert(pos);
-        }
+        self.ops.push((pos, false));
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.ins.is_empty() && self.del.is_empty()
+    /// Puts less deletes of each position (a stable sort keeps their
+    /// order): more puts, it is put; more deletes, deleted; as many,
+    /// nothing.
+    fn net(self) -> Net {
+        let mut ops = self.ops;
+        ops.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut net = Net::default();
+        let mut it = ops.into_iter().peekable();
+        while let Some((p, put)) = it.next() {
+            let mut n: i64 = if put { 1 } else { -1 };
+            while let Some((_, put)) = it.next_if(|(q, _)| *q == p) {
+                n += if put { 1 } else { -1 };
+            }
+            match n.cmp(&0) {
+                std::cmp::Ordering::Greater => net.ins.push(p),
+                std::cmp::Ordering::Less => net.del.push(p),
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        net
     }
 }
 
 /// The positions in `[from, to)` after this command: the stored ones not
 /// deleted, and the ones it put (its batch is not written yet).
-fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Changes) -> CmdResult<Vec<Vec<u8>>> {
+fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Net) -> CmdResult<Vec<Vec<u8>>> {
     let mut out = Vec::new();
     let start = [&[SCORE][..], from].concat();
     walk(z.ks, z.db, z.key, z.c, Some(&start), false, |s, m| {
@@ -122,17 +158,12 @@ fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Changes) -> CmdResu
         if to.is_some_and(|t| p.as_slice() >= t) {
             return false;
         }
-        if !ch.del.contains(&p) {
+        if !ch.deleted(&p) {
             out.push(p);
         }
         true
     })?;
-    out.extend(
-        ch.ins
-            .range(from.to_vec()..)
-            .take_while(|p| to.is_none_or(|t| p.as_slice() < t))
-            .cloned(),
-    );
+    out.extend(ch.put_in(from, to).iter().cloned());
     out.sort();
     out.dedup();
     Ok(out)
@@ -156,14 +187,17 @@ fn cut(ps: &[Vec<u8>], first: &[u8]) -> Vec<(Vec<u8>, u64)> {
 /// batch: called once per command, before the commit. A set without blocks
 /// gets them when it has grown past twice the block size. A kept layout
 /// (and the positions it keeps) follows.
-pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
+pub fn stage(w: &mut Writer<'_>, ch: Changes) -> CmdResult {
     let (ks, db, key) = w.place();
     let c = w.c.clone();
     if c.size == 0 {
         ks.zlayouts.forget(c.version);
         return Ok(());
     }
-    if ch.is_empty() {
+    let ch = ch.net();
+    if ch.ins.is_empty() && ch.del.is_empty() {
+        // Nothing left once netted (a member moved and back): no layout
+        // to load, nothing to stage.
         return Ok(());
     }
     let z = At { ks, db, key, c: &c };
@@ -178,27 +212,30 @@ pub fn stage(w: &mut Writer<'_>, ch: &Changes) -> CmdResult {
             });
             return Ok(());
         }
-        return give_blocks(w, z, ch);
+        return give_blocks(w, z, &ch);
     }
-    let mut writes: Vec<(Vec<u8>, Option<u64>)> = Vec::new();
-    let done = with_layout(z, |lay| restructure(z, lay, ch, &mut writes))?;
+    let mut writes: Heads = SmallVec::new();
+    let done = with_layout(z, |lay| restructure(z, lay, &ch, &mut writes))?;
     if let Err(e) = done {
         ks.zlayouts.forget(c.version);
         return Err(e);
     }
-    for (h, n) in writes {
+    for (sub, n) in writes {
         match n {
-            Some(n) => w.put_raw(&head_sub(&h), &n.to_be_bytes()),
-            None => w.delete_raw(&head_sub(&h)),
+            Some(n) => w.put_raw(&sub, &n.to_be_bytes()),
+            None => w.delete_raw(&sub),
         }
     }
     Ok(())
 }
 
+/// Head records to write (the head's sub key, Some count) or delete (None).
+type Heads = SmallVec<[(Vec<u8>, Option<u64>); 2]>;
+
 /// Cuts the set `w` writes into blocks (it just grew past twice the block
 /// size): their heads go in `w`'s batch, the meta gets mode 3, and the
 /// layout, with every block's positions, is kept.
-fn give_blocks(w: &mut Writer<'_>, z: At<'_>, ch: &Changes) -> CmdResult {
+fn give_blocks(w: &mut Writer<'_>, z: At<'_>, ch: &Net) -> CmdResult {
     let all = positions(z, b"", None, ch)?;
     let heads = cut(&all, b"");
     for (h, n) in &heads {
@@ -231,30 +268,67 @@ fn apply<'a>(kept: &mut Positions, ins: impl Iterator<Item = &'a Vec<u8>>, del: 
     }
 }
 
-/// One block's share of a command's changes.
-#[derive(Default)]
+/// One block's share of a command's changes: where the block was before
+/// any block moved, and its positions put and deleted.
 struct Share<'a> {
-    ins: Vec<&'a Vec<u8>>,
-    del: Vec<&'a Vec<u8>>,
+    at: Loc,
+    ins: SmallVec<[&'a Vec<u8>; 1]>,
+    del: SmallVec<[&'a Vec<u8>; 1]>,
+}
+
+impl Share<'_> {
+    /// A position in the block: the block is the one holding it, whatever
+    /// blocks after it split or joined.
+    fn any(&self) -> &[u8] {
+        self.ins.first().or(self.del.first()).map_or(&[][..], |p| p.as_slice())
+    }
+}
+
+/// `ch` cut into its blocks' shares, in order: its positions, both lists
+/// sorted, are met in order, so a block's are consecutive.
+fn shares<'a>(lay: &Layout, ch: &'a Net) -> CmdResult<SmallVec<[Share<'a>; 2]>> {
+    let mut out: SmallVec<[Share<'a>; 2]> = SmallVec::new();
+    let (mut i, mut d) = (ch.ins.iter().peekable(), ch.del.iter().peekable());
+    loop {
+        let put = match (i.peek(), d.peek()) {
+            (Some(a), Some(b)) => a < b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let Some(p) = (if put { i.next() } else { d.next() }) else { break };
+        let at = lay.find(p).ok_or(CORRUPT)?;
+        if out.last().is_none_or(|s| s.at != at) {
+            out.push(Share {
+                at,
+                ins: SmallVec::new(),
+                del: SmallVec::new(),
+            });
+        }
+        if let Some(s) = out.last_mut() {
+            if put {
+                s.ins.push(p);
+            } else {
+                s.del.push(p);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Applies `ch` to `lay` block by block, last block first (a split or a
-/// join only moves the blocks after it), and lists the head records to put
-/// (Some count) or delete (None), in order.
-fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<u8>, Option<u64>)>) -> CmdResult {
-    let mut per: BTreeMap<Vec<u8>, Share> = BTreeMap::new();
-    for p in &ch.del {
-        let l = lay.find(p).ok_or(CORRUPT)?;
-        per.entry(lay.head(l).to_vec()).or_default().del.push(p);
-    }
-    for p in &ch.ins {
-        let l = lay.find(p).ok_or(CORRUPT)?;
-        per.entry(lay.head(l).to_vec()).or_default().ins.push(p);
-    }
+/// join only changes the blocks from it on), and lists the head records to
+/// put or delete.
+fn restructure(z: At<'_>, lay: &mut Layout, ch: &Net, writes: &mut Heads) -> CmdResult {
+    let per = shares(lay, ch)?;
     let first = lay.first().ok_or(CORRUPT)?;
     let size = block();
-    for (head, share) in per.iter().rev() {
-        let l = lay.find(head).ok_or(CORRUPT)?;
+    // Blocks split, joined or went: the places found before may be off
+    // (a group split moves blocks before the one that split), so each
+    // block is found again by a position it holds.
+    let mut moved = false;
+    for share in per.iter().rev() {
+        let l = if moved { lay.find(share.any()).ok_or(CORRUPT)? } else { share.at };
         let n = (lay.count(l) + share.ins.len() as u64)
             .checked_sub(share.del.len() as u64)
             .ok_or(CORRUPT)?;
@@ -263,6 +337,8 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
         lay.edit_kept(l, |k| apply(k, share.ins.iter().copied(), share.del.iter().copied()));
         let prev = lay.prev(l).filter(|p| n < size / 4 && lay.count(*p) + n <= size);
         if n > 2 * size {
+            moved = true;
+            let head = lay.head(l).to_vec();
             // A kept block's positions, the command's changes applied,
             // are the block: no scan (a scan of the set's records first
             // wrote what the write tier held of it to RocksDB; splits made
@@ -271,12 +347,12 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
                 Some(all) => all,
                 None => {
                     let next = lay.next(l).map(|x| lay.head(x).to_vec());
-                    positions(z, head, next.as_deref(), ch)?
+                    positions(z, &head, next.as_deref(), ch)?
                 }
             };
             let mut at = l;
             let mut from = 0usize;
-            for (i, (h, k)) in cut(&all, head).into_iter().enumerate() {
+            for (i, (h, k)) in cut(&all, &head).into_iter().enumerate() {
                 if i == 0 {
                     lay.set(l, k);
                 } else {
@@ -288,26 +364,27 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Changes, writes: &mut Vec<(Vec<
                 // all over it).
                 lay.keep(at, was_kept.then(|| all[from..from + k as usize].to_vec()));
                 from += k as usize;
-                writes.push((h, Some(k)));
+                writes.push((head_sub(&h), Some(k)));
             }
         } else if n == 0 && l != first {
+            moved = true;
+            writes.push((head_sub(lay.head(l)), None));
             lay.remove(l);
-            writes.push((head.clone(), None));
         } else if let (Some(p), false) = (prev, l == first) {
+            moved = true;
             let joined = lay.count(p) + n;
-            let ph = lay.head(p).to_vec();
             let mine = lay.kept(l).cloned();
             match mine {
                 Some(b) if lay.kept(p).is_some() => lay.edit_kept(p, |a| a.extend(b)),
                 _ => lay.keep(p, None),
             }
             lay.set(p, joined);
+            writes.push((head_sub(lay.head(l)), None));
+            writes.push((head_sub(lay.head(p)), Some(joined)));
             lay.remove(l);
-            writes.push((head.clone(), None));
-            writes.push((ph, Some(joined)));
         } else if n != lay.count(l) {
             lay.set(l, n);
-            writes.push((head.clone(), Some(n)));
+            writes.push((head_sub(lay.head(l)), Some(n)));
         }
         // Else a member moved inside the block: its head record stands.
     }
@@ -331,7 +408,7 @@ fn read_block(z: At<'_>, lay: &mut Layout, l: Loc) -> CmdResult<Option<Positions
 fn load_block(z: At<'_>, lay: &mut Layout, l: Loc, keep: bool) -> CmdResult<Option<Positions>> {
     let head = lay.head(l).to_vec();
     let next = lay.next(l).map(|x| lay.head(x).to_vec());
-    let ps = positions(z, &head, next.as_deref(), &Changes::default())?;
+    let ps = positions(z, &head, next.as_deref(), &Net::default())?;
     if keep {
         lay.keep(l, Some(ps));
         return Ok(None);
@@ -481,15 +558,42 @@ mod tests {
 
     #[test]
     fn changes_net_out() {
-        let mut ch = Changes::default();
-        ch.insert(b"a".to_vec());
-        ch.delete(b"a".to_vec());
-        assert!(ch.is_empty());
-        ch.delete(b"b".to_vec());
-        ch.insert(b"b".to_vec());
-        assert!(ch.is_empty());
-        ch.insert(b"c".to_vec());
-        assert!(!ch.is_empty());
+        let net = |ops: &[(&[u8], bool)]| {
+            let mut ch = Changes::default();
+            for (p, put) in ops {
+                if *put {
+                    ch.insert(p.to_vec());
+                } else {
+                    ch.delete(p.to_vec());
+                }
+            }
+            let n = ch.net();
+            (n.ins.into_vec(), n.del.into_vec())
+        };
+        let none: (Vec<Vec<u8>>, Vec<Vec<u8>>) = (vec![], vec![]);
+        assert_eq!(net(&[(b"a", true), (b"a", false)]), none);
+        assert_eq!(net(&[(b"b", false), (b"b", true)]), none);
+        assert_eq!(net(&[(b"c", true)]), (vec![b"c".to_vec()], vec![]));
+        // A member moved twice in one command (ZADD m 1 m 2 over score 0):
+        // its first and last positions only.
+        assert_eq!(
+            net(&[(b"0", false), (b"1", true), (b"1", false), (b"2", true)]),
+            (vec![b"2".to_vec()], vec![b"0".to_vec()])
+        );
+        // Back where it started: nothing.
+        assert_eq!(net(&[(b"0", false), (b"1", true), (b"1", false), (b"0", true)]), none);
+        // Both lists come out sorted.
+        let (ins, del) = net(&[(b"z", true), (b"y", false), (b"a", true), (b"b", false)]);
+        assert_eq!(ins, vec![b"a".to_vec(), b"z".to_vec()]);
+        assert_eq!(del, vec![b"b".to_vec(), b"y".to_vec()]);
+        let n = Net {
+            ins: ins.clone().into(),
+            del: del.into(),
+        };
+        assert!(n.deleted(b"y") && !n.deleted(b"z"));
+        assert_eq!(n.put_in(b"b", None), &ins[1..]);
+        assert_eq!(n.put_in(b"", Some(b"b")), &ins[..1]);
+        assert!(n.put_in(b"q", Some(b"c")).is_empty());
     }
 
     #[test]

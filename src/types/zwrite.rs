@@ -34,15 +34,16 @@ impl<'k> ZWriter<'k> {
         }
     }
 
-    /// Sets member `m`'s score (adding it when missing). Returns its score
-    /// before. A score of -0 is stored as 0 (ZSCORE then says `0`, as
+    /// Sets member `m`'s score (adding it when missing) over `old`, its
+    /// score as [`ZWriter::score_in`] just read it (a ZADD reads it first
+    /// for its flags; reading it again here was ~250 instructions of
+    /// each). A score of -0 is stored as 0 (ZSCORE then says `0`, as
     /// redis-server does).
-    pub fn set_score(&mut self, m: &[u8], score: f64) -> CmdResult<Option<f64>> {
+    pub fn set_score_over(&mut self, m: &[u8], old: Option<f64>, score: f64) -> CmdResult {
         let score = if score == 0.0 { 0.0 } else { score };
-        let old = self.score_in(m)?;
         if let Some(o) = old {
             if o.to_bits() == score.to_bits() {
-                return Ok(old);
+                return Ok(());
             }
             self.w.delete_raw(&score_sub(o, m));
             self.ch.delete(position(o, m));
@@ -52,7 +53,7 @@ impl<'k> ZWriter<'k> {
         // is absent.
         self.w.put_raw_new(&score_sub(score, m), b"");
         self.ch.insert(position(score, m));
-        Ok(old)
+        Ok(())
     }
 
     /// Removes member `m`. Returns whether it was there.
@@ -67,7 +68,7 @@ impl<'k> ZWriter<'k> {
     /// Brings the count blocks up to date, then commits as
     /// [`Writer::commit_with`].
     pub fn commit_with(mut self, class: u32, events: &[&'static str]) -> CmdResult<bool> {
-        zblock::stage(&mut self.w, &self.ch)?;
+        zblock::stage(&mut self.w, std::mem::take(&mut self.ch))?;
         let (ks, version) = (self.w.place().0, self.w.c.version);
         let done = self.w.commit_with(class, events);
         if done.is_err() {
