@@ -130,6 +130,21 @@ fn locate(c: &mut redis::Connection, names: &[String]) -> redis::RedisResult<Opt
     Ok(found)
 }
 
+/// With `ZSNAP=<prefix>` set, a copy of `dir` at `<prefix>-<dir's name>`
+/// (its start's arguments in `.args` beside it), taken before each start
+/// (tests run at once each have their own): a failing check can then be
+/// replayed on the copy, as often as needed, and its files read
+/// (tests/forensics/README.md). A kill -9 failure seldom repeats otherwise.
+fn snapshot(dir: &std::path::Path, args: &[&str]) {
+    let Ok(prefix) = std::env::var("ZSNAP") else { return };
+    let name = dir.file_name().map_or("dir".into(), |n| n.to_string_lossy().into_owned());
+    let snap = format!("{prefix}-{name}");
+    let _ = std::fs::remove_dir_all(&snap);
+    let copied = std::process::Command::new("cp").arg("-a").arg(dir).arg(&snap).status();
+    assert!(copied.is_ok_and(|s| s.success()), "copy of {} to {snap}", dir.display());
+    std::fs::write(format!("{snap}.args"), args.join(" ")).expect("args");
+}
+
 /// [`CYCLES`] times: starts the server on `dir` with `args`, runs `check`,
 /// lets [`WRITERS`] threads run `writer` (a connection, writer number, stop flag,
 /// seed) and kills the server with SIGKILL at a random moment (every third
@@ -149,6 +164,7 @@ where
             2 => with_tier.extend(["--write-tier-memory", "0"]),
             _ => {}
         }
+        snapshot(dir, &with_tier);
         let mut b = Basalt::start_in(dir, SHARDS, &with_tier);
         check(&b, cycle);
         let stop = Arc::new(AtomicBool::new(false));
@@ -171,6 +187,7 @@ where
             h.join().expect("writer");
         }
     }
+    snapshot(dir, args);
     let b = Basalt::start_in(dir, SHARDS, args);
     check(&b, CYCLES);
     b
@@ -454,7 +471,7 @@ fn sorted_sets_are_whole_and_exact_after_kill_9() {
                 .arg(-1)
                 .arg("WITHSCORES")
                 .query(&mut c)
-                .expect("ZRANGE");
+                .unwrap_or_else(|e| panic!("cycle {cycle}: ZRANGE of the copy of writer {t}: {e}"));
             assert!(
                 scores.is_empty() || (scores.len() == GENERATION && scores.iter().all(|(_, s)| *s == scores[0].1)),
                 "cycle {cycle}: copy of writer {t} is not one whole generation: {} members",
