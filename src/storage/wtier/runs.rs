@@ -71,6 +71,7 @@ impl Runs {
             pos: vec![0; self.runs.len()],
             runs: self.runs,
             heap,
+            lead: None,
             left,
             back: Default::default(),
         }
@@ -83,6 +84,11 @@ pub(super) struct Merge {
     /// The next key of each run.
     pos: Vec<usize>,
     heap: BinaryHeap<Reverse<(u128, Bytes, usize)>>,
+    /// The next key, out of the heap while its run keeps the lead: runs
+    /// that do not interleave (a list's pushes, a stream's entries) are
+    /// then taken with one comparison a key instead of a pop and a push
+    /// (the heap's sifts were ~650 instructions a key of LPUSH's drain).
+    lead: Option<(u128, Bytes, usize)>,
     left: usize,
     /// Keys taken and given back (a slice that failed to apply), first.
     back: std::collections::VecDeque<Bytes>,
@@ -112,14 +118,21 @@ impl Iterator for Merge {
             self.left -= 1;
             return Some(k);
         }
-        let Reverse((_, k, r)) = self.heap.pop()?;
+        let (_, k, r) = match self.lead.take() {
+            Some(l) => l,
+            None => self.heap.pop()?.0,
+        };
         self.pos[r] += 1;
         // Moved out of its run, not cloned: a clone touches the key's
         // reference count, a cache miss for a key written long ago (the
         // drain's slices were 12% of SET -P16 over 1M keys, most of it
         // here).
         if let Some((h, next)) = self.runs[r].get_mut(self.pos[r]) {
-            self.heap.push(Reverse((*h, std::mem::take(next), r)));
+            let next = (*h, std::mem::take(next), r);
+            match self.heap.peek() {
+                Some(Reverse(top)) if *top < next => self.heap.push(Reverse(next)),
+                _ => self.lead = Some(next),
+            }
         }
         self.left -= 1;
         Some(k)
@@ -175,5 +188,28 @@ mod tests {
         assert_eq!(m.left(), 0);
         assert!(m.next().is_none());
         assert_eq!(Runs::default().merge().left(), 0);
+    }
+
+    /// Runs that do not interleave (a list pushed at its head: each run
+    /// below the one before), and a key in two runs, come out in order,
+    /// each time it was added.
+    #[test]
+    fn runs_that_do_not_interleave_merge_in_order() {
+        let mut runs = Runs::default();
+        let mut want = Vec::new();
+        for i in (0..(RUN * 3) as u64).rev() {
+            let k = [&b"\x00list-prefix-longer-than-16:"[..], &i.to_be_bytes()].concat();
+            want.push(k.clone());
+            if runs.add(Bytes::from(k)) {
+                runs.seal(|_| true);
+            }
+        }
+        // Written again after its run was sealed: there twice.
+        let again = [&b"\x00list-prefix-longer-than-16:"[..], &5u64.to_be_bytes()].concat();
+        want.push(again.clone());
+        let _ = runs.add(Bytes::from(again));
+        want.sort();
+        let got: Vec<Vec<u8>> = runs.merge().map(|k| k.to_vec()).collect();
+        assert_eq!(got, want);
     }
 }
