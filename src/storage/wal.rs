@@ -102,6 +102,30 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes the WAL records RocksDB still buffers to their files, in
+    /// every database that has some, before the write tier appends a log
+    /// record (`ShardStore::tier_append`): a log record reaches its file at
+    /// once, and one that depends on a write past the tier (a stored
+    /// collection's meta record after its slices) must not outlive it. Left
+    /// in RocksDB's buffer until the reply, a kill -9 between the two kept
+    /// the meta of a ZUNIONSTORE's new key without its members ("corrupt
+    /// record in storage", tests/crash_atomic.rs). Only then: a write past
+    /// the tier with no log record after it in the turn (a script's, an
+    /// EXEC's) waits for the turn's one flush ([`Engine::flush_written`]).
+    pub(super) fn flush_before_log(&self) -> Result<(), StorageError> {
+        if !self.manual_wal_flush {
+            return Ok(());
+        }
+        for d in &self.dbs {
+            let target = d.written.load(Ordering::Acquire);
+            if d.flushed.load(Ordering::Acquire) < target {
+                self.flush_wal(d, false)?;
+                d.flushed.fetch_max(target, Ordering::AcqRel);
+            }
+        }
+        Ok(())
+    }
+
     /// Syncs the first database's WAL (a write of the default family that
     /// must be on disk before it takes effect: SWAPDB, FUNCTION).
     pub(super) fn sync_main(&self) -> Result<(), StorageError> {
@@ -231,19 +255,7 @@ impl Engine {
         if self.disk.spend(bytes) {
             self.check_disk();
         }
-        let target = d.written.fetch_add(1, Ordering::AcqRel) + 1;
-        if self.manual_wal_flush && self.tier_logs.iter().any(Option::is_some) {
-            // With the tier on, a write through the WAL (one past the
-            // tier, a transaction) goes to its file now: the tier's log
-            // records that follow it reach theirs at once (`tier_commit`),
-            // and one that depends on it (a stored collection's meta
-            // record after its slices) must not outlive it. Left in
-            // RocksDB's buffer until the reply, a kill -9 in between kept
-            // the meta of a ZUNIONSTORE's new key without its members
-            // ("corrupt record in storage", tests/crash_atomic.rs).
-            self.flush_wal(d, false)?;
-            d.flushed.fetch_max(target, Ordering::AcqRel);
-        }
+        d.written.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 }

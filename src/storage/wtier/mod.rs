@@ -700,8 +700,10 @@ impl ShardStore {
         Some(wb)
     }
 
-    /// Appends a record to the log, the disk guard counting its bytes.
+    /// Appends a record to the log (the WALs' buffered writes first,
+    /// [`Engine::flush_before_log`]), the disk guard counting its bytes.
     fn tier_append(&self, log: &TierLog, kind: u8, pos: u64, body: &[u8]) -> Result<(), StorageError> {
+        self.engine.flush_before_log()?;
         if let Err(e) = log.append(kind, pos, body) {
             self.engine.disk.note_write_error(&e.0);
             return Err(e);

@@ -199,11 +199,12 @@ fn wal_bytes(dir: &std::path::Path) -> u64 {
 }
 
 /// With the tier on, a write past it (here a batch over the most a lone
-/// write stages) is in its WAL file when the write returns, before the
-/// tier's next log record, which reaches its file at once: a stored
-/// collection's meta record (logged) outlived its slices (in RocksDB's
-/// WAL buffer until the reply) across a kill -9 between the two writes
-/// (strace: the 70-byte log record, then the 238 KB WAL write).
+/// write stages) is in its WAL file before the tier's next log record,
+/// which reaches its file at once: a stored collection's meta record
+/// (logged) outlived its slices (in RocksDB's WAL buffer until the reply)
+/// across a kill -9 between the two writes (strace: the 70-byte log
+/// record, then the 238 KB WAL write). Until then it waits in the buffer
+/// for the turn's one flush (a script's writes pay no write(2) each).
 #[test]
 fn a_write_past_the_tier_is_in_its_wal_file_before_the_next_log_record() {
     let (d, s, _p) = stores(1000);
@@ -213,8 +214,18 @@ fn a_write_past_the_tier_is_in_its_wal_file_before_the_next_log_record() {
         s.put(&mut b, &keys::sub_key(0, b"big", 1, &i.to_be_bytes()), b"member");
     }
     s.write(b).unwrap();
+    assert_eq!(wal_bytes(d.path()), before, "buffered until a log record or the reply");
+    assert!(s.engine.unflushed());
+    // The next log record's append fails, after the WAL's flush before it.
+    fail_next_append(&s);
+    let mut b = s.batch();
+    s.put(&mut b, &keys::meta_key(0, b"big"), b"meta");
+    assert!(s.write(b).is_err());
     let after = wal_bytes(d.path());
-    assert!(after > before, "the WAL file holds it: {before} -> {after} bytes");
+    assert!(
+        after > before,
+        "the WAL file holds it before the log record: {before} -> {after} bytes"
+    );
     assert!(!s.engine.unflushed(), "nothing left in the WAL buffer for the reply to flush");
 }
 
