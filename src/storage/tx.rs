@@ -199,10 +199,16 @@ impl ShardStore {
     /// until [`ShardStore::end_tx`], in the engine's sink when `shared`
     /// (several shards), else in the shard's journal. Writes an open group
     /// first (none is open between commands; a failure would be reported
-    /// by its `end_group`).
+    /// by its `end_group`). A shared one writes past the write tier, so
+    /// what the tier holds goes first (its drain must not write older
+    /// values over the transaction's); a transaction on this shard alone
+    /// waits in the tier as any write ([`ShardStore::write_own_tx`]), and
+    /// one that cannot applies the tier when it writes (`tier_direct`).
     pub fn begin_tx(&self, shared: bool) {
         let _ = self.flush_group();
-        let _ = self.tier_apply();
+        if shared {
+            let _ = self.tier_apply();
+        }
         self.tx.shared.set(shared);
         self.tx.on.set(true);
     }
@@ -327,13 +333,16 @@ impl ShardStore {
     /// A transaction on this shard alone: writes what it staged (close it
     /// with [`ShardStore::end_tx`]).
     pub fn write_own_tx(&self) -> Result<(), StorageError> {
-        let (wb, main) = {
+        let (wb, main, clears_meta) = {
             let mut j = self.tx.journal.borrow_mut();
-            (j.own.take(), j.main.take())
+            (j.own.take(), j.main.take(), j.clears_meta)
         };
         match (wb, main) {
             (wb, Some(main)) => self.write_with_main(wb.unwrap_or_default(), &main),
-            (Some(wb), None) => self.tier_direct(wb),
+            (Some(wb), None) => match self.stage_own_tx(wb.data(), clears_meta) {
+                Some(done) => done,
+                None => self.tier_direct(wb),
+            },
             (None, None) => Ok(()),
         }
     }

@@ -112,7 +112,7 @@ pub(super) fn direct_key(pos: u64) -> [u8; 10] {
 
 /// The most records a write outside any group may have to go through the
 /// tier ([`ShardStore::tier_stage_alone`]).
-const LONE_TIER_RECORDS: usize = 64;
+pub(super) const LONE_TIER_RECORDS: usize = 64;
 
 /// Log records past the persisted marks after which the family holding the
 /// log back is flushed.

@@ -578,6 +578,50 @@ fn a_staged_group_whose_log_append_fails_is_put_back() {
     assert_eq!(peer(&p, &fresh), Some(b"y".to_vec()));
 }
 
+/// With the write tier on, a transaction on one shard (a script, an
+/// EXEC) is staged into the tier and logged as one record, not written
+/// to RocksDB: its records wait in memory, and a failed log append
+/// loses the whole transaction (put back, reported). One that deletes
+/// a range still goes past the tier. (tests/crash_atomic.rs restarts
+/// such transactions after kill -9.)
+#[test]
+fn a_transaction_on_one_shard_waits_in_the_write_tier() {
+    let (_d, s, p) = stores(1000);
+    let (a, f) = (keys::meta_key(0, b"a"), keys::sub_key(0, b"h", 1, b"f"));
+    let tx = |puts: &[(&[u8], &[u8])]| {
+        s.begin_tx(false);
+        for (k, v) in puts {
+            put(&s, k, v);
+        }
+        let w = s.write_own_tx();
+        s.end_tx(&w);
+        w
+    };
+    let pos = s.wtier.pos.get();
+    tx(&[(&a, b"1"), (&f, b"x")]).unwrap();
+    assert_eq!(s.wtier.pos.get(), pos + 1, "one log record");
+    assert_eq!(s.write_tier_size().records, 2, "both records wait in the tier");
+    assert_eq!(peer(&p, &f), None, "RocksDB does not have them");
+    assert_eq!((get(&s, &a), get(&s, &f)), (Some(b"1".to_vec()), Some(b"x".to_vec())));
+    // A failed log append puts the whole transaction back.
+    fail_next_append(&s);
+    assert!(tx(&[(&a, b"2"), (&f, b"y")]).is_err());
+    assert_eq!((get(&s, &a), get(&s, &f)), (Some(b"1".to_vec()), Some(b"x".to_vec())));
+    // A range delete goes past the tier (written after what it holds).
+    s.begin_tx(false);
+    let mut b = s.batch();
+    let (lo, hi) = keys::meta_db_range(0);
+    s.delete_range(&mut b, &lo, &hi);
+    s.write(b).unwrap();
+    let w = s.write_own_tx();
+    s.end_tx(&w);
+    w.unwrap();
+    assert_eq!(get(&s, &a), None);
+    assert_eq!(peer(&p, &f), Some(b"x".to_vec()), "the tier was applied first");
+    tx(&[(&a, b"3"), (&f, b"z")]).unwrap();
+    assert_eq!((get(&s, &f), peer(&p, &f)), (Some(b"z".to_vec()), Some(b"x".to_vec())));
+}
+
 /// A write into the tier leaves the meta cache alone; the apply tells it
 /// the record's value, so a read after the tier let it go is not stale.
 #[test]
