@@ -584,12 +584,10 @@ impl ShardStore {
         self.tier_cut()
     }
 
-    /// Writes `wb` to the families at once (with the WAL), after what the
-    /// tier holds; with the tier on, the same batch carries a copy of it
-    /// as a direct record ([`DIRECT`]), so that a replay after a crash
-    /// writes it again after the tier's older log records, not before them
-    /// (a copy in the log file could outlive a WAL write that never
-    /// happened: a transaction's part came back alone, tests/crash_atomic.rs).
+    /// Writes `wb` to the families now (with the WAL), after what the tier
+    /// holds, carrying its copy as a direct record ([`DIRECT`]): a replay
+    /// writes it after the tier's older log records (a copy in the log
+    /// file outlived a WAL write that never happened, tests/crash_atomic.rs).
     pub(super) fn tier_direct(&self, mut wb: WriteBatch) -> Result<(), StorageError> {
         if !self.wtier.on() {
             return self.engine.write_in(self.home, wb);
