@@ -21,6 +21,8 @@ mod dbmap;
 pub mod disk;
 mod families;
 mod functions;
+mod keyfilter;
+pub use keyfilter::MOST_KEYS as KEY_FILTER_MOST_KEYS;
 pub mod gc;
 pub mod group;
 pub mod intent;
@@ -449,6 +451,7 @@ impl Engine {
             ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
             spare: Default::default(),
+            keys: Default::default(),
         })
     }
 
@@ -530,6 +533,8 @@ pub struct ShardStore {
     found: Option<gc::Found>,
     /// Emptied batches, to be filled again ([`ShardStore::batch`]).
     spare: std::cell::RefCell<Vec<Batch>>,
+    /// Which meta keys may exist (`keyfilter`): the owner's, once built.
+    keys: keyfilter::KeyFilter,
 }
 
 /// The share of `meta-cache-size` the member caches get: one part in this.
@@ -540,6 +545,26 @@ const SPARE_BATCHES: usize = 8;
 const SPARE_BATCH_BYTES: usize = 64 << 10;
 
 impl ShardStore {
+    /// Turns on the owner's key filter (`keyfilter`), holding the keys of
+    /// `hashes` (by [`ShardStore::key_hasher`]): every meta record's key
+    /// the store holds, counted before any write of this store.
+    pub fn build_key_filter(&self, hashes: &[u64]) {
+        self.keys.build(hashes);
+    }
+
+    /// The key filter's (bytes, keys entered, keys sized for, reads it
+    /// answered absent), for INFO.
+    pub fn key_filter_stats(&self) -> (usize, usize, usize, u64) {
+        self.keys.stats()
+    }
+
+    /// Whether the key filter says meta record `key` (hash `h` by the key
+    /// hasher, if known) does not exist: RocksDB need not be read.
+    #[inline]
+    fn filtered_out(&self, key: &[u8], h: Option<u64>) -> bool {
+        self.keys.on() && !self.keys.may_hold(h.unwrap_or_else(|| self.wtier.hasher().hash_one(key)))
+    }
+
     /// The meta cache's counters, if this store has one.
     pub fn meta_cache_stats(&self) -> Option<cache::CacheStats> {
         self.cache.as_ref().map(|c| c.stats())
@@ -600,6 +625,9 @@ impl ShardStore {
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
         b.wb.put_cf(self.id_of(key), key, value);
+        if self.keys.on() && cache::is_meta(key) {
+            self.keys.add(self.wtier.hasher().hash_one(key));
+        }
         b.has_sub |= keys::is_sub(key);
         self.ahead.forget(key);
         self.touch(key);

@@ -53,6 +53,9 @@ impl ShardStore {
             }
             let v = match held.or_else(|| c.get(key)) {
                 Some(v) => v,
+                // Not a key the store holds (`keyfilter`): RocksDB's
+                // filters on every level need not say so.
+                None if self.filtered_out(key, h) => None,
                 None => {
                     let v = self.read_db(key)?.map(|v| Bytes::copy_from_slice(&v));
                     // Absent keys are not cached on a read: a stream of new
@@ -75,6 +78,9 @@ impl ShardStore {
         }
         if let Some(v) = self.ahead.get(key) {
             return Ok(f(Some(&v)));
+        }
+        if cache::is_meta(key) && self.filtered_out(key, h) {
+            return Ok(f(None));
         }
         let v = self.read_db(key)?;
         if let (Some(m), Some(v)) = (members, &v) {

@@ -258,6 +258,10 @@ impl ShardStore {
         if self.overlaid() && self.group_read(key)?.is_some() || self.wtier.get(key).is_some() {
             return Ok(false);
         }
+        // A new key: its write's own read answers from the key filter.
+        if self.filtered_out(key, None) {
+            return Ok(false);
+        }
         match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => {
                 c.insert(bytes::Bytes::copy_from_slice(key), v.map(|v| bytes::Bytes::copy_from_slice(&v)));

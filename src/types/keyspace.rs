@@ -207,7 +207,7 @@ impl Keyspace {
             access: super::access::Access::new(crate::clock::wall_ms(), hasher),
             stats: KeyspaceStats::default(),
         };
-        ks.recount()?;
+        ks.count_and_filter_keys()?;
         Ok(ks)
     }
 
@@ -491,6 +491,12 @@ impl Keyspace {
     /// Records and key and value bytes the shard's write tier holds.
     pub fn write_tier_size(&self) -> crate::storage::TierSize {
         self.store.write_tier_size()
+    }
+
+    /// The store's key filter: (bytes, keys entered, keys sized for, reads
+    /// it answered absent).
+    pub fn key_filter_stats(&self) -> (usize, usize, usize, u64) {
+        self.store.key_filter_stats()
     }
 
     /// Sets the expiry of live key `stored` (`at` in ms, 0: none),

@@ -49,6 +49,9 @@ struct ShardReport {
     member_cache: CacheStats,
     /// The write tier's records and bytes.
     wtier: crate::storage::TierSize,
+    /// The key filter's (bytes, keys entered, keys sized for, reads it
+    /// answered absent).
+    key_filter: (usize, usize, usize, u64),
     /// Bytes of the shard's Lua interpreter (0 while a gated script has it).
     lua: u64,
 }
@@ -80,6 +83,7 @@ async fn gather(shard: &Rc<Shard<ShardState>>, with_latency: bool) -> Vec<ShardR
             meta_cache: st.ks.meta_cache_stats(),
             member_cache: st.ks.member_cache_stats(),
             wtier: st.ks.write_tier_size(),
+            key_filter: st.ks.key_filter_stats(),
             lua: st
                 .lua
                 .try_borrow()
@@ -220,7 +224,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let budget = &g.memory;
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nmember_cache_bytes:{}\r\nmember_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nmember_cache_bytes:{}\r\nmember_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\nkey_filter_bytes:{}\r\nkey_filter_keys:{}\r\nkey_filter_capacity:{}\r\nkey_filter_absent_reads:{}\r\n\r\n",
             human(used),
             human(rss),
             budget.total,
@@ -241,6 +245,10 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             reports.iter().map(|r| r.wtier.bytes).sum::<u64>(),
             reports.iter().map(|r| r.wtier.log_bytes).sum::<u64>(),
             reports.iter().map(|r| r.wtier.budget).sum::<u64>(),
+            reports.iter().map(|r| r.key_filter.0).sum::<usize>(),
+            reports.iter().map(|r| r.key_filter.1).sum::<usize>(),
+            reports.iter().map(|r| r.key_filter.2).sum::<usize>(),
+            reports.iter().map(|r| r.key_filter.3).sum::<u64>(),
         );
         // Scripts: every shard's interpreter (EVAL scripts and functions
         // share it), the script store, the function libraries.

@@ -77,7 +77,7 @@ mod runs;
 mod tests;
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -285,6 +285,9 @@ pub(super) struct WriteTier {
     /// What dirty held before each record staged since the last log
     /// append, put back if the append fails ([`ShardStore::tier_stage`]).
     undo: RefCell<Vec<gen::Undo>>,
+    /// Whether a flush the cut asked for is still being requested
+    /// ([`ShardStore::tier_cut`]).
+    flushing: Arc<AtomicBool>,
 }
 
 impl WriteTier {
@@ -316,6 +319,7 @@ impl WriteTier {
             any: Cell::new(false),
             hasher,
             undo: RefCell::default(),
+            flushing: Arc::default(),
         };
         if t.log.is_some() && !loaded.is_empty() {
             let mut d = t.dirty.borrow_mut();
@@ -791,9 +795,8 @@ impl ShardStore {
         // open segment is left: no flush lets a cut take it.)
         let held = || log.has_closed() && log.bytes() > 2 * self.wtier.limit.log;
         if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || held() {
-            let mut fo = rocksdb::FlushOptions::default();
-            fo.set_wait(false);
-            self.db.flush_cf_opt(if meta <= sub { self.cf } else { self.sub }, &fo)?;
+            let cf = if meta <= sub { self.cf } else { self.sub };
+            super::wal::flush_aside(self.db, cf, &self.wtier.flushing);
         }
         Ok(())
     }

@@ -24,6 +24,23 @@ impl Keyspace {
     /// Counts each db's keys and keys with an expiry from the meta records
     /// (one scan), and raises the version floor to the newest on disk.
     pub(super) fn recount(&self) -> CmdResult<()> {
+        self.count_keys(None)
+    }
+
+    /// [`Keyspace::recount`] at the open, which also turns on the store's
+    /// key filter with every key it counted (`storage::keyfilter`; none
+    /// past the most it takes).
+    pub(super) fn count_and_filter_keys(&self) -> CmdResult<()> {
+        let mut hashes = Vec::new();
+        self.count_keys(Some(&mut hashes))?;
+        if hashes.len() <= crate::storage::KEY_FILTER_MOST_KEYS {
+            self.store.build_key_filter(&hashes);
+        }
+        Ok(())
+    }
+
+    fn count_keys(&self, mut hashes: Option<&mut Vec<u64>>) -> CmdResult<()> {
+        let hasher = self.store.key_hasher().clone();
         // The newest collection version on disk: versions come from the wall
         // clock, which may have gone back since they were written, and a
         // new incarnation must never reuse an old one's version.
@@ -31,8 +48,11 @@ impl Keyspace {
         for db in 0..self.counts.len() {
             let (lo, hi) = keys::meta_db_range(db as u8);
             let (mut n, mut with_ttl, mut sum) = (0i64, 0i64, 0i128);
-            self.store.scan(&lo, &hi, |_, v| {
+            self.store.scan(&lo, &hi, |k, v| {
                 n += 1;
+                if let Some(h) = hashes.as_deref_mut().filter(|h| h.len() <= crate::storage::KEY_FILTER_MOST_KEYS) {
+                    h.push(hasher.hash_one(k));
+                }
                 if let Some(m) = Meta::decode(v) {
                     with_ttl += (m.expire_ms != 0) as i64;
                     sum += m.expire_ms as i128;

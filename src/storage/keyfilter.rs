@@ -1,0 +1,223 @@
+//! Which keys a shard may hold (issue 52): a blocked Bloom filter of its
+//! meta records' keys, so a read of a key that does not exist costs one
+//! cache line instead of RocksDB's filters. With a million keys, a fifth of
+//! them absent, RocksDB's `Get` was 22% of GET -P16's shard (each absent
+//! read searched the top-level index and a filter partition of every L0
+//! file and level) and 9% of SET's (the read before a new key's write).
+//!
+//! Exact on one side only: a key it does not hold has no meta record, in
+//! the tier or in RocksDB; one it holds may have none. Keys enter it when
+//! the shard opens ([`KeyFilter::build`], from the keyspace's count of
+//! every meta record, `Keyspace::recount`) and at every write of a meta
+//! record ([`ShardStore::put`](super::ShardStore::put), the one door every
+//! command's write goes through, WATCH's too); a delete leaves its key in,
+//! so a deleted key reads through to RocksDB as before. Only the owner's
+//! store turns one on: peers never write, and read RocksDB as before.
+//!
+//! It is sized at the open for twice the keys found (at least 1M) at 16
+//! bits a key, in 64-byte blocks (one block a key, 7 bits in it). Once more
+//! distinct keys entered it than it was sized for, its false positives
+//! climb, so it turns itself off until the next start (reads go to RocksDB
+//! as before); so does an open with more keys than [`MAX_BYTES`] holds.
+
+use std::cell::{Cell, RefCell};
+
+/// Bits a key is sized for.
+const BITS_PER_KEY: usize = 16;
+/// The fewest keys a filter is sized for.
+const MIN_KEYS: usize = 1 << 20;
+/// The largest filter (a shard opened with more keys than this holds at
+/// [`BITS_PER_KEY`] gets none).
+pub const MAX_BYTES: usize = 64 << 20;
+
+type Block = [u64; 8];
+
+#[derive(Default)]
+pub struct KeyFilter {
+    /// Empty: off.
+    blocks: RefCell<Vec<Block>>,
+    /// Keys that set a bit when they entered (distinct keys, nearly).
+    keys: Cell<usize>,
+    /// The keys it was sized for.
+    cap: Cell<usize>,
+    /// Reads it answered "absent" (INFO).
+    answered: Cell<u64>,
+}
+
+/// The most keys an open may find and still get a filter.
+pub const MOST_KEYS: usize = MAX_BYTES * 8 / BITS_PER_KEY / 2;
+
+/// The keys and bytes a filter of `n` keys at the open is sized for.
+fn sized_for(n: usize) -> Option<(usize, usize)> {
+    let cap = (n * 2).max(MIN_KEYS);
+    let bytes = cap * BITS_PER_KEY / 8;
+    (bytes <= MAX_BYTES).then_some((cap, bytes))
+}
+
+/// The block and the seven bits in it a hash names.
+#[inline]
+fn place(h: u64, blocks: usize) -> (usize, [u16; 7]) {
+    let b = ((h as u128 * blocks as u128) >> 64) as usize;
+    let m = h.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (h >> 29);
+    let mut bits = [0u16; 7];
+    for (i, bit) in bits.iter_mut().enumerate() {
+        *bit = ((m >> (i * 9)) & 511) as u16;
+    }
+    (b, bits)
+}
+
+impl KeyFilter {
+    #[inline]
+    pub fn on(&self) -> bool {
+        !self.blocks.borrow().is_empty()
+    }
+
+    /// Turns it on, holding `hashes` (every key the shard holds now, by
+    /// the store's key hasher): sized for twice as many (at least
+    /// [`MIN_KEYS`]); off when that is over [`MAX_BYTES`].
+    pub fn build(&self, hashes: &[u64]) {
+        let Some((cap, bytes)) = sized_for(hashes.len()) else {
+            self.off();
+            return;
+        };
+        *self.blocks.borrow_mut() = vec![[0u64; 8]; bytes.div_ceil(64)];
+        self.cap.set(cap);
+        self.keys.set(0);
+        for &h in hashes {
+            self.add(h);
+        }
+    }
+
+    /// Turns it off (every read goes to RocksDB) and frees it.
+    pub fn off(&self) {
+        *self.blocks.borrow_mut() = Vec::new();
+        self.keys.set(0);
+        self.cap.set(0);
+    }
+
+    /// A key (by hash) that may exist from now on.
+    #[inline]
+    pub fn add(&self, h: u64) {
+        let full = {
+            let mut blocks = self.blocks.borrow_mut();
+            if blocks.is_empty() {
+                return;
+            }
+            let (b, bits) = place(h, blocks.len());
+            let block = &mut blocks[b];
+            let mut new = false;
+            for bit in bits {
+                let (w, m) = ((bit >> 6) as usize, 1u64 << (bit & 63));
+                new |= block[w] & m == 0;
+                block[w] |= m;
+            }
+            if !new {
+                return;
+            }
+            self.keys.set(self.keys.get() + 1);
+            self.keys.get() > self.cap.get()
+        };
+        if full {
+            self.off();
+        }
+    }
+
+    /// Whether a key (by hash) may exist: true while off.
+    #[inline]
+    pub fn may_hold(&self, h: u64) -> bool {
+        let blocks = self.blocks.borrow();
+        if blocks.is_empty() {
+            return true;
+        }
+        let (b, bits) = place(h, blocks.len());
+        let block = &blocks[b];
+        let held = bits.iter().all(|&bit| block[(bit >> 6) as usize] & (1u64 << (bit & 63)) != 0);
+        if !held {
+            self.answered.set(self.answered.get() + 1);
+        }
+        held
+    }
+
+    /// (bytes, keys entered, keys sized for, reads answered absent).
+    pub fn stats(&self) -> (usize, usize, usize, u64) {
+        (
+            self.blocks.borrow().len() * 64,
+            self.keys.get(),
+            self.cap.get(),
+            self.answered.get(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(from: u64, n: u64) -> Vec<u64> {
+        let s = ahash::RandomState::with_seeds(1, 2, 3, 4);
+        (from..from + n).map(|i| s.hash_one(format!("key:{i}").as_bytes())).collect()
+    }
+
+    #[test]
+    fn off_it_holds_everything() {
+        let f = KeyFilter::default();
+        assert!(!f.on());
+        assert!(f.may_hold(42));
+        f.add(7);
+        assert!(!f.on(), "adding does not turn it on");
+    }
+
+    #[test]
+    fn every_key_added_is_held_and_few_others_are() {
+        let f = KeyFilter::default();
+        let built = hashes(0, 300_000);
+        f.build(&built);
+        assert!(f.on());
+        let later = hashes(300_000, 300_000);
+        for &h in &later {
+            f.add(h);
+        }
+        assert!(built.iter().chain(&later).all(|&h| f.may_hold(h)), "no false negative");
+        let others = hashes(10_000_000, 200_000);
+        let fp = others.iter().filter(|&&h| f.may_hold(h)).count();
+        assert!(
+            fp < 200_000 / 100,
+            "{fp} false positives of 200000 (at {} of {} keys)",
+            f.keys.get(),
+            f.cap.get()
+        );
+        let (bytes, keys, cap, answered) = f.stats();
+        assert_eq!(bytes, MIN_KEYS * BITS_PER_KEY / 8);
+        assert!(keys > 590_000 && keys <= 600_000, "{keys}");
+        assert_eq!(cap, MIN_KEYS);
+        assert_eq!(answered as usize, 200_000 - fp);
+    }
+
+    #[test]
+    fn a_key_added_again_counts_once() {
+        let f = KeyFilter::default();
+        f.build(&[]);
+        let h = hashes(0, 1)[0];
+        f.add(h);
+        f.add(h);
+        assert_eq!(f.stats().1, 1);
+    }
+
+    #[test]
+    fn past_its_size_it_turns_off() {
+        let f = KeyFilter::default();
+        f.build(&hashes(0, 10));
+        // Counted by the bits they set: a few of the last look held already.
+        for &h in &hashes(10, MIN_KEYS as u64 + MIN_KEYS as u64 / 10) {
+            f.add(h);
+        }
+        assert!(!f.on(), "over its size it stops answering");
+        assert!(f.may_hold(12345));
+        assert_eq!(sized_for(MOST_KEYS), Some((MOST_KEYS * 2, MAX_BYTES)));
+        assert_eq!(
+            sized_for(MOST_KEYS + 1),
+            None,
+            "an open with more keys than its largest size gets none"
+        );
+    }
+}
