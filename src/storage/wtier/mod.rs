@@ -285,8 +285,7 @@ pub(super) struct WriteTier {
     /// What dirty held before each record staged since the last log
     /// append, put back if the append fails ([`ShardStore::tier_stage`]).
     undo: RefCell<Vec<gen::Undo>>,
-    /// Whether a flush the cut asked for is still being requested
-    /// ([`ShardStore::tier_cut`]).
+    /// Whether a flush the cut asked for is under way (`wal::flush_aside`).
     flushing: Arc<AtomicBool>,
 }
 
@@ -787,16 +786,14 @@ impl ShardStore {
             self.engine.write_in(self.home, wb)?;
             self.wtier.cut.set(safe);
         }
-        // A family written little flushes seldom and holds the log back:
-        // flush it now (in the background). So do hot keys written in
-        // place, once the log holds closed segments the marks do not
-        // pass: their drains put little in the memtables (1000 keys' SETs
-        // left 160 MB of log before 4096 positions). (Not while only the
-        // open segment is left: no flush lets a cut take it.)
+        // A family written little flushes seldom and holds the log back: flush it
+        // now (from another thread). So do hot keys written in place, once the log
+        // holds closed segments the marks do not pass: their drains put little in
+        // the memtables (1000 keys' SETs left 160 MB of log before 4096
+        // positions). Not while only the open segment is left: no cut follows.
         let held = || log.has_closed() && log.bytes() > 2 * self.wtier.limit.log;
         if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || held() {
-            let cf = if meta <= sub { self.cf } else { self.sub };
-            super::wal::flush_aside(self.db, cf, &self.wtier.flushing);
+            super::wal::flush_aside(self.db, if meta <= sub { self.cf } else { self.sub }, &self.wtier.flushing);
         }
         Ok(())
     }
