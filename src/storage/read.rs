@@ -48,7 +48,8 @@ impl ShardStore {
                 // them answer this key themselves from now on (the write
                 // path keeps it current, `tier_stage`).
                 if !c.holds(key) {
-                    c.insert(Bytes::copy_from_slice(key), v.clone());
+                    // A copy: a slice would keep the tier's chunk.
+                    c.insert(Bytes::copy_from_slice(key), v.as_deref().map(Bytes::copy_from_slice));
                 }
             }
             let v = match held.or_else(|| c.get(key)) {

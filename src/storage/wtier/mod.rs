@@ -313,7 +313,7 @@ impl WriteTier {
             pos: Cell::new(start),
             cut: Cell::new(start),
             logged: Cell::new(0),
-            dirty: RefCell::new(Gen::with_room(0, &hasher)),
+            dirty: RefCell::new(Gen::with_room(0, &hasher, gen::chunk_size(limit.bytes))),
             drain: RefCell::default(),
             any: Cell::new(false),
             hasher,
@@ -445,7 +445,8 @@ impl ShardStore {
             // entry follows every write (`PeerStore::get_with`).
             if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
                 if let Some((key, value)) = d.get_key_value(k) {
-                    c.update(key, value.clone());
+                    // A copy: a slice would keep dirty's chunk (`gen`).
+                    c.update(key, value.as_deref().map(Bytes::copy_from_slice));
                 }
             }
             undo.extend(changed);
@@ -509,7 +510,8 @@ impl ShardStore {
         t.logged.set(0);
         let mut gen = {
             let mut dirty = t.dirty.borrow_mut();
-            let room = Gen::with_room(dirty.map.len(), &t.hasher);
+            let mut room = Gen::with_room(dirty.map.len(), &t.hasher, gen::chunk_size(t.limit.bytes));
+            dirty.pass_spare(&mut room);
             std::mem::replace(&mut *dirty, room)
         };
         // Sorted as it filled: only its last run is sorted now.
@@ -565,7 +567,8 @@ impl ShardStore {
             for k in slice.iter().filter(|k| super::cache::is_meta(k)) {
                 let newer = dirty.as_ref().and_then(|d| d.get(k));
                 if let Some(v) = newer.or_else(|| d.gen.get(k)) {
-                    c.insert(Bytes::copy_from_slice(k), v.clone());
+                    // A copy: a slice would keep the generation's chunk.
+                    c.insert(Bytes::copy_from_slice(k), v.as_deref().map(Bytes::copy_from_slice));
                 }
             }
         }
@@ -581,8 +584,14 @@ impl ShardStore {
         if let Some(h) = &t.held {
             h[d.filter].clear();
         }
+        // Its chunks go to dirty once nothing of it is left (`gen`).
+        let chunks = d.gen.take_chunks();
         *slot = None;
         drop(slot);
+        drop(slice);
+        if let Ok(mut dirty) = t.dirty.try_borrow_mut() {
+            dirty.give_chunks(chunks, t.limit.bytes);
+        }
         t.any.set(!t.dirty.borrow().map.is_empty());
         self.tier_cut()
     }
