@@ -197,3 +197,58 @@ fn keys_survive_a_restart_and_absent_reads_skip_rocksdb() {
         );
     }
 }
+
+/// A shard started empty that grows past the million keys its filter was
+/// sized for keeps one: the filter grows a layer (it used to turn itself
+/// off, and every read of a new key went to RocksDB again), every key
+/// written is still found, and reads of keys never made are answered.
+#[test]
+fn a_shard_that_grows_past_its_filters_size_keeps_one() {
+    let b = Basalt::start(1);
+    let mut c = b.raw();
+    let first = c.info_u64("memory", "key_filter_capacity");
+    let n = first as usize + first as usize / 8;
+    let per = 500;
+    let mut sent = 0;
+    for chunk in 0..n.div_ceil(per) {
+        let mut args = vec!["MSET".to_string()];
+        for i in chunk * per..((chunk + 1) * per).min(n) {
+            args.push(format!("g:{i}"));
+            args.push("v".into());
+        }
+        c.send_bytes(&common::Raw::encode(&args));
+        sent += 1;
+        if sent == 64 {
+            for _ in 0..sent {
+                assert_eq!(c.reply(), b"+OK\r\n");
+            }
+            sent = 0;
+        }
+    }
+    for _ in 0..sent {
+        assert_eq!(c.reply(), b"+OK\r\n");
+    }
+    assert_eq!(c.cmd(&["DBSIZE"]), format!(":{n}\r\n").into_bytes());
+    let (bytes, keys, cap) = (
+        c.info_u64("memory", "key_filter_bytes"),
+        c.info_u64("memory", "key_filter_keys"),
+        c.info_u64("memory", "key_filter_capacity"),
+    );
+    assert!(
+        bytes > 0 && cap > first,
+        "grew instead of turning off: {bytes} bytes, {keys} keys, {cap} sized for"
+    );
+    assert!(keys as usize > n - n / 100, "{keys} of {n} keys entered");
+    for i in (0..n).step_by(997) {
+        assert_eq!(c.cmd(&["EXISTS", &format!("g:{i}")]), b":1\r\n", "g:{i}");
+    }
+    let before = c.info_u64("memory", "key_filter_absent_reads");
+    for i in 0..1000 {
+        assert_eq!(c.cmd(&["GET", &format!("never:{i}")]), b"$-1\r\n");
+    }
+    let answered = c.info_u64("memory", "key_filter_absent_reads") - before;
+    assert!(
+        answered >= 980,
+        "{answered} of 1000 reads of keys never made answered by the filter"
+    );
+}

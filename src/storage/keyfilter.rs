@@ -16,9 +16,12 @@
 //!
 //! It is sized at the open for twice the keys found (at least 1M) at 16
 //! bits a key, in 64-byte blocks (one block a key, 7 bits in it). Once more
-//! distinct keys entered it than it was sized for, its false positives
-//! climb, so it turns itself off until the next start (reads go to RocksDB
-//! as before); so does an open with more keys than [`MAX_BYTES`] holds.
+//! distinct keys entered it than it was sized for, it grows a layer twice
+//! the size of its newest (a scalable Bloom filter: a key new to every
+//! layer enters the newest, a read asks each layer), so a shard started
+//! empty keeps it as it fills; past [`MAX_BYTES`] in all it turns itself
+//! off until the next start (reads go to RocksDB as before), and so does
+//! an open with more keys than [`MAX_BYTES`] holds.
 
 use std::cell::{Cell, RefCell};
 
@@ -26,20 +29,44 @@ use std::cell::{Cell, RefCell};
 const BITS_PER_KEY: usize = 16;
 /// The fewest keys a filter is sized for.
 const MIN_KEYS: usize = 1 << 20;
-/// The largest filter (a shard opened with more keys than this holds at
-/// [`BITS_PER_KEY`] gets none).
+/// The most memory a shard's filter takes, all its layers together (a
+/// shard opened with more keys than this holds at [`BITS_PER_KEY`] gets
+/// none).
 pub const MAX_BYTES: usize = 64 << 20;
 
 type Block = [u64; 8];
 
+/// One layer: its blocks, the keys that set a bit when they entered it
+/// (distinct keys, nearly), and the keys it was sized for.
+struct Layer {
+    blocks: Vec<Block>,
+    keys: usize,
+    cap: usize,
+}
+
+impl Layer {
+    fn new(cap: usize) -> Layer {
+        Layer {
+            blocks: vec![[0u64; 8]; (cap * BITS_PER_KEY / 8).div_ceil(64)],
+            keys: 0,
+            cap,
+        }
+    }
+
+    #[inline]
+    fn holds(&self, h: u64) -> bool {
+        let (b, bits) = place(h, self.blocks.len());
+        let block = &self.blocks[b];
+        bits.iter().all(|&bit| block[(bit >> 6) as usize] & (1u64 << (bit & 63)) != 0)
+    }
+}
+
 #[derive(Default)]
 pub struct KeyFilter {
-    /// Empty: off.
-    blocks: RefCell<Vec<Block>>,
-    /// Keys that set a bit when they entered (distinct keys, nearly).
-    keys: Cell<usize>,
-    /// The keys it was sized for.
-    cap: Cell<usize>,
+    /// Oldest first; empty: off.
+    layers: RefCell<Vec<Layer>>,
+    /// The most bytes its layers may take together.
+    max: Cell<usize>,
     /// Reads it answered "absent" (INFO).
     answered: Cell<u64>,
 }
@@ -48,10 +75,10 @@ pub struct KeyFilter {
 pub const MOST_KEYS: usize = MAX_BYTES * 8 / BITS_PER_KEY / 2;
 
 /// The keys and bytes a filter of `n` keys at the open is sized for.
-fn sized_for(n: usize) -> Option<(usize, usize)> {
+fn sized_for(n: usize, max: usize) -> Option<(usize, usize)> {
     let cap = (n * 2).max(MIN_KEYS);
     let bytes = cap * BITS_PER_KEY / 8;
-    (bytes <= MAX_BYTES).then_some((cap, bytes))
+    (bytes <= max).then_some((cap, bytes))
 }
 
 /// The block and the seven bits in it a hash names.
@@ -69,20 +96,24 @@ fn place(h: u64, blocks: usize) -> (usize, [u16; 7]) {
 impl KeyFilter {
     #[inline]
     pub fn on(&self) -> bool {
-        !self.blocks.borrow().is_empty()
+        !self.layers.borrow().is_empty()
     }
 
     /// Turns it on, holding `hashes` (every key the shard holds now, by
     /// the store's key hasher): sized for twice as many (at least
     /// [`MIN_KEYS`]); off when that is over [`MAX_BYTES`].
     pub fn build(&self, hashes: &[u64]) {
-        let Some((cap, bytes)) = sized_for(hashes.len()) else {
+        self.build_within(hashes, MAX_BYTES);
+    }
+
+    /// [`KeyFilter::build`] with its layers taking at most `max` bytes.
+    fn build_within(&self, hashes: &[u64], max: usize) {
+        let Some((cap, _)) = sized_for(hashes.len(), max) else {
             self.off();
             return;
         };
-        *self.blocks.borrow_mut() = vec![[0u64; 8]; bytes.div_ceil(64)];
-        self.cap.set(cap);
-        self.keys.set(0);
+        self.max.set(max);
+        *self.layers.borrow_mut() = vec![Layer::new(cap)];
         for &h in hashes {
             self.add(h);
         }
@@ -90,62 +121,76 @@ impl KeyFilter {
 
     /// Turns it off (every read goes to RocksDB) and frees it.
     pub fn off(&self) {
-        *self.blocks.borrow_mut() = Vec::new();
-        self.keys.set(0);
-        self.cap.set(0);
+        *self.layers.borrow_mut() = Vec::new();
     }
 
-    /// A key (by hash) that may exist from now on.
+    /// A key (by hash) that may exist from now on: into the newest layer,
+    /// unless a layer holds it already. Past the newest layer's size, a
+    /// layer twice its size is added (off past [`MAX_BYTES`] in all).
     #[inline]
     pub fn add(&self, h: u64) {
-        let full = {
-            let mut blocks = self.blocks.borrow_mut();
-            if blocks.is_empty() {
+        let grow = {
+            let mut layers = self.layers.borrow_mut();
+            let Some((newest, older)) = layers.split_last_mut() else {
+                return;
+            };
+            let (b, bits) = place(h, newest.blocks.len());
+            let block = &newest.blocks[b];
+            if bits.iter().all(|&bit| block[(bit >> 6) as usize] & (1u64 << (bit & 63)) != 0) {
                 return;
             }
-            let (b, bits) = place(h, blocks.len());
-            let block = &mut blocks[b];
-            let mut new = false;
+            // A key an older layer holds (a key written again) stays there.
+            if older.iter().any(|l| l.holds(h)) {
+                return;
+            }
+            let block = &mut newest.blocks[b];
             for bit in bits {
-                let (w, m) = ((bit >> 6) as usize, 1u64 << (bit & 63));
-                new |= block[w] & m == 0;
-                block[w] |= m;
+                block[(bit >> 6) as usize] |= 1u64 << (bit & 63);
             }
-            if !new {
-                return;
-            }
-            self.keys.set(self.keys.get() + 1);
-            self.keys.get() > self.cap.get()
+            newest.keys += 1;
+            (newest.keys > newest.cap).then_some(newest.cap * 2)
         };
-        if full {
-            self.off();
+        if let Some(cap) = grow {
+            let bytes: usize = self.layers.borrow().iter().map(|l| l.blocks.len() * 64).sum();
+            if bytes + cap * BITS_PER_KEY / 8 > self.max.get() {
+                self.off();
+            } else {
+                self.layers.borrow_mut().push(Layer::new(cap));
+            }
         }
     }
 
     /// Whether a key (by hash) may exist: true while off.
     #[inline]
     pub fn may_hold(&self, h: u64) -> bool {
-        let blocks = self.blocks.borrow();
-        if blocks.is_empty() {
+        let layers = self.layers.borrow();
+        if layers.is_empty() {
             return true;
         }
-        let (b, bits) = place(h, blocks.len());
-        let block = &blocks[b];
-        let held = bits.iter().all(|&bit| block[(bit >> 6) as usize] & (1u64 << (bit & 63)) != 0);
+        // The newest first: recent keys are the likelier.
+        let held = layers.iter().rev().any(|l| l.holds(h));
         if !held {
             self.answered.set(self.answered.get() + 1);
         }
         held
     }
 
-    /// (bytes, keys entered, keys sized for, reads answered absent).
+    /// (bytes, keys entered, keys sized for, reads answered absent), its
+    /// layers together.
     pub fn stats(&self) -> (usize, usize, usize, u64) {
+        let layers = self.layers.borrow();
         (
-            self.blocks.borrow().len() * 64,
-            self.keys.get(),
-            self.cap.get(),
+            layers.iter().map(|l| l.blocks.len() * 64).sum(),
+            layers.iter().map(|l| l.keys).sum(),
+            layers.iter().map(|l| l.cap).sum(),
             self.answered.get(),
         )
+    }
+
+    /// Its layers.
+    #[cfg(test)]
+    fn layers(&self) -> usize {
+        self.layers.borrow().len()
     }
 }
 
@@ -183,8 +228,8 @@ mod tests {
         assert!(
             fp < 200_000 / 100,
             "{fp} false positives of 200000 (at {} of {} keys)",
-            f.keys.get(),
-            f.cap.get()
+            f.stats().1,
+            f.stats().2
         );
         let (bytes, keys, cap, answered) = f.stats();
         assert_eq!(bytes, MIN_KEYS * BITS_PER_KEY / 8);
@@ -204,18 +249,41 @@ mod tests {
     }
 
     #[test]
-    fn past_its_size_it_turns_off() {
+    fn past_its_size_it_grows_a_layer_and_past_its_most_bytes_turns_off() {
         let f = KeyFilter::default();
         f.build(&hashes(0, 10));
         // Counted by the bits they set: a few of the last look held already.
-        for &h in &hashes(10, MIN_KEYS as u64 + MIN_KEYS as u64 / 10) {
+        let more = hashes(10, MIN_KEYS as u64 + MIN_KEYS as u64 / 10);
+        for &h in &more {
             f.add(h);
         }
-        assert!(!f.on(), "over its size it stops answering");
-        assert!(f.may_hold(12345));
-        assert_eq!(sized_for(MOST_KEYS), Some((MOST_KEYS * 2, MAX_BYTES)));
+        assert!(f.on(), "it grew instead");
+        assert_eq!(f.layers(), 2);
+        let (bytes, keys, cap, _) = f.stats();
+        assert_eq!(bytes, 3 * MIN_KEYS * BITS_PER_KEY / 8);
+        assert_eq!(cap, 3 * MIN_KEYS);
+        assert!(keys > MIN_KEYS && keys <= MIN_KEYS + MIN_KEYS / 10 + 10, "{keys}");
+        assert!(more.iter().all(|&h| f.may_hold(h)), "no false negative across layers");
+        let others = hashes(50_000_000, 200_000);
+        let fp = others.iter().filter(|&&h| f.may_hold(h)).count();
+        assert!(fp < 200_000 / 100, "{fp} false positives of 200000");
+        // Keys an older layer holds, written again, stay out of the newest.
+        let before = f.stats().1;
+        for &h in more.iter().take(1000) {
+            f.add(h);
+        }
+        assert_eq!(f.stats().1, before);
+        // Within 6 x MIN_KEYS' worth of bytes: 1M + 2M keys fit, 4M more does not.
+        let g = KeyFilter::default();
+        g.build_within(&hashes(0, 10), 6 * MIN_KEYS * BITS_PER_KEY / 8);
+        for &h in &hashes(10, 3 * MIN_KEYS as u64 + MIN_KEYS as u64 / 5) {
+            g.add(h);
+        }
+        assert!(!g.on(), "over its most bytes it stops answering");
+        assert!(g.may_hold(12345));
+        assert_eq!(sized_for(MOST_KEYS, MAX_BYTES), Some((MOST_KEYS * 2, MAX_BYTES)));
         assert_eq!(
-            sized_for(MOST_KEYS + 1),
+            sized_for(MOST_KEYS + 1, MAX_BYTES),
             None,
             "an open with more keys than its largest size gets none"
         );
