@@ -1,15 +1,14 @@
 //! The write tier (issue 35, item 3; issue 52, item 1; on by default,
-//! `write-tier-memory`): a turn's records are appended as one
-//! record to the shard's log file (`file`; one write(2) per turn, synced
-//! with the WALs: before a reply under `appendfsync always`, once a second
-//! under `everysec`) and wait in a shard-owned hash table ("dirty") that
-//! every read of the owner looks in. A command's records enter dirty when
-//! it stages them ([`ShardStore::tier_stage`]; the group keeps no overlay
-//! with the tier on), each in memory of its own (`gen`); the turn's log
-//! append ([`ShardStore::tier_commit`]) makes them durable, or puts back
-//! what they replaced if it fails. With one shard the meta cache learns
-//! a record when the drain applies it, not when it is written (with
-//! several, see below). Once it holds
+//! `write-tier-memory`): a turn's records are appended as one record to
+//! the shard's log file (`file`; one write(2) per turn, synced with the
+//! WALs: before a reply under `appendfsync always`, once a second under
+//! `everysec`) and wait in a shard-owned hash table ("dirty") that every
+//! read of the owner looks in. A command's records enter dirty when it
+//! stages them ([`ShardStore::tier_stage`]), copied into the generation's
+//! chunks (`gen`); the turn's log append ([`ShardStore::tier_commit`])
+//! makes them durable, or puts back what they replaced if it fails. With
+//! one shard the meta cache learns a record when the drain applies it
+//! (with several, see below). Once it holds
 //! `StoreOptions::write_tier` records it becomes the draining generation:
 //! its keys were sorted in runs as they came (`runs`), and each later
 //! write of the tier applies the next [`PACE`] times as many of them as it
@@ -58,15 +57,12 @@
 //! by an older run is replayed through the WAL at startup and dropped.
 //!
 //! Its memory is `write-tier-memory` (all shards together; [`Limits`]):
-//! dirty starts draining at half a shard's share, so dirty and the draining
-//! generation stay near it; INFO memory shows what it holds
-//! (`wtier_records`, `wtier_bytes` with [`gen::RECORD_OVERHEAD`] per record,
-//! `wtier_log_bytes`, `wtier_budget`). On by default: 32 MB, or 10% of a
+//! dirty starts draining at half a shard's share (`Gen::charge`), or once
+//! the log grew by the share since the last drain began (64 KiB to 64 MiB,
+//! [`Limits::log`]); INFO memory: `wtier_records`, `wtier_bytes`,
+//! `wtier_log_bytes`, `wtier_budget`. On by default: 32 MB, or 10% of a
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
-//! turns it off. Dirty also starts draining once the log grew by the
-//! shard's share since the last drain began (64 KiB to 64 MiB,
-//! [`Limits::log`]): hot keys overwritten in place never fill a
-//! generation, and the log is cut only below a drain.
+//! turns it off.
 
 mod file;
 mod gen;
@@ -147,14 +143,12 @@ pub(super) struct Limits {
     /// generation together stay near it (each drains at half).
     pub(super) bytes: u64,
     /// Log bytes after which dirty starts draining even below the other
-    /// two: hot keys written again and again are updated in place, so
-    /// their generation never fills, and the log is only cut below a
-    /// drain (it grew by 135 bytes per SET of 1000 hot keys, without end).
+    /// two: a hot key written again with the same value takes no room, and
+    /// the log is only cut below a drain (it grew without end).
     pub(super) log: u64,
 }
 
-/// The least and the most log between two drains ([`Limits::log`]): the
-/// shard's share of the budget, inside these.
+/// The least and the most log between two drains ([`Limits::log`]).
 const LOG_DRAIN_MIN: u64 = 64 << 10;
 const LOG_DRAIN_MAX: u64 = 64 << 20;
 
@@ -561,8 +555,7 @@ impl ShardStore {
         // the tier first, and other shards leave keys it may hold to the
         // owner), before the generation's `Held` filter is cleared.
         if let Some(c) = &self.cache {
-            // A later write dirty holds is the newer value (other shards
-            // trust the cache's entries).
+            // Dirty's later write is the newer value (peers trust the cache).
             let dirty = t.dirty.try_borrow().ok();
             for k in slice.iter().filter(|k| super::cache::is_meta(k)) {
                 let newer = dirty.as_ref().and_then(|d| d.get(k));
@@ -587,8 +580,7 @@ impl ShardStore {
         // Its chunks go to dirty once nothing of it is left (`gen`).
         let chunks = d.gen.take_chunks();
         *slot = None;
-        drop(slot);
-        drop(slice);
+        drop((slot, slice));
         if let Ok(mut dirty) = t.dirty.try_borrow_mut() {
             dirty.give_chunks(chunks, t.limit.bytes);
         }
@@ -647,11 +639,10 @@ impl ShardStore {
     /// Before a range read of `[from, to)`: what the tier holds that the
     /// read could meet is written to the families first. A read inside one
     /// collection (its members, the common case) writes only that
-    /// collection's records (older generation first, without the WAL: the
-    /// log has them) and drops them from the tier; any other read that
-    /// meets the tier applies all of it ([`ShardStore::tier_apply`]). A
-    /// 1M-member RENAME across shards stalled PINGs 190 ms applying a
-    /// 128 MB tier whole at its first range read.
+    /// collection's records (older generation first, without the WAL) and
+    /// drops them from the tier (a 1M-member RENAME stalled PINGs 190 ms
+    /// applying a 128 MB tier whole); any other read that meets the tier
+    /// applies all of it ([`ShardStore::tier_apply`]).
     pub(super) fn tier_apply_range(&self, from: &[u8], to: &[u8]) -> Result<(), StorageError> {
         let t = &self.wtier;
         if !t.meets(from, to) {
@@ -724,15 +715,14 @@ impl ShardStore {
         Ok(())
     }
 
-    /// A write outside any group (a coordinated write such as a one-shard
-    /// MSET's, expiry, a sweep) with the tier on: staged and written to the
-    /// tier now, as a group of its own; None when it must go past the tier
-    /// (`ShardStore::write`). Past the tier it would first apply everything
-    /// the tier holds (MSET -P16 over 1M keys: 192 us of CPU per request,
-    /// 74 with the tier off). A batch over [`LONE_TIER_RECORDS`] (a slice
-    /// of a collection moved between shards) still goes past it: through
-    /// the tier it would drain twice its size in the same turn (a
-    /// 1M-member RENAME across shards stalled PINGs 190 ms).
+    /// A write outside any group (a one-shard MSET's, expiry, a sweep)
+    /// with the tier on: staged and written to the tier now, as a group of
+    /// its own; None when it must go past the tier (`ShardStore::write`),
+    /// which first applies all the tier holds (MSET -P16 over 1M keys: 192
+    /// us of CPU a request, 74 with the tier off). A batch over
+    /// [`LONE_TIER_RECORDS`] (a slice of a collection moved between
+    /// shards) still goes past it: through the tier it would drain twice
+    /// its size in one turn (a 1M-member RENAME stalled PINGs 190 ms).
     pub(super) fn tier_stage_alone(&self, b: &mut super::Batch) -> Option<Result<(), StorageError>> {
         if !self.wtier.on() || b.wb.len() > LONE_TIER_RECORDS {
             return None;
