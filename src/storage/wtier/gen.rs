@@ -1,7 +1,7 @@
 //! A generation of the write tier: the latest value of each record written
 //! since it began, each copied out of the batch that wrote it (a slice of
 //! a batch or a turn's buffer would keep it whole), into the generation's
-//! own chunks of memory ([`Gen::carve`]), which the tier hands on to the
+//! own chunks of memory ([`Slab::carve`]), which the tier hands on to the
 //! next generations once this one is applied ([`Gen::take_chunks`]).
 
 use ahash::AHashMap;
@@ -97,9 +97,10 @@ pub(super) struct Gen {
     /// A record left the map since the last run was sealed (only then
     /// does a seal look its keys up).
     gone: bool,
-    /// Bytes of its chunks that held records it no longer holds (a value
-    /// overwritten, a record gone): memory taken until it is applied,
-    /// charged to the budget.
+    /// Bytes of records it no longer holds (a value overwritten, a record
+    /// gone): in its chunks until it is applied, so charged to the budget
+    /// (one that had an allocation of its own is counted too: the
+    /// generation drains a little early).
     waste: u64,
     /// The memory its records are carved from.
     slab: Slab,

@@ -33,9 +33,8 @@ impl Keyspace {
     pub(super) fn count_and_filter_keys(&self) -> CmdResult<()> {
         let mut hashes = Vec::new();
         self.count_keys(Some(&mut hashes))?;
-        if hashes.len() <= crate::storage::KEY_FILTER_MOST_KEYS {
-            self.store.build_key_filter(&hashes);
-        }
+        // Past the most it takes (the scan stops one past), it stays off.
+        self.store.build_key_filter(&hashes);
         Ok(())
     }
 
