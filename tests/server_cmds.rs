@@ -516,8 +516,11 @@ fn access_times_follow_reads_and_writes() {
         assert!(idle(&mut c, "d") >= 2, "{shards} shards: NO-TOUCH");
         assert_eq!(idle(&mut c, "e"), 0, "{shards} shards: TOUCH touches under NO-TOUCH");
         let line = show(&c.cmd(&["DEBUG", "OBJECT", "b"]));
+        // Redis's LRU clock counts whole seconds: 2.1 s reads as 2 or 3.
         assert!(
-            line.starts_with("+Value at:") && line.contains("encoding:embstr") && line.contains("lru_seconds_idle:2"),
+            line.starts_with("+Value at:")
+                && line.contains("encoding:embstr")
+                && (line.contains("lru_seconds_idle:2") || line.contains("lru_seconds_idle:3")),
             "{line}"
         );
         assert_eq!(show(&c.cmd(&["DEBUG", "OBJECT", "nope"])), "-ERR no such key\\r\\n");

@@ -7,61 +7,89 @@
 //! Redis's `LOOKUP_NOTOUCH` readers (TYPE, TTL, EXISTS, OBJECT...) or its
 //! client set CLIENT NO-TOUCH; the dispatcher says which
 //! ([`Access::begin`]). A key the table does not hold (never touched since
-//! the shard started, or dropped when the table was full) has been idle
-//! since the table's floor: the shard's start or the last time it was
-//! emptied. Nothing is written to disk: after a restart every key reads as
+//! the shard started, or its place taken by a key touched later) has been
+//! idle since the table's floor, the shard's start. Times are Redis's LRU
+//! clock's (whole seconds). Nothing is written to disk: after a restart every key reads as
 //! idle since the restart, as after a Redis restart from an RDB without LRU
 //! info.
 //!
-//! What it costs: one hash of the meta key and one table update per
-//! touched key, on the owning shard, no allocation; at most [`CAP`]
-//! entries (about 40 bytes each) per shard.
+//! What it costs: one hash of the meta key and one probe of one cache line
+//! per touched key, on the owning shard, no allocation; a word per key,
+//! [`BUCKETS`] x [`WAYS`] of them per shard.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
-/// Keys remembered per shard; past it the table starts over.
-const CAP: usize = 1 << 20;
+/// Buckets of [`WAYS`] words each: a million keys remembered per shard
+/// (8 MiB, its pages touched as keys land in them).
+const BUCKETS: usize = 1 << 17;
+/// Words per bucket: a bucket is one 64-byte cache line (the table is
+/// page-aligned, as every allocation this large).
+const WAYS: usize = 8;
 /// Redis's LFU_INIT_VAL: a new key's counter.
 pub const LFU_INIT: u8 = 5;
+/// Redis's LRU clock: Unix seconds, 24 bits (it wraps every 194 days).
+const CLOCK_MAX: u64 = (1 << 24) - 1;
 
-#[derive(Clone, Copy)]
+/// One key's stamp in a word, as Redis keeps it in an object's header:
+/// the key's tag (16 bits of its hash, never 0: a 0 word is an empty
+/// slot), the LRU clock of its last touch (24 bits of Unix seconds), its
+/// logarithmic counter (8 bits) and the minute of the counter's last
+/// decrement (Redis's `ldt`, 16 bits).
+#[derive(Clone, Copy, PartialEq, Debug)]
 struct Stamp {
-    /// Unix ms of the last touch.
-    at_ms: u64,
-    /// Redis's logarithmic access counter.
+    at_s: u64,
     lfu: u8,
-    /// Unix minutes of the counter's last decrement (Redis's `ldt`).
-    lfu_min: u64,
+    ldt: u64,
 }
 
-/// A table keyed by a hash already: the key is its own hash.
-#[derive(Default, Clone, Copy)]
-struct Hashed(u64);
-
-impl std::hash::Hasher for Hashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u64 keys come here; anything else still spreads.
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+impl Stamp {
+    fn at(now_ms: u64, lfu: u8) -> Stamp {
+        Stamp {
+            at_s: (now_ms / 1000) & CLOCK_MAX,
+            lfu,
+            ldt: minutes(now_ms),
         }
     }
 
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
+    fn pack(self, tag: u64) -> u64 {
+        tag << 48 | self.at_s << 24 | (self.lfu as u64) << 16 | self.ldt
+    }
+
+    fn unpack(w: u64) -> Stamp {
+        Stamp {
+            at_s: (w >> 24) & CLOCK_MAX,
+            lfu: (w >> 16) as u8,
+            ldt: w & 0xFFFF,
+        }
+    }
+
+    /// Milliseconds since it was taken, by Redis's clock (whole seconds,
+    /// wrapping as Redis's `estimateObjectIdleTime`).
+    fn idle_ms(self, now_ms: u64) -> u64 {
+        ((now_ms / 1000).wrapping_sub(self.at_s) & CLOCK_MAX) * 1000
     }
 }
 
-type ByHash = HashMap<u64, Stamp, std::hash::BuildHasherDefault<Hashed>>;
+/// Redis's LFU clock: Unix minutes, 16 bits.
+fn minutes(now_ms: u64) -> u64 {
+    (now_ms / 60_000) & 0xFFFF
+}
+
+/// A key's place: its bucket (low bits of its hash) and tag (high bits).
+fn place(h: u64) -> (usize, u64) {
+    ((h as usize) & (BUCKETS - 1), (h >> 48) | 1)
+}
 
 pub struct Access {
-    /// By the meta key's 64-bit hash: no allocation per key (two keys
-    /// sharing a hash share a time, which only blurs an estimate).
-    map: RefCell<ByHash>,
+    /// Stamps by the meta key's 64-bit hash, [`WAYS`] to a bucket; a key
+    /// new to a full bucket takes the place of its stalest word (and that
+    /// key reads as idle since the floor again). One probe of one cache
+    /// line per touch, no growth and no rehash: a hashbrown table of a
+    /// million stamps rehashed at once as it grew (11% of INCR -P16 over
+    /// new keys) and took 32 bytes a key. Two keys with the same bucket
+    /// and tag share a stamp, which only blurs an estimate. Empty until
+    /// the first touch.
+    slots: RefCell<Vec<u64>>,
     /// The write tier's (`ShardStore::key_hasher`): a read hashes its key
     /// once for both tables ([`Access::touch_hashed`]).
     hasher: ahash::RandomState,
@@ -69,7 +97,7 @@ pub struct Access {
     /// housekeeping tick ([`Access::configure`]).
     log_factor: Cell<u64>,
     decay_min: Cell<u64>,
-    /// Keys not in the map have been idle since this (Unix ms).
+    /// Keys not in the table have been idle since this (Unix ms).
     floor_ms: Cell<u64>,
     touching: Cell<bool>,
     now_ms: Cell<u64>,
@@ -79,7 +107,7 @@ pub struct Access {
 impl Access {
     pub fn new(now_ms: u64, hasher: ahash::RandomState) -> Access {
         Access {
-            map: RefCell::new(HashMap::default()),
+            slots: RefCell::new(Vec::new()),
             hasher,
             log_factor: Cell::new(10),
             decay_min: Cell::new(1),
@@ -132,6 +160,54 @@ impl Access {
         (x >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// What a key the table does not hold reads as.
+    fn floor(&self) -> Stamp {
+        Stamp::at(self.floor_ms.get(), LFU_INIT)
+    }
+
+    /// The stamp of the key hashed `h`, if the table holds it.
+    fn find(&self, h: u64) -> Option<Stamp> {
+        let slots = self.slots.borrow();
+        let (b, tag) = place(h);
+        let bucket = slots.get(b * WAYS..(b + 1) * WAYS)?;
+        bucket.iter().find(|&&w| w >> 48 == tag).map(|&w| Stamp::unpack(w))
+    }
+
+    /// Sets the stamp of the key hashed `h` to what `f` makes of its
+    /// current one (None: not held).
+    fn update(&self, h: u64, now_ms: u64, f: impl FnOnce(Option<Stamp>) -> Stamp) {
+        let mut slots = self.slots.borrow_mut();
+        if slots.is_empty() {
+            // Zeroed pages straight from the system: the first touch of
+            // each one costs a fault, and a shard touching few keys takes
+            // few pages.
+            *slots = vec![0; BUCKETS * WAYS];
+        }
+        let (b, tag) = place(h);
+        let bucket = &mut slots[b * WAYS..(b + 1) * WAYS];
+        if let Some(w) = bucket.iter_mut().find(|w| **w >> 48 == tag) {
+            *w = f(Some(Stamp::unpack(*w))).pack(tag);
+            return;
+        }
+        // A free word, else the stalest.
+        let now_s = now_ms / 1000;
+        let age = |w: u64| {
+            if w == 0 {
+                u64::MAX
+            } else {
+                now_s.wrapping_sub(Stamp::unpack(w).at_s) & CLOCK_MAX
+            }
+        };
+        let mut pick = 0;
+        for i in 1..WAYS {
+            if age(bucket[i]) > age(bucket[pick]) {
+                pick = i;
+            }
+        }
+        let w = &mut bucket[pick];
+        *w = f(None).pack(tag);
+    }
+
     /// Key `mk` was accessed at `now_ms`: its time, and its counter as
     /// Redis's `updateLFU` (decay for the minutes since, then a
     /// logarithmic increment).
@@ -144,86 +220,38 @@ impl Access {
     pub fn touch_hashed(&self, h: u64, now_ms: u64) {
         let (log_factor, decay_min) = (self.log_factor.get(), self.decay_min.get());
         let r = self.random();
-        let mut map = self.map.borrow_mut();
-        if let Some(s) = map.get_mut(&h) {
-            s.lfu = log_incr(decayed(s, now_ms, decay_min), log_factor, r);
-            s.lfu_min = now_ms / 60_000;
-            s.at_ms = now_ms;
-            return;
-        }
         // Not remembered: it has been idle since the floor.
-        let floor = self.floor_ms.get();
-        let was = Stamp {
-            at_ms: floor,
-            lfu: LFU_INIT,
-            lfu_min: floor / 60_000,
-        };
-        let stamp = Stamp {
-            at_ms: now_ms,
-            lfu: log_incr(decayed(&was, now_ms, decay_min), log_factor, r),
-            lfu_min: now_ms / 60_000,
-        };
-        self.insert_hashed(&mut map, h, stamp);
+        let floor = self.floor();
+        self.update(h, now_ms, |was| {
+            let was = was.unwrap_or(floor);
+            Stamp::at(now_ms, log_incr(decayed(&was, now_ms, decay_min), log_factor, r))
+        });
     }
 
     /// Key `mk` was created: idle 0, Redis's initial counter.
     pub fn created(&self, mk: &[u8], now_ms: u64) {
-        self.insert(
-            mk,
-            Stamp {
-                at_ms: now_ms,
-                lfu: LFU_INIT,
-                lfu_min: now_ms / 60_000,
-            },
-        );
-    }
-
-    fn insert(&self, mk: &[u8], stamp: Stamp) {
-        let h = self.hasher.hash_one(mk);
-        self.insert_hashed(&mut self.map.borrow_mut(), h, stamp);
-    }
-
-    /// One hash per key: `h` is the meta key's, computed by the caller.
-    fn insert_hashed(&self, map: &mut ByHash, h: u64, stamp: Stamp) {
-        if map.len() >= CAP {
-            map.clear();
-            self.floor_ms.set(stamp.at_ms);
-        }
-        map.insert(h, stamp);
+        self.update(self.hasher.hash_one(mk), now_ms, |_| Stamp::at(now_ms, LFU_INIT));
     }
 
     /// RESTORE's IDLETIME and FREQ: sets what the key's next reads report.
     pub fn set(&self, mk: &[u8], now_ms: u64, idle_s: Option<u64>, freq: Option<u8>) {
         let at_ms = now_ms.saturating_sub(idle_s.unwrap_or(0).saturating_mul(1000));
-        self.insert(
-            mk,
-            Stamp {
-                at_ms,
-                lfu: freq.unwrap_or(LFU_INIT),
-                lfu_min: now_ms / 60_000,
-            },
-        );
+        self.update(self.hasher.hash_one(mk), now_ms, |_| Stamp {
+            ldt: minutes(now_ms),
+            ..Stamp::at(at_ms, freq.unwrap_or(LFU_INIT))
+        });
     }
 
-    /// Milliseconds since key `mk` was last accessed.
+    /// Milliseconds since key `mk` was last accessed, in whole seconds as
+    /// Redis's LRU clock counts them.
     pub fn idle_ms(&self, mk: &[u8], now_ms: u64) -> u64 {
-        let at = self
-            .map
-            .borrow()
-            .get(&self.hasher.hash_one(mk))
-            .map_or(self.floor_ms.get(), |s| s.at_ms);
-        now_ms.saturating_sub(at)
+        self.find(self.hasher.hash_one(mk)).unwrap_or_else(|| self.floor()).idle_ms(now_ms)
     }
 
     /// OBJECT FREQ: the counter after Redis's decay (`LFUDecrAndReturn`).
     pub fn freq(&self, mk: &[u8], now_ms: u64) -> u8 {
-        let floor = Stamp {
-            at_ms: self.floor_ms.get(),
-            lfu: LFU_INIT,
-            lfu_min: self.floor_ms.get() / 60_000,
-        };
-        let map = self.map.borrow();
-        decayed(map.get(&self.hasher.hash_one(mk)).unwrap_or(&floor), now_ms, self.decay_min.get())
+        let s = self.find(self.hasher.hash_one(mk)).unwrap_or_else(|| self.floor());
+        decayed(&s, now_ms, self.decay_min.get())
     }
 }
 
@@ -233,7 +261,8 @@ fn decayed(s: &Stamp, now_ms: u64, decay_min: u64) -> u8 {
     if decay_min == 0 {
         return s.lfu;
     }
-    let periods = (now_ms / 60_000).saturating_sub(s.lfu_min) / decay_min;
+    // Redis's `LFUTimeElapsed`: the 16-bit minute clock wraps.
+    let periods = (minutes(now_ms).wrapping_sub(s.ldt) & 0xFFFF) / decay_min;
     s.lfu.saturating_sub(periods.min(255) as u8)
 }
 
@@ -262,7 +291,8 @@ mod tests {
         assert_eq!(a.idle_ms(b"k", 5_000), 4_000, "never touched: idle since the floor");
         a.created(b"k", 10_000);
         assert_eq!(a.freq(b"k", 10_000), LFU_INIT);
-        assert_eq!(a.idle_ms(b"k", 12_500), 2_500);
+        // Redis's clock: whole seconds.
+        assert_eq!(a.idle_ms(b"k", 12_500), 2_000);
         // Many touches raise the counter, logarithmically.
         a.configure(10, 0, 10_000);
         for i in 0..10_000 {
@@ -287,8 +317,59 @@ mod tests {
         a.touch_hashed(h.hash_one(&b"\x00Mkey"[..]), 7_000);
         assert_eq!(a.idle_ms(b"\x00Mkey", 9_000), 2_000);
         assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 8_000);
-        a.touch(b"\x00Mother", 8_500);
+        a.touch(b"\x00Mother", 5_500);
         a.touch_hashed(h.hash_one(&b"\x00Mother"[..]), 8_800);
-        assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 200);
+        assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 1_000);
+    }
+
+    /// A key new to a full bucket takes the stalest key's word, and only
+    /// that key reads as idle since the floor again.
+    #[test]
+    fn a_full_bucket_forgets_its_stalest_key() {
+        let a = Access::new(0, ahash::RandomState::new());
+        // Keys hashed into bucket 7, with tags 1..=WAYS+1.
+        let h = |tag: u64| tag << 49 | 7;
+        for i in 0..WAYS as u64 {
+            a.update(h(i + 1), 10_000, |_| Stamp::at(10_000 + i * 1000, LFU_INIT));
+        }
+        a.update(h(WAYS as u64 + 1), 20_000, |_| Stamp::at(20_000, LFU_INIT));
+        let idle = |tag: u64| a.find(h(tag)).map(|s| s.idle_ms(30_000));
+        assert_eq!(idle(1), None, "the stalest one went");
+        for i in 1..WAYS as u64 {
+            assert_eq!(idle(i + 1), Some(20_000 - i * 1000));
+        }
+        assert_eq!(idle(WAYS as u64 + 1), Some(10_000));
+    }
+
+    /// Redis's clocks wrap (24 bits of seconds, 16 bits of minutes), and
+    /// so do the times read from them.
+    #[test]
+    fn the_clocks_wrap_as_redis_s() {
+        let a = Access::new(0, ahash::RandomState::new());
+        let wrap_s = (CLOCK_MAX + 1) * 1000;
+        a.created(b"k", wrap_s - 3_000);
+        assert_eq!(a.idle_ms(b"k", wrap_s + 2_000), 5_000);
+        a.configure(10, 1, 0);
+        let wrap_min = 0x1_0000 * 60_000;
+        a.set(b"f", wrap_min - 60_000, None, Some(50));
+        assert_eq!(a.freq(b"f", wrap_min + 120_000), 47);
+    }
+
+    /// Half a million keys touched once each are all remembered, and of
+    /// a million, nearly all.
+    #[test]
+    fn a_million_keys_are_mostly_remembered() {
+        let a = Access::new(0, ahash::RandomState::new());
+        let held = |n: u32| (0..n).filter(|i| a.idle_ms(&i.to_le_bytes(), 6_000) == 1_000).count();
+        for i in 0..500_000u32 {
+            a.created(&i.to_le_bytes(), 5_000);
+        }
+        let half = held(500_000);
+        assert!(half > 490_000, "{half}");
+        for i in 500_000..1_000_000u32 {
+            a.created(&i.to_le_bytes(), 5_000);
+        }
+        let all = held(1_000_000);
+        assert!(all > 850_000, "{all}");
     }
 }
