@@ -624,10 +624,17 @@ impl ShardStore {
 
     #[inline]
     pub fn put(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
-        b.wb.put_cf(self.id_of(key), key, value);
         if self.keys.on() && cache::is_meta(key) {
             self.keys.add(self.wtier.hasher().hash_one(key));
         }
+        self.put_present(b, key, value);
+    }
+
+    /// [`ShardStore::put`] of a meta record its writer read live: the key
+    /// filter holds every live key already, so it is not asked again (its
+    /// add probes each layer: 2.7% of INCR -P16 over hot keys).
+    pub fn put_present(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
+        b.wb.put_cf(self.id_of(key), key, value);
         b.has_sub |= keys::is_sub(key);
         self.ahead.forget(key);
         self.touch(key);

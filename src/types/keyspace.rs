@@ -427,7 +427,11 @@ impl Keyspace {
             // still accesses it.
             self.access.touch(&mk, self.access.now());
         }
-        self.store.put(b, &mk, raw);
+        if prior.is_some() {
+            self.store.put_present(b, &mk, raw);
+        } else {
+            self.store.put(b, &mk, raw);
+        }
         let expire_ms = Meta::decode(raw).map_or(0, |m| m.expire_ms);
         // The old index entry goes in the same batch: a key whose TTL
         // changes often leaves no stale entries behind. A write that keeps
