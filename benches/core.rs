@@ -124,6 +124,7 @@ fn cross_shard(c: &mut Criterion) {
             shards: 2,
             cores: cores.clone(),
             spin_before_park: spin_from_env(),
+            preempt: shards::DEFAULT_PREEMPT,
         },
         |id| id,
         move |shard: Rc<shards::Shard<usize>>| {

@@ -107,7 +107,20 @@ pub struct Config {
     /// Busy-poll this long before parking an idle executor. Cuts cross-core
     /// wake-up latency at the price of CPU; zero disables it.
     pub spin_before_park: Duration,
+    /// How long a shard runs tasks before it polls its rings again while
+    /// it has work (glommio's preempt timer, of its `Latency::Matters`
+    /// queue): the longest a busy shard leaves a socket's readiness or
+    /// another shard's request waiting. [`DEFAULT_PREEMPT`].
+    pub preempt: Duration,
 }
+
+/// 2 ms. At 200 us a shard under 50 pipelining clients took ~3000 timer
+/// interrupts a second (each preempt timer that fired, then its task work)
+/// and polled its rings in the middle of each pass over its connections:
+/// INCR -P16 used 1.75 us of CPU per request, 1.25-1.57 us at 2 ms
+/// (tuning.md, session 47). Redis's own loop passes over every ready
+/// client before it polls again.
+pub const DEFAULT_PREEMPT: Duration = Duration::from_millis(2);
 
 /// The cores this process may run on, in order.
 pub fn available_cores() -> Vec<usize> {
@@ -525,6 +538,7 @@ impl Runtime {
                 Placement::Fixed(config.cores[id % config.cores.len()])
             };
             let mut builder = LocalExecutorBuilder::new(placement).name(&format!("shard-{id}"));
+            let preempt = config.preempt.max(Duration::from_micros(10));
             if !config.spin_before_park.is_zero() {
                 builder = builder.spin_before_park(config.spin_before_park);
             }
@@ -535,8 +549,7 @@ impl Runtime {
             let handle = builder
                 .spawn(move || async move {
                     let state = Rc::new(make_state(id));
-                    let tq =
-                        glommio::executor().create_task_queue(Shares::default(), Latency::Matters(Duration::from_micros(200)), "latency");
+                    let tq = glommio::executor().create_task_queue(Shares::default(), Latency::Matters(preempt), "latency");
                     LATENCY_QUEUE.with(|q| q.set(Some(tq)));
                     let Some(reader) = reader else { return };
                     match glommio::spawn_local_into(serve_inbox(state.clone(), inboxes[id].clone(), reader), tq) {

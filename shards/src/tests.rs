@@ -13,6 +13,7 @@ mod tests {
                 shards: 3,
                 cores: vec![],
                 spin_before_park: Duration::ZERO,
+                preempt: crate::DEFAULT_PREEMPT,
             },
             |id| id * 10,
             move |shard: Rc<Shard<usize>>| {
@@ -70,6 +71,7 @@ mod stress {
                 shards: 2,
                 cores: available_cores(),
                 spin_before_park: Duration::ZERO,
+                preempt: crate::DEFAULT_PREEMPT,
             },
             |id| id,
             move |shard: Rc<Shard<usize>>| {
@@ -107,6 +109,7 @@ mod stress {
                 shards: 2,
                 cores: vec![],
                 spin_before_park: Duration::ZERO,
+                preempt: crate::DEFAULT_PREEMPT,
             },
             |id| id,
             move |shard: Rc<Shard<usize>>| {
@@ -163,6 +166,7 @@ mod stress {
                 shards: 1,
                 cores: vec![],
                 spin_before_park: Duration::ZERO,
+                preempt: crate::DEFAULT_PREEMPT,
             },
             |_| (),
             move |_shard: Rc<Shard<()>>| {
@@ -203,6 +207,7 @@ mod bursts {
                 shards: 2,
                 cores: available_cores(),
                 spin_before_park: Duration::ZERO,
+                preempt: crate::DEFAULT_PREEMPT,
             },
             |id| id,
             move |shard: Rc<Shard<usize>>| {
@@ -268,6 +273,7 @@ mod mailboxes {
                 shards: 2,
                 cores: available_cores(),
                 spin_before_park: Duration::ZERO,
+                preempt: crate::DEFAULT_PREEMPT,
             },
             |id| id,
             move |shard: Rc<Shard<usize>>| {

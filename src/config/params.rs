@@ -258,6 +258,9 @@ pub(super) const PARAMS: &[Param] = &[
     live("cluster-port-per-shard", "no", Bool).fixed(),
     live("cluster-shard-ports", "", Str).fixed(),
     live("shard-spin-us", "0", Int(0, 100_000)).fixed(),
+    // How long a busy shard runs before it polls its sockets and peers
+    // again (shards::DEFAULT_PREEMPT, tuning.md).
+    live("shard-preempt-us", "2000", Int(10, 1_000_000)).fixed(),
     live("min-free-disk", "134217728", Bytes(0, i64::MAX)),
     live("block-cache-size", "268435456", Bytes(1 << 20, i64::MAX)).fixed(),
     live("meta-cache-size", "268435456", Bytes(0, i64::MAX)).fixed(),

@@ -236,6 +236,7 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     load_users(&acl, &config)?;
     let spin = Duration::from_micros(config.get_int("shard-spin-us") as u64);
+    let preempt = Duration::from_micros(config.get_int("shard-preempt-us") as u64);
     crate::types::zlayout::set_block(config.get_int("zset-rank-block") as u64);
     let g = Arc::new(Global {
         config,
@@ -304,6 +305,7 @@ pub fn run(config: Config) -> Result<(), String> {
             shards,
             cores,
             spin_before_park: spin,
+            preempt,
         },
         make_state,
         move |shard: Rc<Shard<ShardState>>| {
