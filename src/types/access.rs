@@ -22,8 +22,8 @@ use std::cell::{Cell, RefCell};
 /// Buckets of [`WAYS`] words each: a million keys remembered per shard
 /// (8 MiB, its pages touched as keys land in them).
 const BUCKETS: usize = 1 << 17;
-/// Words per bucket: a bucket is one 64-byte cache line (the table is
-/// page-aligned, as every allocation this large).
+/// Words per bucket: a bucket is one 64-byte cache line (the mapping is
+/// page-aligned).
 const WAYS: usize = 8;
 /// Redis's LFU_INIT_VAL: a new key's counter.
 pub const LFU_INIT: u8 = 5;
@@ -147,8 +147,9 @@ pub struct Access {
     /// line per touch, no growth and no rehash: a hashbrown table of a
     /// million stamps rehashed at once as it grew (11% of INCR -P16 over
     /// new keys) and took 32 bytes a key. Two keys with the same bucket
-    /// and tag share a stamp, which only blurs an estimate. Mapped at the
-    /// first touch ([`Words`]).
+    /// and tag share a stamp, which only blurs an estimate. Its pages take
+    /// memory as keys land in them ([`Words`]); None when the system gave
+    /// no mapping (nothing is remembered then).
     slots: RefCell<Option<Words>>,
     /// The write tier's (`ShardStore::key_hasher`): a read hashes its key
     /// once for both tables ([`Access::touch_hashed`]).
@@ -158,7 +159,7 @@ pub struct Access {
     log_factor: Cell<u64>,
     decay_min: Cell<u64>,
     /// Keys not in the table have been idle since this (Unix ms).
-    floor_ms: Cell<u64>,
+    floor_ms: u64,
     touching: Cell<bool>,
     now_ms: Cell<u64>,
     rng: Cell<u64>,
@@ -167,11 +168,11 @@ pub struct Access {
 impl Access {
     pub fn new(now_ms: u64, hasher: ahash::RandomState) -> Access {
         Access {
-            slots: RefCell::new(None),
+            slots: RefCell::new(Words::map(BUCKETS * WAYS)),
             hasher,
             log_factor: Cell::new(10),
             decay_min: Cell::new(1),
-            floor_ms: Cell::new(now_ms),
+            floor_ms: now_ms,
             touching: Cell::new(false),
             now_ms: Cell::new(now_ms),
             rng: Cell::new(now_ms | 1),
@@ -222,7 +223,7 @@ impl Access {
 
     /// What a key the table does not hold reads as.
     fn floor(&self) -> Stamp {
-        Stamp::at(self.floor_ms.get(), LFU_INIT)
+        Stamp::at(self.floor_ms, LFU_INIT)
     }
 
     /// The stamp of the key hashed `h`, if the table holds it.
@@ -237,10 +238,6 @@ impl Access {
     /// current one (None: not held).
     fn update(&self, h: u64, now_ms: u64, f: impl FnOnce(Option<Stamp>) -> Stamp) {
         let mut slots = self.slots.borrow_mut();
-        if slots.is_none() {
-            *slots = Words::map(BUCKETS * WAYS);
-        }
-        // No memory for the table: nothing is remembered.
         let Some(words) = slots.as_mut() else { return };
         let (b, tag) = place(h);
         let Some(bucket) = words.words_mut().get_mut(b * WAYS..(b + 1) * WAYS) else {
