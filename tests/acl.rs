@@ -451,7 +451,7 @@ fn acl_files_and_config_users() {
 }
 
 fn run_redis_py(port: u16) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_acl.py");
+    let script = &common::project_file("tests/redis_py_acl.py");
     let out = std::process::Command::new("/usr/bin/python3")
         .args([script, &port.to_string()])
         .output()

@@ -525,7 +525,7 @@ fn the_node_id_is_kept_in_the_data_dir() {
 }
 
 fn run_redis_py(port: u16, nodes: usize) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py_cluster.py");
+    let script = &common::project_file("tests/redis_py_cluster.py");
     let out = Command::new("/usr/bin/python3")
         .args([script, &port.to_string(), &nodes.to_string()])
         .output()

@@ -110,10 +110,7 @@ fn command_coverage_doc_is_current() {
     let mut g = groups(basalt.port);
     g.extend(groups(redis.port));
     let want = render(&version, &r, &b, &g);
-    // Cargo's runtime value first: a test binary built in another checkout
-    // (a shared target dir) must read this checkout's docs.
-    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
-    let path = std::path::Path::new(&root).join("docs/commands.md");
+    let path = std::path::PathBuf::from(common::project_file("docs/commands.md"));
     if std::env::var("BASALT_WRITE_DOCS").is_ok() {
         std::fs::write(&path, &want).expect("write docs/commands.md");
     }

@@ -9,7 +9,7 @@ mod common;
 use common::{Basalt, RedisServer};
 
 fn run_app(server: &str, port: u16) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py.py");
+    let script = &common::project_file("tests/redis_py.py");
     let out = std::process::Command::new("/usr/bin/python3")
         .arg(script)
         .arg(port.to_string())

@@ -45,7 +45,7 @@ fn a_redis_py_worker_survives_kill_9_and_acknowledges_every_entry() {
         }
     }
     let out = tmp.path().join("processed.txt");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/stream_worker.py");
+    let script = &common::project_file("tests/stream_worker.py");
     let worker = Command::new("/usr/bin/python3")
         .args([script, &port.to_string(), "jobs", &out.display().to_string()])
         .stdout(Stdio::piped())

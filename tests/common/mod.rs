@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A file of this checkout (`rel` from the project root). Cargo's runtime
+/// value first: a test binary built in another checkout sharing the target
+/// dir (CI's copy) still has that checkout's path compiled in.
+pub fn project_file(rel: &str) -> String {
+    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    format!("{root}/{rel}")
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
