@@ -115,6 +115,11 @@ impl Rep {
         self.buf.len()
     }
 
+    /// The bytes it has room for.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Empties it, keeping its room.
     pub fn clear(&mut self) {
         self.buf.clear();

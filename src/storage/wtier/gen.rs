@@ -216,9 +216,19 @@ impl Gen {
         }
     }
 
+    /// The emptied runs of a generation merged before it, for its seals:
+    /// as many as half of the shard's share of the budget (`budget`) holds
+    /// records of [`RECORD_OVERHEAD`] (which counts a record's place in a
+    /// run), at most 256.
+    pub(super) fn reuse_runs(&mut self, runs: Vec<Vec<runs::Keyed>>, budget: u64) {
+        let most = (budget / 2 / (RECORD_OVERHEAD * runs::RUN as u64)).clamp(1, 256) as usize;
+        self.order.reuse(runs, most);
+    }
+
     /// Hands its spare chunks to the generation after it.
     pub(super) fn pass_spare(&mut self, next: &mut Gen) {
         next.slab.spare.append(&mut self.slab.spare);
+        self.order.pass_spare(&mut next.order);
     }
 
     /// Seals the run of keys added since the last one (`runs`), leaving

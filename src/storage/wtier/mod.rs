@@ -281,6 +281,8 @@ pub(super) struct WriteTier {
     undo: RefCell<Vec<gen::Undo>>,
     /// Whether a flush the cut asked for is under way (`wal::flush_aside`).
     flushing: Arc<AtomicBool>,
+    /// The drain's batch, its room kept from slice to slice.
+    rep: RefCell<super::rep::Rep>,
 }
 
 impl WriteTier {
@@ -313,6 +315,7 @@ impl WriteTier {
             hasher,
             undo: RefCell::default(),
             flushing: Arc::default(),
+            rep: RefCell::default(),
         };
         if t.log.is_some() && !loaded.is_empty() {
             let mut d = t.dirty.borrow_mut();
@@ -527,8 +530,11 @@ impl ShardStore {
         let t = &self.wtier;
         let mut slot = t.drain.borrow_mut();
         let Some(d) = slot.as_mut() else { return Ok(()) };
-        // Built in Rust, handed to RocksDB whole (`rep`).
-        let mut wb = super::rep::Rep::default();
+        // Built in Rust, handed to RocksDB whole (`rep`), in room the
+        // slices before it grew.
+        let mut room = t.rep.borrow_mut();
+        let wb = &mut *room;
+        wb.clear();
         let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
         for k in &slice {
             match d.gen.get(k) {
@@ -545,7 +551,13 @@ impl ShardStore {
         }
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
-        if let Err(e) = self.db.write_opt(wb.to_batch(), &wo) {
+        let written = self.db.write_opt(wb.to_batch(), &wo);
+        if wb.capacity() > 1 << 20 {
+            // A whole generation's at once (`tier_apply`): not kept.
+            *wb = super::rep::Rep::default();
+        }
+        drop(room);
+        if let Err(e) = written {
             // Not applied: the next slice takes them again.
             d.order.put_back(slice);
             return Err(e.into());
@@ -577,12 +589,17 @@ impl ShardStore {
         if let Some(h) = &t.held {
             h[d.filter].clear();
         }
-        // Its chunks go to dirty once nothing of it is left (`gen`).
+        // Its chunks go to dirty once nothing of it is left (`gen`), and
+        // its runs' room.
         let chunks = d.gen.take_chunks();
-        *slot = None;
+        let runs = slot.take().map(|Drain { gen, order, .. }| {
+            drop(gen);
+            order.into_spare()
+        });
         drop((slot, slice));
         if let Ok(mut dirty) = t.dirty.try_borrow_mut() {
             dirty.give_chunks(chunks, t.limit.bytes);
+            dirty.reuse_runs(runs.unwrap_or_default(), t.limit.bytes);
         }
         t.any.set(!t.dirty.borrow().map.is_empty());
         self.tier_cut()

@@ -18,7 +18,7 @@ pub(super) const RUN: usize = 4096;
 
 /// A key with its first 16 bytes as a number: most comparisons end there,
 /// without reading the key's bytes on the heap.
-type Keyed = (u128, Bytes);
+pub(super) type Keyed = (u128, Bytes);
 
 fn keyed(k: Bytes) -> Keyed {
     let mut h = [0u8; 16];
@@ -33,6 +33,11 @@ fn keyed(k: Bytes) -> Keyed {
 pub(super) struct Runs {
     fresh: Vec<Bytes>,
     runs: Vec<Vec<Keyed>>,
+    /// Emptied runs of a generation merged before it, for its own
+    /// ([`Runs::reuse`]): a run is 4096 keys of 48 bytes, and a fresh one
+    /// per seal came from pages the allocator had just given back (XADD
+    /// -P16's faults and `_mi_malloc_generic` under `Runs::seal`).
+    spare: Vec<Vec<Keyed>>,
 }
 
 impl Runs {
@@ -49,10 +54,29 @@ impl Runs {
     /// left whole: `Gen::put`), which the drain would pass over.
     pub(super) fn seal(&mut self, keep: impl Fn(&Bytes) -> bool) {
         // Drained, not taken: the next run's keys reuse its room.
-        let mut run: Vec<Keyed> = self.fresh.drain(..).filter(keep).map(keyed).collect();
-        if !run.is_empty() {
+        let mut run = self.spare.pop().unwrap_or_default();
+        run.extend(self.fresh.drain(..).filter(keep).map(keyed));
+        if run.is_empty() {
+            self.spare.push(run);
+        } else {
             run.sort_unstable();
             self.runs.push(run);
+        }
+    }
+
+    /// Hands its spare runs to `next` (a generation after it).
+    pub(super) fn pass_spare(&mut self, next: &mut Runs) {
+        next.spare.append(&mut self.spare);
+    }
+
+    /// Takes `runs` (emptied, [`Merge::into_spare`]) for its next seals,
+    /// as many as it has sealed and `most` at most together.
+    pub(super) fn reuse(&mut self, runs: Vec<Vec<Keyed>>, most: usize) {
+        for r in runs {
+            if self.spare.len() >= most {
+                break;
+            }
+            self.spare.push(r);
         }
     }
 
@@ -95,6 +119,15 @@ pub(super) struct Merge {
 }
 
 impl Merge {
+    /// Its runs, emptied, for a later generation's seals ([`Runs::reuse`]).
+    pub(super) fn into_spare(self) -> Vec<Vec<Keyed>> {
+        let mut runs = self.runs;
+        for r in &mut runs {
+            r.clear();
+        }
+        runs
+    }
+
     /// Keys not yet taken.
     pub(super) fn left(&self) -> usize {
         self.left
@@ -188,6 +221,36 @@ mod tests {
         assert_eq!(m.left(), 0);
         assert!(m.next().is_none());
         assert_eq!(Runs::default().merge().left(), 0);
+    }
+
+    /// A generation's runs, emptied after its merge, serve the next one's
+    /// seals (no key of the first is left in them), up to `most`.
+    #[test]
+    fn runs_merged_are_reused_empty() {
+        let fill = |runs: &mut Runs, tag: &str| {
+            let mut want = Vec::new();
+            for i in (0..RUN * 2 + 3).rev() {
+                let k = format!("{tag}:{i:08}");
+                want.push(k.clone().into_bytes());
+                if runs.add(Bytes::from(k)) {
+                    runs.seal(|_| true);
+                }
+            }
+            want.sort();
+            want
+        };
+        let mut first = Runs::default();
+        let want = fill(&mut first, "a");
+        let mut m = first.merge();
+        assert_eq!(m.by_ref().map(|k| k.to_vec()).collect::<Vec<_>>(), want);
+        let spare = m.into_spare();
+        assert_eq!(spare.len(), 3);
+        assert!(spare.iter().all(|r| r.is_empty() && r.capacity() > 0));
+        let mut next = Runs::default();
+        next.reuse(spare, 2);
+        assert_eq!(next.spare.len(), 2);
+        let want = fill(&mut next, "b");
+        assert_eq!(next.merge().map(|k| k.to_vec()).collect::<Vec<_>>(), want);
     }
 
     /// Runs that do not interleave (a list pushed at its head: each run
