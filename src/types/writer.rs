@@ -130,6 +130,9 @@ pub struct Writer<'k> {
 impl<'k> Writer<'k> {
     /// Opens `key` as a collection of type `ty`. WRONGTYPE for another type.
     /// A missing key gives a new empty collection when `create`, else None.
+    /// Inlined: the writer is built in its caller's frame, not moved out
+    /// through `CmdResult<Option<_>>` (each move a `memcpy` of the whole).
+    #[inline]
     pub fn open(ks: &'k Keyspace, db: u8, key: &'k [u8], ty: KeyType, now: u64, create: bool) -> CmdResult<Option<Writer<'k>>> {
         let found = view(ks, db, key, ty, now)?;
         let (expire_ms, prior, c) = match found {
@@ -158,6 +161,7 @@ impl<'k> Writer<'k> {
     }
 
     /// [`Writer::open`] creating the collection when missing.
+    #[inline]
     pub fn upsert(ks: &'k Keyspace, db: u8, key: &'k [u8], ty: KeyType, now: u64) -> CmdResult<Writer<'k>> {
         Self::open(ks, db, key, ty, now, true)?.ok_or(CORRUPT)
     }
@@ -351,6 +355,7 @@ impl<'k> Writer<'k> {
     /// [`Writer::commit`], then the keyspace events: `events` (of `class`,
     /// in order), and `del` when the key went away (Redis's order: `hdel`
     /// then `del`, `srem` then `del`...).
+    #[inline]
     pub fn commit_with(self, class: u32, events: &[&'static str]) -> CmdResult<bool> {
         let (ks, db, key, had) = (self.ks, self.db, self.key, self.existed());
         let exists = self.commit()?;
@@ -366,6 +371,7 @@ impl<'k> Writer<'k> {
     /// Writes everything staged. A collection left with no member (or, for
     /// a hash, provably no live field) is deleted. Returns whether the key
     /// exists afterwards.
+    #[inline]
     pub fn commit(self) -> CmdResult<bool> {
         let ks = self.ks;
         let (exists, b) = self.finish()?;
