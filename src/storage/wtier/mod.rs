@@ -11,7 +11,7 @@
 //! (with several, see below). Once it holds
 //! `StoreOptions::write_tier` records it becomes the draining generation:
 //! its keys were sorted in runs as they came (`runs`), and each later
-//! write of the tier applies the next [`PACE`] times as many of them as it
+//! write of the tier applies the next [`drain::PACE`] times as many of them as it
 //! adds to the shard's families, in one batch without the WAL, so the
 //! memtable inserts walk the skiplists in key order and no write stops the
 //! shard for a whole generation. Reads look in dirty, then in the draining
@@ -64,6 +64,7 @@
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
 //! turns it off.
 
+mod drain;
 mod file;
 mod gen;
 mod held;
@@ -77,9 +78,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
+use rocksdb::{WriteBatch, WriteOptions};
 
-use super::{keys, ShardStore, StorageError};
+use super::{ShardStore, StorageError};
+use drain::Drain;
 pub(super) use file::{log_dir, TierLog};
 use gen::Gen;
 #[cfg(test)]
@@ -109,17 +111,6 @@ pub(super) fn direct_key(pos: u64) -> [u8; 10] {
 /// The most records a write outside any group may have to go through the
 /// tier ([`ShardStore::tier_stage_alone`]).
 pub(super) const LONE_TIER_RECORDS: usize = 64;
-
-/// Log records past the persisted marks after which the family holding the
-/// log back is flushed.
-const LOG_FLUSH_AFTER: u64 = 4096;
-
-/// Records of the draining generation each write of the tier applies, per
-/// record it adds: the generation is in RocksDB by the time dirty is half
-/// full again, and the apply's cost is spread evenly over the writes (a
-/// slice of 4096 per write made turns of SET -P16 wait 2-3 ms during each
-/// drain: p99 45-56 ms against 16-22 ms without the tier).
-const PACE: usize = 2;
 
 /// What a shard's tier holds (INFO memory, summed over the shards).
 #[derive(Clone, Copy, Debug, Default)]
@@ -237,17 +228,6 @@ fn start_logs(opts: &crate::storage::StoreOptions, opened: &super::open::Opened)
 /// The log family of shard `i` (before issue 52).
 pub(super) fn log_cf_name(i: usize) -> String {
     format!("shard-{i}-log")
-}
-
-/// A generation being applied slice by slice.
-struct Drain {
-    gen: Gen,
-    /// Its keys not yet applied, in key order.
-    order: runs::Merge,
-    /// The log position it reached: the mark its last slice writes.
-    mark: u64,
-    /// Which of the two `Held` filters stands for it.
-    filter: usize,
 }
 
 /// The shard's write tier.
@@ -488,123 +468,6 @@ impl ShardStore {
         Ok(())
     }
 
-    /// After a write of the tier: at the limit dirty starts draining, and
-    /// the draining generation takes its next slice.
-    fn tier_settle(&self, full: bool, added: usize) -> Result<(), StorageError> {
-        if full {
-            if self.wtier.drain.borrow().is_some() {
-                // Written faster than it drains: the rest goes at once.
-                self.tier_drain(usize::MAX)?;
-            }
-            self.tier_start_drain();
-        }
-        self.tier_drain(PACE * added.max(1))
-    }
-
-    /// Makes dirty the draining generation, its keys sorted.
-    fn tier_start_drain(&self) {
-        let t = &self.wtier;
-        t.logged.set(0);
-        let mut gen = {
-            let mut dirty = t.dirty.borrow_mut();
-            let mut room = Gen::with_room(dirty.map.len(), &t.hasher, gen::chunk_size(t.limit.bytes));
-            dirty.pass_spare(&mut room);
-            std::mem::replace(&mut *dirty, room)
-        };
-        // Sorted as it filled: only its last run is sorted now.
-        let order = gen.take_order();
-        let filter = t.cur.get();
-        t.cur.set(1 - filter);
-        *t.drain.borrow_mut() = Some(Drain {
-            gen,
-            order,
-            mark: t.pos.get(),
-            filter,
-        });
-    }
-
-    /// Applies up to `n` more records of the draining generation, without
-    /// the WAL (the log has them); its last slice writes its marks, clears
-    /// its filter and cuts the log.
-    fn tier_drain(&self, n: usize) -> Result<(), StorageError> {
-        let t = &self.wtier;
-        let mut slot = t.drain.borrow_mut();
-        let Some(d) = slot.as_mut() else { return Ok(()) };
-        // Built in Rust, handed to RocksDB whole (`rep`), in room the
-        // slices before it grew.
-        let mut room = t.rep.borrow_mut();
-        let wb = &mut *room;
-        wb.clear();
-        let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
-        for k in &slice {
-            match d.gen.get(k) {
-                Some(Some(v)) => wb.put_cf(self.id_of(k), k, v),
-                Some(None) => wb.delete_cf(self.id_of(k), k),
-                // Staged, then put back when its log append failed.
-                None => {}
-            }
-        }
-        let last = d.order.left() == 0;
-        if last {
-            wb.put_cf(self.ids.0, MARK, &d.mark.to_be_bytes());
-            wb.put_cf(self.ids.1, MARK, &d.mark.to_be_bytes());
-        }
-        let mut wo = WriteOptions::default();
-        wo.disable_wal(true);
-        let written = self.db.write_opt(wb.to_batch(), &wo);
-        if wb.capacity() > 1 << 20 {
-            // A whole generation's at once (`tier_apply`): not kept.
-            *wb = super::rep::Rep::default();
-        }
-        drop(room);
-        if let Err(e) = written {
-            // Not applied: the next slice takes them again.
-            d.order.put_back(slice);
-            return Err(e.into());
-        }
-        // The meta cache learns what left for the families (a write into
-        // the tier does not touch it: every read of the owner looks in
-        // the tier first, and other shards leave keys it may hold to the
-        // owner), before the generation's `Held` filter is cleared.
-        if let Some(c) = &self.cache {
-            // Dirty's later write is the newer value (peers trust the cache).
-            let dirty = t.dirty.try_borrow().ok();
-            for k in slice.iter().filter(|k| super::cache::is_meta(k)) {
-                let newer = dirty.as_ref().and_then(|d| d.get(k));
-                if let Some(v) = newer.or_else(|| d.gen.get(k)) {
-                    // A copy: a slice would keep the generation's chunk.
-                    c.insert(Bytes::copy_from_slice(k), v.as_deref().map(Bytes::copy_from_slice));
-                }
-            }
-        }
-        // The member cache forgets them (`mcache`: a read refills it).
-        if let Some(m) = &self.members {
-            for k in slice.iter().filter(|k| keys::is_sub(k)) {
-                m.remove(k);
-            }
-        }
-        if !last {
-            return Ok(());
-        }
-        if let Some(h) = &t.held {
-            h[d.filter].clear();
-        }
-        // Its chunks go to dirty once nothing of it is left (`gen`), and
-        // its runs' room.
-        let chunks = d.gen.take_chunks();
-        let runs = slot.take().map(|Drain { gen, order, .. }| {
-            drop(gen);
-            order.into_spare()
-        });
-        drop((slot, slice));
-        if let Ok(mut dirty) = t.dirty.try_borrow_mut() {
-            dirty.give_chunks(chunks, t.limit.bytes);
-            dirty.reuse_runs(runs.unwrap_or_default(), t.limit.bytes);
-        }
-        t.any.set(!t.dirty.borrow().map.is_empty());
-        self.tier_cut()
-    }
-
     /// Writes `wb` to the families now (with the WAL), after what the tier
     /// holds, carrying its copy as a direct record ([`DIRECT`]): a replay
     /// writes it after the tier's older log records (a copy in the log
@@ -631,77 +494,6 @@ impl ShardStore {
         if pos.is_multiple_of(64) {
             self.tier_cut()?;
         }
-        Ok(())
-    }
-
-    /// Applies everything the tier holds to the shard's families: the
-    /// draining generation's rest, then dirty, in key order, without the
-    /// WAL (the log has it).
-    pub(super) fn tier_apply(&self) -> Result<(), StorageError> {
-        if !self.wtier.any.get() {
-            return Ok(());
-        }
-        if self.group.held() {
-            // Staged records reach the families only once logged.
-            self.flush_group()?;
-        }
-        self.tier_drain(usize::MAX)?;
-        if self.wtier.dirty.borrow().map.is_empty() {
-            return Ok(());
-        }
-        self.tier_start_drain();
-        self.tier_drain(usize::MAX)
-    }
-
-    /// Before a range read of `[from, to)`: what the tier holds that the
-    /// read could meet is written to the families first. A read inside one
-    /// collection (its members, the common case) writes only that
-    /// collection's records (older generation first, without the WAL) and
-    /// drops them from the tier (a 1M-member RENAME stalled PINGs 190 ms
-    /// applying a 128 MB tier whole); any other read that meets the tier
-    /// applies all of it ([`ShardStore::tier_apply`]).
-    pub(super) fn tier_apply_range(&self, from: &[u8], to: &[u8]) -> Result<(), StorageError> {
-        let t = &self.wtier;
-        if !t.meets(from, to) {
-            return Ok(());
-        }
-        let Some(coll) = Gen::coll_of_range(from, to, &t.hasher) else {
-            return self.tier_apply();
-        };
-        if self.group.held() {
-            // Staged records reach the families only once logged.
-            self.flush_group()?;
-        }
-        let mut wb = WriteBatch::default();
-        {
-            let (drain, dirty) = (t.drain.borrow(), t.dirty.borrow());
-            let older = drain.as_ref().map(|d| &d.gen);
-            for g in older.into_iter().chain(std::iter::once(&*dirty)) {
-                for (k, v) in g.coll_records(coll) {
-                    match v {
-                        Some(v) => wb.put_cf(self.sub, k, v),
-                        None => wb.delete_cf(self.sub, k),
-                    }
-                }
-            }
-        }
-        let mut wo = WriteOptions::default();
-        wo.disable_wal(true);
-        self.db.write_opt(wb, &wo)?;
-        if let Some(m) = &self.members {
-            let (drain, dirty) = (t.drain.borrow(), t.dirty.borrow());
-            for g in drain.as_ref().map(|d| &d.gen).into_iter().chain(std::iter::once(&*dirty)) {
-                for (k, _) in g.coll_records(coll) {
-                    m.remove(k);
-                }
-            }
-        }
-        if let Some(d) = t.drain.borrow_mut().as_mut() {
-            d.gen.drop_coll(coll);
-        }
-        let mut d = t.dirty.borrow_mut();
-        d.drop_coll(coll);
-        t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
         Ok(())
     }
 
@@ -754,15 +546,6 @@ impl ShardStore {
         }))
     }
 
-    /// Writes what the shard holds in memory (its open group, its write
-    /// tier) to its families, so that they hold every write so far
-    /// (COMPACT, DEBUG COMPACT and DEBUG RELOAD, before they flush and
-    /// compact).
-    pub fn write_back(&self) -> Result<(), StorageError> {
-        self.flush_group()?;
-        self.tier_apply()
-    }
-
     /// Whether the write tier is on: writes go through it only from a
     /// group.
     pub fn write_tier_on(&self) -> bool {
@@ -778,39 +561,5 @@ impl ShardStore {
             log_bytes: self.wtier.log.as_ref().map_or(0, |l| l.bytes()),
             budget: self.wtier.budget(),
         }
-    }
-
-    /// Cuts the log below what both families persisted (not while a
-    /// checkpoint copies it).
-    fn tier_cut(&self) -> Result<(), StorageError> {
-        let Some(log) = &self.wtier.log else { return Ok(()) };
-        let mut ro = ReadOptions::default();
-        ro.set_read_tier(rocksdb::ReadTier::Persisted);
-        let mark = |cf| -> Result<u64, StorageError> {
-            Ok(self
-                .db
-                .get_pinned_cf_opt(cf, MARK, &ro)?
-                .and_then(|v| v.as_ref().try_into().ok())
-                .map_or(0, u64::from_be_bytes))
-        };
-        let (meta, sub) = (mark(self.cf)?, mark(self.sub)?);
-        let safe = meta.min(sub);
-        if safe > self.wtier.cut.get() && !self.engine.tier_cuts_paused() {
-            log.cut(safe)?;
-            let mut wb = WriteBatch::default();
-            wb.delete_range_cf(self.cf, direct_key(0), direct_key(safe + 1));
-            self.engine.write_in(self.home, wb)?;
-            self.wtier.cut.set(safe);
-        }
-        // A family written little flushes seldom and holds the log back: flush it
-        // now (from another thread). So do hot keys written in place, once the log
-        // holds closed segments the marks do not pass: their drains put little in
-        // the memtables (1000 keys' SETs left 160 MB of log before 4096
-        // positions). Not while only the open segment is left: no cut follows.
-        let held = || log.has_closed() && log.bytes() > 2 * self.wtier.limit.log;
-        if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || held() {
-            super::wal::flush_aside(self.db, if meta <= sub { self.cf } else { self.sub }, &self.wtier.flushing);
-        }
-        Ok(())
     }
 }
