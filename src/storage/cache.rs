@@ -24,31 +24,42 @@
 //! earlier or later. With the write tier and several shards the owner keeps
 //! the entries of keys its tier holds current too (`wtier`'s module doc).
 //!
-//! Eviction is quick_cache's S3-FIFO by weight: one-hit keys (a scan, a
-//! random read of cold data) leave first and do not push hot keys out. The
-//! cache is quick_cache's sync one (sharded read-write locks, uncontended
-//! but for peers' reads).
+//! The table is the shard's own (`Part`s of open addressing, linear
+//! probing): a slot is the key's hash and one shared allocation holding the
+//! key and the value together, so a lookup reads one slot line and one
+//! record, and a reader keeps the record by its count, not by a copy.
+//! quick_cache's table (control bytes, an index into a slab, the slab's
+//! entry, the boxed key, the value's own shared header, allocated at its
+//! first read) took 32% of GET -P16 over a million keys, a third of it
+//! comparing keys it had to fetch (tuning.md, session 49). Each part is
+//! behind a read-write lock: the owner writes, peers and the owner read.
+//! Eviction is CLOCK by weight: an entry enters cold, an owner's read marks
+//! it hot, and the hand takes the first cold entry it meets, cooling the hot
+//! ones it passes, so one-hit keys (a scan, a random read of cold data, a
+//! drained write nobody reads) leave first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
-use quick_cache::sync::{Cache, EntryAction};
-use quick_cache::Weighter;
 
 use super::keys::TAG_META;
 
-/// What an entry costs beyond its key and value bytes: the boxed key's and
-/// the value's allocations and the cache's slot (measured: tuning.md).
-const ENTRY_OVERHEAD: u64 = 96;
+/// What an entry costs beyond its key and value bytes: its allocation's
+/// header (the counts, its own 3 bytes, the allocator's rounding) and its
+/// slot at the table's fill (tuning.md, "Meta cache").
+const ENTRY_OVERHEAD: u64 = 64;
 
-#[derive(Clone)]
-struct Weigh;
+/// The table's parts (a part's lock is what a peer's read and the owner's
+/// write meet on); picked by the hash's top bits.
+const PARTS: usize = 16;
+const PART_SHIFT: u32 = 60;
+/// A slot's tag is the key's hash without this bit, which says the entry
+/// was read since the hand last passed.
+const HOT: u64 = 1 << 59;
 
-impl Weighter<Bytes, Option<Bytes>> for Weigh {
-    fn weight(&self, k: &Bytes, v: &Option<Bytes>) -> u64 {
-        k.len() as u64 + v.as_ref().map_or(0, |v| v.len() as u64) + ENTRY_OVERHEAD
-    }
-}
+/// A part's first table (slots); it doubles past 3/4 full.
+const FIRST_SLOTS: usize = 256;
 
 /// Hits and misses since start, for INFO.
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,11 +70,194 @@ pub struct CacheStats {
     pub entries: u64,
 }
 
+/// A cached record: `[present][key length, 2 bytes LE][key][value]`.
+#[derive(Clone)]
+pub struct Cached(Arc<[u8]>);
+
+impl Cached {
+    fn new(key: &[u8], value: Option<&[u8]>) -> Cached {
+        let v = value.unwrap_or_default();
+        let n = 3 + key.len() + v.len();
+        let fill = |d: &mut [u8]| {
+            d[0] = value.is_some() as u8;
+            d[1..3].copy_from_slice(&(key.len() as u16).to_le_bytes());
+            d[3..3 + key.len()].copy_from_slice(key);
+            d[3 + key.len()..].copy_from_slice(v);
+        };
+        // One allocation, the record's: a small one is laid out on the stack.
+        if n <= 256 {
+            let mut d = [0; 256];
+            fill(&mut d[..n]);
+            Cached(Arc::from(&d[..n]))
+        } else {
+            let mut d = vec![0; n];
+            fill(&mut d);
+            Cached(d.into())
+        }
+    }
+
+    #[inline]
+    fn klen(&self) -> usize {
+        u16::from_le_bytes([self.0[1], self.0[2]]) as usize
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        &self.0[3..3 + self.klen()]
+    }
+
+    /// The record, or `None` for a key known absent.
+    #[inline]
+    pub fn value(&self) -> Option<&[u8]> {
+        (self.0[0] == 1).then(|| &self.0[3 + self.klen()..])
+    }
+
+    /// An owned copy of [`Cached::value`].
+    pub fn to_bytes(&self) -> Option<Bytes> {
+        self.value().map(Bytes::copy_from_slice)
+    }
+
+    fn weight(&self) -> u64 {
+        self.0.len() as u64 - 3 + ENTRY_OVERHEAD
+    }
+}
+
+impl std::fmt::Debug for Cached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cached({:?})", self.value())
+    }
+}
+
+/// The most a key may weigh to be cached (its length is kept in 2 bytes).
+const MAX_KEY: usize = u16::MAX as usize;
+
+fn weigh(key: &[u8], value: Option<&[u8]>) -> u64 {
+    key.len() as u64 + value.map_or(0, |v| v.len() as u64) + ENTRY_OVERHEAD
+}
+
+#[derive(Default)]
+struct Slot {
+    /// The key's hash, with [`HOT`] set by reads.
+    tag: AtomicU64,
+    entry: Option<Cached>,
+}
+
+#[derive(Default)]
+struct Part {
+    /// Empty, or a power of two long.
+    slots: Vec<Slot>,
+    len: usize,
+    weight: u64,
+    /// The CLOCK hand.
+    hand: usize,
+}
+
+impl Part {
+    /// The slot holding `key`, if any.
+    #[inline]
+    fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            match &s.entry {
+                None => return None,
+                Some(e) if s.tag.load(Ordering::Relaxed) & !HOT == hash && e.key() == key => return Some(i),
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Puts a new entry (its key not in the table).
+    fn put(&mut self, hash: u64, entry: Cached) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        while self.slots[i].entry.is_some() {
+            i = (i + 1) & mask;
+        }
+        self.weight += entry.weight();
+        self.slots[i] = Slot {
+            tag: AtomicU64::new(hash),
+            entry: Some(entry),
+        };
+        self.len += 1;
+    }
+
+    fn grow(&mut self) {
+        let n = (self.slots.len() * 2).max(FIRST_SLOTS);
+        let old = std::mem::replace(&mut self.slots, (0..n).map(|_| Slot::default()).collect());
+        let mask = n - 1;
+        for mut s in old {
+            if s.entry.is_some() {
+                let mut i = (*s.tag.get_mut() & !HOT) as usize & mask;
+                while self.slots[i].entry.is_some() {
+                    i = (i + 1) & mask;
+                }
+                self.slots[i] = s;
+            }
+        }
+        self.hand &= mask;
+    }
+
+    /// Takes the entry at `i` out, shifting the probe chain behind it back
+    /// (no tombstones).
+    fn remove_at(&mut self, mut i: usize) {
+        let mask = self.slots.len() - 1;
+        if let Some(e) = self.slots[i].entry.take() {
+            self.weight -= e.weight();
+            self.len -= 1;
+        }
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            if self.slots[j].entry.is_none() {
+                return;
+            }
+            let home = (*self.slots[j].tag.get_mut() & !HOT) as usize & mask;
+            // The entry at j may move to i unless its home lies cyclically
+            // in (i, j].
+            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            if !stays {
+                self.slots[i] = std::mem::take(&mut self.slots[j]);
+                i = j;
+            }
+        }
+    }
+
+    /// Evicts cold entries until the part weighs at most `budget`.
+    fn evict(&mut self, budget: u64) {
+        let n = self.slots.len();
+        // Two passes cool and then take every entry: the bound is a guard.
+        let mut steps = 2 * n + 1;
+        while self.weight > budget && self.len > 0 && steps > 0 {
+            steps -= 1;
+            let h = self.hand;
+            let s = &mut self.slots[h];
+            let tag = s.tag.get_mut();
+            if s.entry.is_none() {
+                self.hand = (h + 1) & (n - 1);
+            } else if *tag & HOT != 0 {
+                *tag &= !HOT;
+                self.hand = (h + 1) & (n - 1);
+            } else {
+                // The chain behind shifts into `h`: look at it again.
+                self.remove_at(h);
+            }
+        }
+    }
+}
+
 pub struct MetaCache {
-    /// Keyed by `Bytes` (looked up by `[u8]`, hashed alike): the write
-    /// tier's keys are `Bytes`, so [`MetaCache::update`] finds an entry
-    /// with the tier's own key, no copy.
-    map: Cache<Bytes, Option<Bytes>, Weigh, ahash::RandomState>,
+    parts: Box<[RwLock<Part>]>,
+    /// Each part's share of the budget.
+    part_budget: u64,
+    hasher: ahash::RandomState,
     /// Counted by the owner only (peers' lookups are not), so the counters'
     /// cache line never bounces between cores.
     hits: AtomicU64,
@@ -96,61 +290,133 @@ impl MetaCache {
     /// A cache of at most `bytes` (keys, values and overhead).
     pub fn new(bytes: u64) -> MetaCache {
         MetaCache {
-            map: Cache::with(items_for(bytes), bytes.max(1), Weigh, ahash::RandomState::new(), Default::default()),
+            parts: (0..PARTS).map(|_| RwLock::new(Part::default())).collect(),
+            part_budget: (bytes / PARTS as u64).max(1),
+            hasher: ahash::RandomState::new(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
     }
 
-    /// The owner's lookup. `Some(None)`: the key is known absent; `None`:
-    /// not cached.
     #[inline]
-    pub fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
-        let v = self.map.get(key);
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key) & !HOT
+    }
+
+    #[inline]
+    fn read(&self, hash: u64) -> RwLockReadGuard<'_, Part> {
+        self.parts[(hash >> PART_SHIFT) as usize]
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[inline]
+    fn write(&self, hash: u64) -> RwLockWriteGuard<'_, Part> {
+        self.parts[(hash >> PART_SHIFT) as usize]
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[inline]
+    fn lookup(&self, key: &[u8], touch: bool) -> Option<Cached> {
+        let hash = self.hash(key);
+        let part = self.read(hash);
+        let i = part.find(hash, key)?;
+        let s = &part.slots[i];
+        if touch && s.tag.load(Ordering::Relaxed) & HOT == 0 {
+            s.tag.fetch_or(HOT, Ordering::Relaxed);
+        }
+        s.entry.clone()
+    }
+
+    /// The owner's lookup: `None` when not cached, else the entry (whose
+    /// [`Cached::value`] is `None` for a key known absent).
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<Cached> {
+        let v = self.lookup(key, true);
         let counter = if v.is_some() { &self.hits } else { &self.misses };
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         v
     }
 
-    /// A peer's lookup: not counted.
+    /// A peer's lookup: not counted, and it leaves the entry's heat alone.
     #[inline]
-    pub fn peek(&self, key: &[u8]) -> Option<Option<Bytes>> {
-        self.map.get(key)
+    pub fn peek(&self, key: &[u8]) -> Option<Cached> {
+        self.lookup(key, false)
     }
 
-    /// Only the owner inserts (see the module's notes).
+    /// Only the owner inserts (see the module's notes). An entry heavier
+    /// than a part's budget is not kept, and the key's older entry leaves.
     #[inline]
-    pub fn insert(&self, key: impl Into<Bytes>, value: Option<Bytes>) {
-        self.map.insert(key.into(), value);
+    pub fn insert(&self, key: &[u8], value: Option<&[u8]>) {
+        let hash = self.hash(key);
+        let fits = weigh(key, value) <= self.part_budget && key.len() <= MAX_KEY;
+        let mut part = self.write(hash);
+        match part.find(hash, key) {
+            Some(i) if !fits => part.remove_at(i),
+            Some(i) => {
+                Self::replace(&mut part, i, Cached::new(key, value));
+                part.evict(self.part_budget);
+            }
+            None if !fits => {}
+            None => {
+                part.put(hash, Cached::new(key, value));
+                part.evict(self.part_budget);
+            }
+        }
+    }
+
+    fn replace(part: &mut Part, i: usize, new: Cached) {
+        let w = new.weight();
+        if let Some(old) = part.slots[i].entry.replace(new) {
+            part.weight = part.weight - old.weight() + w;
+        }
     }
 
     /// Whether it holds `key`'s entry (the owner, before [`MetaCache::update`]).
     #[inline]
     pub fn holds(&self, key: &[u8]) -> bool {
-        self.map.contains_key(key)
+        let hash = self.hash(key);
+        self.read(hash).find(hash, key).is_some()
     }
 
-    /// The owner: a new value for an entry it holds (checked first with
-    /// [`MetaCache::holds`]: `entry` would make a placeholder for a key it
-    /// does not hold), changed in place.
+    /// The owner: a new value for an entry it holds (a key it does not hold
+    /// stays out).
     #[inline]
-    pub fn update(&self, key: &Bytes, value: Option<Bytes>) {
-        let _ = self.map.entry(key, None, |_, v| {
-            *v = value;
-            EntryAction::Retain(())
-        });
+    pub fn update(&self, key: &[u8], value: Option<&[u8]>) {
+        let hash = self.hash(key);
+        let mut part = self.write(hash);
+        if let Some(i) = part.find(hash, key) {
+            if weigh(key, value) <= self.part_budget {
+                Self::replace(&mut part, i, Cached::new(key, value));
+                part.evict(self.part_budget);
+            } else {
+                part.remove_at(i);
+            }
+        }
     }
 
     pub fn clear(&self) {
-        self.map.clear();
+        for p in self.parts.iter() {
+            // Dropped outside the lock: a peer's read does not wait for
+            // a million frees.
+            let old = std::mem::take(&mut *p.write().unwrap_or_else(PoisonError::into_inner));
+            drop(old);
+        }
     }
 
     pub fn stats(&self) -> CacheStats {
+        let (mut bytes, mut entries) = (0, 0);
+        for p in self.parts.iter() {
+            let p = p.read().unwrap_or_else(PoisonError::into_inner);
+            bytes += p.weight;
+            entries += p.len as u64;
+        }
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
-            bytes: self.map.weight(),
-            entries: self.map.len() as u64,
+            bytes,
+            entries,
         }
     }
 }
@@ -158,6 +424,18 @@ impl MetaCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn got(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
+        c.get(k).map(|e| e.value().map(<[u8]>::to_vec))
+    }
+
+    fn peeked(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
+        c.peek(k).map(|e| e.value().map(<[u8]>::to_vec))
+    }
+
+    fn some(v: &[u8]) -> Option<Option<Vec<u8>>> {
+        Some(Some(v.to_vec()))
+    }
 
     #[test]
     fn meta_keys_and_ranges_are_told_apart() {
@@ -178,31 +456,46 @@ mod tests {
     #[test]
     fn hits_misses_and_absent_keys() {
         let c = MetaCache::new(1 << 20);
-        assert_eq!(c.get(b"\0Mk"), None);
-        c.insert(b"\0Mk".to_vec(), None);
-        assert_eq!(c.get(b"\0Mk"), Some(None));
-        c.insert(b"\0Mk".to_vec(), Some(Bytes::from_static(b"v")));
-        assert_eq!(c.get(b"\0Mk"), Some(Some(Bytes::from_static(b"v"))));
-        assert_eq!(c.peek(b"\0Mk"), Some(Some(Bytes::from_static(b"v"))), "a peer sees it");
+        assert_eq!(got(&c, b"\0Mk"), None);
+        c.insert(b"\0Mk", None);
+        assert_eq!(got(&c, b"\0Mk"), Some(None));
+        c.insert(b"\0Mk", Some(b"v"));
+        assert_eq!(got(&c, b"\0Mk"), some(b"v"));
+        assert_eq!(peeked(&c, b"\0Mk"), some(b"v"), "a peer sees it");
+        assert_eq!(c.get(b"\0Mk").and_then(|e| e.to_bytes()), Some(Bytes::from_static(b"v")));
         let s = c.stats();
-        assert_eq!((s.hits, s.misses, s.entries), (2, 1, 1), "peers are not counted");
+        assert_eq!((s.hits, s.misses, s.entries), (3, 1, 1), "peers are not counted");
+        // An empty record is not an absent key.
+        c.insert(b"\0Me", Some(b""));
+        assert_eq!(got(&c, b"\0Me"), some(b""));
         c.clear();
-        assert_eq!(c.get(b"\0Mk"), None);
+        assert_eq!(got(&c, b"\0Mk"), None);
+        assert_eq!(c.stats().entries, 0);
+    }
+
+    #[test]
+    fn a_reader_keeps_its_record_past_a_write() {
+        let c = MetaCache::new(1 << 20);
+        c.insert(b"\0Mk", Some(b"old"));
+        let held = c.get(b"\0Mk");
+        c.insert(b"\0Mk", Some(b"new"));
+        c.clear();
+        assert_eq!(held.as_ref().and_then(Cached::value), Some(&b"old"[..]));
     }
 
     #[test]
     fn an_entry_held_is_updated_in_place() {
         let c = MetaCache::new(1 << 20);
-        let k = Bytes::from_static(b"\0Mk");
-        assert!(!c.holds(&k));
-        c.insert(b"\0Mk".to_vec(), Some(Bytes::from_static(b"v")));
-        assert!(c.holds(&k));
+        let k = b"\0Mk";
+        assert!(!c.holds(k));
+        c.insert(k, Some(b"v"));
+        assert!(c.holds(k));
         let before = c.stats().bytes;
-        c.update(&k, Some(Bytes::from_static(b"longer")));
-        assert_eq!(c.peek(b"\0Mk"), Some(Some(Bytes::from_static(b"longer"))));
+        c.update(k, Some(b"longer"));
+        assert_eq!(peeked(&c, k), some(b"longer"));
         assert_eq!(c.stats().bytes, before + 5, "weighed again");
-        c.update(&k, None);
-        assert_eq!(c.peek(b"\0Mk"), Some(None), "a deletion is remembered");
+        c.update(k, None);
+        assert_eq!(peeked(&c, k), Some(None), "a deletion is remembered");
         assert_eq!(c.stats().entries, 1);
     }
 
@@ -210,10 +503,166 @@ mod tests {
     fn weight_stays_within_the_budget() {
         let c = MetaCache::new(64 * 1024);
         for i in 0..10_000u32 {
-            c.insert(format!("\0Mkey{i}").into_bytes(), Some(Bytes::from(vec![7u8; 100])));
+            c.insert(format!("\0Mkey{i}").as_bytes(), Some(&[7u8; 100]));
         }
         let s = c.stats();
         assert!(s.bytes <= 64 * 1024, "{s:?}");
         assert!(s.entries > 100, "{s:?}");
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    fn val(n: usize, b: u8) -> Option<Vec<u8>> {
+        Some(vec![b; n])
+    }
+
+    fn got(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
+        c.get(k).map(|e| e.value().map(<[u8]>::to_vec))
+    }
+
+    fn peeked(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
+        c.peek(k).map(|e| e.value().map(<[u8]>::to_vec))
+    }
+
+    #[test]
+    fn a_big_table_finds_every_key_it_keeps_and_nothing_else() {
+        // Room for all: growth moves every entry and loses none.
+        let c = MetaCache::new(1 << 30);
+        for i in 0..50_000u32 {
+            c.insert(format!("\0Mk{i}").as_bytes(), val(8, i as u8).as_deref());
+        }
+        assert_eq!(c.stats().entries, 50_000);
+        for i in 0..50_000u32 {
+            assert_eq!(got(&c, format!("\0Mk{i}").as_bytes()), Some(val(8, i as u8)), "k{i}");
+        }
+        assert_eq!(got(&c, b"\0Mk50000"), None);
+    }
+
+    #[test]
+    fn removals_keep_probe_chains_whole() {
+        // A small budget evicts constantly (each eviction shifts a chain
+        // back): what the cache answers must always be the key's last value
+        // or nothing.
+        let c = MetaCache::new(16 * 4 * 1024);
+        let mut last = std::collections::HashMap::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for round in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = format!("\0Mk{}", x % 3000);
+            if round % 3 == 0 {
+                let v = if x.is_multiple_of(11) {
+                    None
+                } else {
+                    val((x % 40) as usize, round as u8)
+                };
+                c.insert(k.as_bytes(), v.as_deref());
+                last.insert(k, v);
+            } else if round % 5 == 0 {
+                let v = val((x % 60) as usize, round as u8);
+                c.update(k.as_bytes(), v.as_deref());
+                if c.holds(k.as_bytes()) {
+                    last.insert(k, v);
+                }
+            } else if let Some(g) = got(&c, k.as_bytes()) {
+                assert_eq!(Some(&g), last.get(&k), "{k}");
+            }
+        }
+        let s = c.stats();
+        assert!(s.bytes <= 16 * 4 * 1024 && s.entries > 0, "{s:?}");
+        // Every key kept answers its last value, and the weight kept is the
+        // entries' own.
+        let (mut sum, mut n) = (0, 0);
+        for (k, v) in &last {
+            if let Some(g) = peeked(&c, k.as_bytes()) {
+                assert_eq!(&g, v, "{k}");
+                sum += weigh(k.as_bytes(), v.as_deref());
+                n += 1;
+            }
+        }
+        assert_eq!((sum, n), (s.bytes, s.entries));
+    }
+
+    #[test]
+    fn read_keys_outlive_keys_never_read() {
+        let c = MetaCache::new(16 * 8 * 1024);
+        for i in 0..200u32 {
+            c.insert(format!("\0Mhot{i}").as_bytes(), val(20, 1).as_deref());
+        }
+        for i in 0..20_000u32 {
+            for h in (0..200u32).step_by(10).map(|h| h + i % 10) {
+                let _ = c.get(format!("\0Mhot{h}").as_bytes());
+            }
+            c.insert(format!("\0Mcold{i}").as_bytes(), val(20, 2).as_deref());
+        }
+        let kept = (0..200u32).filter(|h| c.holds(format!("\0Mhot{h}").as_bytes())).count();
+        let cold = (0..20_000u32).filter(|i| c.holds(format!("\0Mcold{i}").as_bytes())).count();
+        assert!(kept >= 190, "hot keys kept: {kept}, cold kept: {cold}");
+        assert!(cold < 20_000);
+    }
+
+    #[test]
+    fn long_keys_and_heavy_values() {
+        let c = MetaCache::new(16 * 1024);
+        let long = vec![b'x'; 300];
+        c.insert(&long, Some(b"aaaaa"));
+        assert_eq!(got(&c, &long), Some(val(5, b'a')), "a long key");
+        let mut other = long.clone();
+        other[299] = b'y';
+        assert_eq!(got(&c, &other), None);
+        // Heavier than a part's budget (1 KiB): not kept, and the older
+        // value leaves with it.
+        c.insert(&long, val(2000, 2).as_deref());
+        assert_eq!(got(&c, &long), None);
+        assert_eq!(c.stats().entries, 0);
+        c.insert(b"\0Mk", Some(b"aaaaa"));
+        c.update(b"\0Mk", val(2000, 3).as_deref());
+        assert_eq!(got(&c, b"\0Mk"), None, "too heavy an update leaves too");
+        c.insert(b"\0Mk", Some(b"aaaaa"));
+        c.update(b"\0Mk", val(10, 3).as_deref());
+        assert_eq!(got(&c, b"\0Mk"), Some(val(10, 3)));
+        c.update(b"\0Mnot", Some(b"x"));
+        assert_eq!(got(&c, b"\0Mnot"), None, "update makes no entry");
+        // A record past 256 bytes is laid out on the heap.
+        let big = MetaCache::new(1 << 20);
+        big.insert(&long, val(1000, 9).as_deref());
+        assert_eq!(got(&big, &long), Some(val(1000, 9)));
+    }
+
+    #[test]
+    fn peers_read_while_the_owner_writes() {
+        use std::sync::atomic::AtomicBool;
+        let c = Arc::new(MetaCache::new(16 * 16 * 1024));
+        let stop = Arc::new(AtomicBool::new(false));
+        let peer = {
+            let (c, stop) = (c.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for i in 0..500u32 {
+                        if let Some(Some(v)) = peeked(&c, format!("\0Mk{i}").as_bytes()) {
+                            // Every value written for k<i> is i's byte, 16 long.
+                            assert!(v.len() == 16 && v.iter().all(|&b| b == i as u8));
+                            seen += 1;
+                        }
+                    }
+                }
+                seen
+            })
+        };
+        for r in 0..100u32 {
+            for i in 0..500u32 {
+                c.insert(format!("\0Mk{i}").as_bytes(), val(16, i as u8).as_deref());
+                if r % 7 == 0 && i == 250 {
+                    c.clear();
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(peer.join().is_ok_and(|seen| seen > 0));
     }
 }

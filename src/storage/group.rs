@@ -418,7 +418,7 @@ impl ShardStore {
         if let Some(c) = &self.cache {
             for (k, v) in meta.drain() {
                 if cache::is_meta(&k) {
-                    c.insert(k, v);
+                    c.insert(&k, v.as_deref());
                 }
             }
         }

@@ -759,7 +759,7 @@ impl ShardStore {
             let whole = wtier::each_record(&rep, |k, v| {
                 if cache::is_meta(k) {
                     if let Some(c) = meta {
-                        c.insert(Bytes::copy_from_slice(k), v.map(Bytes::copy_from_slice));
+                        c.insert(k, v);
                     }
                 } else if let Some(m) = self.members.as_ref().filter(|_| keys::is_sub(k)) {
                     m.remove(k);
@@ -776,7 +776,7 @@ impl ShardStore {
         }
         if let Some(c) = &self.cache {
             for (k, v) in b.meta {
-                c.insert(k, v);
+                c.insert(&k, v.as_deref());
             }
         }
         self.run_after();

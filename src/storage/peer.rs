@@ -17,7 +17,7 @@ impl PeerStore {
         // latest value even for a key the tier holds. A cached absence (a
         // deleted key) is as exact as a cached record.
         if let Some(v) = s.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
-            return Ok(Some(f(v.as_deref())));
+            return Ok(Some(f(v.value())));
         }
         // Not cached: the tier's latest value is the owner's to give.
         if s.wtier.may_hold(key) {

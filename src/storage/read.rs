@@ -48,26 +48,28 @@ impl ShardStore {
                 // them answer this key themselves from now on (the write
                 // path keeps it current, `tier_stage`).
                 if !c.holds(key) {
-                    // A copy: a slice would keep the tier's chunk.
-                    c.insert(Bytes::copy_from_slice(key), v.as_deref().map(Bytes::copy_from_slice));
+                    c.insert(key, v.as_deref());
                 }
             }
-            let v = match held.or_else(|| c.get(key)) {
-                Some(v) => v,
-                // Not a key the store holds (`keyfilter`): RocksDB's
-                // filters on every level need not say so.
-                None if self.filtered_out(key, h) => None,
-                None => {
-                    let v = self.read_db(key)?.map(|v| Bytes::copy_from_slice(&v));
-                    // Absent keys are not cached on a read: a stream of new
-                    // keys (INCR of fresh counters) would only churn the
-                    // cache (SET -P16 96k with, 116k without, one run each).
-                    if v.is_some() {
-                        c.insert(Bytes::copy_from_slice(key), v.clone());
-                    }
-                    v
-                }
-            };
+            if let Some(v) = held {
+                return Ok(f(v.as_deref()));
+            }
+            // The entry is kept by its count while `f` runs, not copied.
+            if let Some(e) = c.get(key) {
+                return Ok(f(e.value()));
+            }
+            // Not a key the store holds (`keyfilter`): RocksDB's filters on
+            // every level need not say so.
+            if self.filtered_out(key, h) {
+                return Ok(f(None));
+            }
+            let v = self.read_db(key)?;
+            // Absent keys are not cached on a read: a stream of new keys
+            // (INCR of fresh counters) would only churn the cache (SET -P16
+            // 96k with, 116k without, one run each).
+            if let Some(v) = &v {
+                c.insert(key, Some(v));
+            }
             return Ok(f(v.as_deref()));
         }
         if let Some(v) = tier() {

@@ -214,7 +214,7 @@ impl ShardStore {
             return Ok(InMemory::Done(f(v.as_deref())));
         }
         if let Some(v) = self.cache.as_ref().filter(|_| cache::is_meta(key)).and_then(|c| c.peek(key)) {
-            return Ok(InMemory::Done(f(v.as_deref())));
+            return Ok(InMemory::Done(f(v.value())));
         }
         if let Some(v) = self.members.as_ref().filter(|_| keys::is_sub(key)).and_then(|m| m.get(key)) {
             return Ok(InMemory::Done(f(Some(&v))));
@@ -252,7 +252,7 @@ impl ShardStore {
         let Some(c) = self.cache.as_ref().filter(|_| cache::is_meta(key)) else {
             return Ok(matches!(self.get_in_memory(key, |_| ())?, InMemory::NeedsIo));
         };
-        if c.peek(key).is_some() {
+        if c.holds(key) {
             return Ok(false);
         }
         if self.overlaid() && self.group_read(key)?.is_some() || self.wtier.get(key).is_some() {
@@ -264,7 +264,7 @@ impl ShardStore {
         }
         match self.db.get_pinned_cf_opt(self.cf_of(key), key, &self.probe.ro) {
             Ok(v) => {
-                c.insert(bytes::Bytes::copy_from_slice(key), v.map(|v| bytes::Bytes::copy_from_slice(&v)));
+                c.insert(key, v.as_deref());
                 Ok(false)
             }
             Err(e) if e.kind() == ErrorKind::Incomplete => {
@@ -358,7 +358,7 @@ impl ShardStore {
 
     /// Whether the meta cache holds `key`'s record (or its absence).
     pub fn meta_cached(&self, key: &[u8]) -> bool {
-        self.cache.as_ref().is_some_and(|c| c.peek(key).is_some())
+        self.cache.as_ref().is_some_and(|c| c.holds(key))
     }
 
     /// Whether misses go to the I/O pool (`disk-read-threads` above 0).
@@ -383,7 +383,7 @@ impl ShardStore {
         if let Some(c) = self.cache.as_ref().filter(|_| self.probe.writes.get() == writes) {
             // What the write tier holds is newer than what RocksDB gave.
             for (k, v) in values.into_iter().filter(|(k, _)| self.wtier.get(k).is_none()) {
-                c.insert(k, v);
+                c.insert(&k, v.as_deref());
             }
         }
     }
@@ -701,7 +701,7 @@ mod tests {
         s.put(&mut batch, &b, b"old-b");
         s.write(batch).unwrap();
         e.drop_caches().unwrap();
-        let cached = |k: &[u8]| s.cache.as_ref().unwrap().peek(k);
+        let cached = |k: &[u8]| s.cache.as_ref().unwrap().peek(k).map(|e| e.to_bytes());
         assert_eq!(cached(&a), None);
         // Nothing written meanwhile: the pool's reads go into the cache.
         futures_lite::future::block_on(s.fetch_into_cache(vec![a.clone()]));

@@ -296,7 +296,7 @@ impl ShardStore {
                     }
                     for (k, v) in j.overlay.records {
                         if cache::is_meta(&k) {
-                            c.insert(k, v);
+                            c.insert(&k, v.as_deref());
                         }
                     }
                 }

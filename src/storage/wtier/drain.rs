@@ -118,8 +118,7 @@ impl ShardStore {
             for k in slice.iter().filter(|k| crate::storage::cache::is_meta(k)) {
                 let newer = dirty.as_ref().and_then(|d| d.get(k));
                 if let Some(v) = newer.or_else(|| d.gen.get(k)) {
-                    // A copy: a slice would keep the generation's chunk.
-                    c.insert(Bytes::copy_from_slice(k), v.as_deref().map(Bytes::copy_from_slice));
+                    c.insert(k, v.as_deref());
                 }
             }
         }

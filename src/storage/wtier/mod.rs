@@ -422,8 +422,7 @@ impl ShardStore {
             // entry follows every write (`PeerStore::get_with`).
             if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
                 if let Some((key, value)) = d.get_key_value(k) {
-                    // A copy: a slice would keep dirty's chunk (`gen`).
-                    c.update(key, value.as_deref().map(Bytes::copy_from_slice));
+                    c.update(key, value.as_deref());
                 }
             }
             undo.extend(changed);
