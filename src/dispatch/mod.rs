@@ -183,6 +183,11 @@ async fn run_batch(
     // closes before anything that awaits or replies out of order.
     let mut group: Option<Grouped> = None;
     let mut later = Vec::new();
+    if cmds.len() > 1 {
+        // Most commands name their key first: its lines are fetched for all
+        // of them at once, not waited on one command at a time.
+        st.ks.prefetch(client.db, cmds.iter().filter(|c| c.len() > 1).map(|c| &c[1][..]));
+    }
     let mut i = 0;
     while i < cmds.len() && !client.closing {
         // MODES: another client's multi-shard EXEC holds the gate.

@@ -38,7 +38,7 @@
 //! ones it passes, so one-hit keys (a scan, a random read of cold data, a
 //! drained write nobody reads) leave first.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
@@ -60,6 +60,9 @@ const HOT: u64 = 1 << 59;
 
 /// A part's first table (slots); it doubles past 3/4 full.
 const FIRST_SLOTS: usize = 256;
+/// A part this long makes the table [`MetaCache::big`]: 16 parts of 4096
+/// slots of 24 bytes are 1.5 MiB of slots, past a core's L2.
+const BIG_SLOTS: usize = 4096;
 
 /// Hits and misses since start, for INFO.
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,6 +261,9 @@ pub struct MetaCache {
     /// Each part's share of the budget.
     part_budget: u64,
     hasher: ahash::RandomState,
+    /// Whether some part's table outgrew the core's caches: a pipeline's
+    /// lookups are prefetched only then ([`MetaCache::prefetch_slot`]).
+    big: AtomicBool,
     /// Counted by the owner only (peers' lookups are not), so the counters'
     /// cache line never bounces between cores.
     hits: AtomicU64,
@@ -293,6 +299,7 @@ impl MetaCache {
             parts: (0..PARTS).map(|_| RwLock::new(Part::default())).collect(),
             part_budget: (bytes / PARTS as u64).max(1),
             hasher: ahash::RandomState::new(),
+            big: AtomicBool::new(false),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -301,6 +308,18 @@ impl MetaCache {
     #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key) & !HOT
+    }
+
+    /// The hasher of its table: the write tier's maps and the access table
+    /// hash with it too, so one hash of a key serves all three.
+    pub fn hasher(&self) -> &ahash::RandomState {
+        &self.hasher
+    }
+
+    /// Whether its table is past what the core's caches hold.
+    #[inline]
+    pub fn big(&self) -> bool {
+        self.big.load(Ordering::Relaxed)
     }
 
     #[inline]
@@ -319,7 +338,12 @@ impl MetaCache {
 
     #[inline]
     fn lookup(&self, key: &[u8], touch: bool) -> Option<Cached> {
-        let hash = self.hash(key);
+        self.lookup_hashed(self.hash(key), key, touch)
+    }
+
+    #[inline]
+    fn lookup_hashed(&self, hash: u64, key: &[u8], touch: bool) -> Option<Cached> {
+        let hash = hash & !HOT;
         let part = self.read(hash);
         let i = part.find(hash, key)?;
         let s = &part.slots[i];
@@ -333,7 +357,13 @@ impl MetaCache {
     /// [`Cached::value`] is `None` for a key known absent).
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Cached> {
-        let v = self.lookup(key, true);
+        self.get_hashed(self.hash(key), key)
+    }
+
+    /// [`MetaCache::get`] of a key hashed by [`MetaCache::hasher`].
+    #[inline]
+    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<Cached> {
+        let v = self.lookup_hashed(hash, key, true);
         let counter = if v.is_some() { &self.hits } else { &self.misses };
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         v
@@ -343,6 +373,43 @@ impl MetaCache {
     #[inline]
     pub fn peek(&self, key: &[u8]) -> Option<Cached> {
         self.lookup(key, false)
+    }
+
+    /// Asks the CPU for `key`'s home slot ahead of a write of it (a drain's
+    /// slice prefetches before RocksDB's write, inserts after it).
+    #[inline]
+    pub fn prefetch_slot(&self, key: &[u8]) {
+        self.prefetch_slot_hashed(self.hash(key))
+    }
+
+    /// [`MetaCache::prefetch_slot`] by the key's hash.
+    #[inline]
+    pub fn prefetch_slot_hashed(&self, hash: u64) {
+        let hash = hash & !HOT;
+        let part = self.read(hash);
+        if !part.slots.is_empty() {
+            prefetch(&part.slots[hash as usize & (part.slots.len() - 1)]);
+        }
+    }
+
+    /// Then for the entry in `key`'s home slot, if that slot (fetched by
+    /// [`MetaCache::prefetch_slot`]) holds a key of its hash.
+    #[inline]
+    pub fn prefetch_entry(&self, key: &[u8]) {
+        self.prefetch_entry_hashed(self.hash(key))
+    }
+
+    /// [`MetaCache::prefetch_entry`] by the key's hash.
+    #[inline]
+    pub fn prefetch_entry_hashed(&self, hash: u64) {
+        let hash = hash & !HOT;
+        let part = self.read(hash);
+        if !part.slots.is_empty() {
+            let s = &part.slots[hash as usize & (part.slots.len() - 1)];
+            if let Some(e) = s.entry.as_ref().filter(|_| s.tag.load(Ordering::Relaxed) & !HOT == hash) {
+                prefetch(e.0.as_ptr());
+            }
+        }
     }
 
     /// Only the owner inserts (see the module's notes). An entry heavier
@@ -362,6 +429,9 @@ impl MetaCache {
             None => {
                 part.put(hash, Cached::new(key, value));
                 part.evict(self.part_budget);
+                if part.slots.len() >= BIG_SLOTS && !self.big() {
+                    self.big.store(true, Ordering::Relaxed);
+                }
             }
         }
     }
@@ -397,6 +467,7 @@ impl MetaCache {
     }
 
     pub fn clear(&self) {
+        self.big.store(false, Ordering::Relaxed);
         for p in self.parts.iter() {
             // Dropped outside the lock: a peer's read does not wait for
             // a million frees.
@@ -421,248 +492,19 @@ impl MetaCache {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn got(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
-        c.get(k).map(|e| e.value().map(<[u8]>::to_vec))
-    }
-
-    fn peeked(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
-        c.peek(k).map(|e| e.value().map(<[u8]>::to_vec))
-    }
-
-    fn some(v: &[u8]) -> Option<Option<Vec<u8>>> {
-        Some(Some(v.to_vec()))
-    }
-
-    #[test]
-    fn meta_keys_and_ranges_are_told_apart() {
-        let mk = super::super::keys::meta_key(3, b"k");
-        assert!(is_meta(&mk));
-        let (lo, hi) = super::super::keys::sub_range(3, b"k", 7);
-        assert!(!is_meta(&lo));
-        assert!(range_spares_meta(&lo, &hi), "a collection's members");
-        let (lo, hi) = super::super::keys::db_range(3);
-        assert!(!range_spares_meta(&lo, &hi), "FLUSHDB covers meta records");
-        let (lo, hi) = super::super::keys::meta_db_range(3);
-        assert!(!range_spares_meta(&lo, &hi));
-        assert!(!is_meta(&super::super::keys::ttl_key(5, 3, b"k")));
-        assert!(range_spares_meta(&[0xFF, b'T'], &[0xFF, b'U']));
-        assert!(!range_spares_meta(b"", b"\xff"));
-    }
-
-    #[test]
-    fn hits_misses_and_absent_keys() {
-        let c = MetaCache::new(1 << 20);
-        assert_eq!(got(&c, b"\0Mk"), None);
-        c.insert(b"\0Mk", None);
-        assert_eq!(got(&c, b"\0Mk"), Some(None));
-        c.insert(b"\0Mk", Some(b"v"));
-        assert_eq!(got(&c, b"\0Mk"), some(b"v"));
-        assert_eq!(peeked(&c, b"\0Mk"), some(b"v"), "a peer sees it");
-        assert_eq!(c.get(b"\0Mk").and_then(|e| e.to_bytes()), Some(Bytes::from_static(b"v")));
-        let s = c.stats();
-        assert_eq!((s.hits, s.misses, s.entries), (3, 1, 1), "peers are not counted");
-        // An empty record is not an absent key.
-        c.insert(b"\0Me", Some(b""));
-        assert_eq!(got(&c, b"\0Me"), some(b""));
-        c.clear();
-        assert_eq!(got(&c, b"\0Mk"), None);
-        assert_eq!(c.stats().entries, 0);
-    }
-
-    #[test]
-    fn a_reader_keeps_its_record_past_a_write() {
-        let c = MetaCache::new(1 << 20);
-        c.insert(b"\0Mk", Some(b"old"));
-        let held = c.get(b"\0Mk");
-        c.insert(b"\0Mk", Some(b"new"));
-        c.clear();
-        assert_eq!(held.as_ref().and_then(Cached::value), Some(&b"old"[..]));
-    }
-
-    #[test]
-    fn an_entry_held_is_updated_in_place() {
-        let c = MetaCache::new(1 << 20);
-        let k = b"\0Mk";
-        assert!(!c.holds(k));
-        c.insert(k, Some(b"v"));
-        assert!(c.holds(k));
-        let before = c.stats().bytes;
-        c.update(k, Some(b"longer"));
-        assert_eq!(peeked(&c, k), some(b"longer"));
-        assert_eq!(c.stats().bytes, before + 5, "weighed again");
-        c.update(k, None);
-        assert_eq!(peeked(&c, k), Some(None), "a deletion is remembered");
-        assert_eq!(c.stats().entries, 1);
-    }
-
-    #[test]
-    fn weight_stays_within_the_budget() {
-        let c = MetaCache::new(64 * 1024);
-        for i in 0..10_000u32 {
-            c.insert(format!("\0Mkey{i}").as_bytes(), Some(&[7u8; 100]));
-        }
-        let s = c.stats();
-        assert!(s.bytes <= 64 * 1024, "{s:?}");
-        assert!(s.entries > 100, "{s:?}");
-    }
+/// A hint to load `p`'s line; nothing on targets without one.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    // SAFETY: SSE is part of x86_64's baseline; a prefetch never faults,
+    // whatever the address.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]
-mod table_tests {
-    use super::*;
-
-    fn val(n: usize, b: u8) -> Option<Vec<u8>> {
-        Some(vec![b; n])
-    }
-
-    fn got(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
-        c.get(k).map(|e| e.value().map(<[u8]>::to_vec))
-    }
-
-    fn peeked(c: &MetaCache, k: &[u8]) -> Option<Option<Vec<u8>>> {
-        c.peek(k).map(|e| e.value().map(<[u8]>::to_vec))
-    }
-
-    #[test]
-    fn a_big_table_finds_every_key_it_keeps_and_nothing_else() {
-        // Room for all: growth moves every entry and loses none.
-        let c = MetaCache::new(1 << 30);
-        for i in 0..50_000u32 {
-            c.insert(format!("\0Mk{i}").as_bytes(), val(8, i as u8).as_deref());
-        }
-        assert_eq!(c.stats().entries, 50_000);
-        for i in 0..50_000u32 {
-            assert_eq!(got(&c, format!("\0Mk{i}").as_bytes()), Some(val(8, i as u8)), "k{i}");
-        }
-        assert_eq!(got(&c, b"\0Mk50000"), None);
-    }
-
-    #[test]
-    fn removals_keep_probe_chains_whole() {
-        // A small budget evicts constantly (each eviction shifts a chain
-        // back): what the cache answers must always be the key's last value
-        // or nothing.
-        let c = MetaCache::new(16 * 4 * 1024);
-        let mut last = std::collections::HashMap::new();
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        for round in 0..200_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let k = format!("\0Mk{}", x % 3000);
-            if round % 3 == 0 {
-                let v = if x.is_multiple_of(11) {
-                    None
-                } else {
-                    val((x % 40) as usize, round as u8)
-                };
-                c.insert(k.as_bytes(), v.as_deref());
-                last.insert(k, v);
-            } else if round % 5 == 0 {
-                let v = val((x % 60) as usize, round as u8);
-                c.update(k.as_bytes(), v.as_deref());
-                if c.holds(k.as_bytes()) {
-                    last.insert(k, v);
-                }
-            } else if let Some(g) = got(&c, k.as_bytes()) {
-                assert_eq!(Some(&g), last.get(&k), "{k}");
-            }
-        }
-        let s = c.stats();
-        assert!(s.bytes <= 16 * 4 * 1024 && s.entries > 0, "{s:?}");
-        // Every key kept answers its last value, and the weight kept is the
-        // entries' own.
-        let (mut sum, mut n) = (0, 0);
-        for (k, v) in &last {
-            if let Some(g) = peeked(&c, k.as_bytes()) {
-                assert_eq!(&g, v, "{k}");
-                sum += weigh(k.as_bytes(), v.as_deref());
-                n += 1;
-            }
-        }
-        assert_eq!((sum, n), (s.bytes, s.entries));
-    }
-
-    #[test]
-    fn read_keys_outlive_keys_never_read() {
-        let c = MetaCache::new(16 * 8 * 1024);
-        for i in 0..200u32 {
-            c.insert(format!("\0Mhot{i}").as_bytes(), val(20, 1).as_deref());
-        }
-        for i in 0..20_000u32 {
-            for h in (0..200u32).step_by(10).map(|h| h + i % 10) {
-                let _ = c.get(format!("\0Mhot{h}").as_bytes());
-            }
-            c.insert(format!("\0Mcold{i}").as_bytes(), val(20, 2).as_deref());
-        }
-        let kept = (0..200u32).filter(|h| c.holds(format!("\0Mhot{h}").as_bytes())).count();
-        let cold = (0..20_000u32).filter(|i| c.holds(format!("\0Mcold{i}").as_bytes())).count();
-        assert!(kept >= 190, "hot keys kept: {kept}, cold kept: {cold}");
-        assert!(cold < 20_000);
-    }
-
-    #[test]
-    fn long_keys_and_heavy_values() {
-        let c = MetaCache::new(16 * 1024);
-        let long = vec![b'x'; 300];
-        c.insert(&long, Some(b"aaaaa"));
-        assert_eq!(got(&c, &long), Some(val(5, b'a')), "a long key");
-        let mut other = long.clone();
-        other[299] = b'y';
-        assert_eq!(got(&c, &other), None);
-        // Heavier than a part's budget (1 KiB): not kept, and the older
-        // value leaves with it.
-        c.insert(&long, val(2000, 2).as_deref());
-        assert_eq!(got(&c, &long), None);
-        assert_eq!(c.stats().entries, 0);
-        c.insert(b"\0Mk", Some(b"aaaaa"));
-        c.update(b"\0Mk", val(2000, 3).as_deref());
-        assert_eq!(got(&c, b"\0Mk"), None, "too heavy an update leaves too");
-        c.insert(b"\0Mk", Some(b"aaaaa"));
-        c.update(b"\0Mk", val(10, 3).as_deref());
-        assert_eq!(got(&c, b"\0Mk"), Some(val(10, 3)));
-        c.update(b"\0Mnot", Some(b"x"));
-        assert_eq!(got(&c, b"\0Mnot"), None, "update makes no entry");
-        // A record past 256 bytes is laid out on the heap.
-        let big = MetaCache::new(1 << 20);
-        big.insert(&long, val(1000, 9).as_deref());
-        assert_eq!(got(&big, &long), Some(val(1000, 9)));
-    }
-
-    #[test]
-    fn peers_read_while_the_owner_writes() {
-        use std::sync::atomic::AtomicBool;
-        let c = Arc::new(MetaCache::new(16 * 16 * 1024));
-        let stop = Arc::new(AtomicBool::new(false));
-        let peer = {
-            let (c, stop) = (c.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut seen = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for i in 0..500u32 {
-                        if let Some(Some(v)) = peeked(&c, format!("\0Mk{i}").as_bytes()) {
-                            // Every value written for k<i> is i's byte, 16 long.
-                            assert!(v.len() == 16 && v.iter().all(|&b| b == i as u8));
-                            seen += 1;
-                        }
-                    }
-                }
-                seen
-            })
-        };
-        for r in 0..100u32 {
-            for i in 0..500u32 {
-                c.insert(format!("\0Mk{i}").as_bytes(), val(16, i as u8).as_deref());
-                if r % 7 == 0 && i == 250 {
-                    c.clear();
-                }
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-        assert!(peer.join().is_ok_and(|seen| seen > 0));
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

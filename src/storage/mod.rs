@@ -427,6 +427,10 @@ impl Engine {
                 .ok_or_else(|| StorageError(format!("missing column family {name}")))
         };
         let (cf, sub) = (handle(cf_name(i))?, handle(sub_cf_name(i))?);
+        let cache = self.meta_caches.get(i).cloned().flatten();
+        // One hash of a meta key serves the cache, the tier and the access
+        // table (`Keyspace::lookup`).
+        let hasher = cache.as_ref().map_or_else(ahash::RandomState::new, |c| c.hasher().clone());
         Ok(ShardStore {
             engine: self,
             home,
@@ -435,7 +439,7 @@ impl Engine {
             cf,
             sub,
             ids: (rep::cf_id(cf), rep::cf_id(sub)),
-            cache: self.meta_caches.get(i).cloned().flatten(),
+            cache,
             members: self.member_caches.get(i).filter(|_| owner).cloned().flatten(),
             ahead: Default::default(),
             watches: Default::default(),
@@ -448,6 +452,7 @@ impl Engine {
                 self.tier_starts.get(i),
                 self.tier_held.get(i).cloned().flatten(),
                 loaded,
+                hasher,
             ),
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
             spare: Default::default(),

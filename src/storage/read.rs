@@ -19,6 +19,29 @@ impl ShardStore {
         self.get_hashed(key, Some(h), f)
     }
 
+    /// Asks the CPU for the meta cache's slot of the meta key whose hash
+    /// ([`ShardStore::key_hasher`]) is `h`, when its table is past the
+    /// core's caches: a pipeline's commands prefetch their keys' lines
+    /// before the first runs (`Keyspace::prefetch`). False when it did not.
+    #[inline]
+    pub fn prefetch_meta(&self, h: u64) -> bool {
+        match self.cache.as_ref().filter(|c| c.big()) {
+            Some(c) => {
+                c.prefetch_slot_hashed(h);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Then the entry that slot points to (after [`ShardStore::prefetch_meta`]).
+    #[inline]
+    pub fn prefetch_meta_entry(&self, h: u64) {
+        if let Some(c) = &self.cache {
+            c.prefetch_entry_hashed(h);
+        }
+    }
+
     /// The hasher the write tier's maps use: a caller that hashes a key
     /// with it for its own table reads the tier with the same hash.
     pub fn key_hasher(&self) -> &ahash::RandomState {
@@ -55,7 +78,11 @@ impl ShardStore {
                 return Ok(f(v.as_deref()));
             }
             // The entry is kept by its count while `f` runs, not copied.
-            if let Some(e) = c.get(key) {
+            let cached = match h {
+                Some(h) => c.get_hashed(h, key),
+                None => c.get(key),
+            };
+            if let Some(e) = cached {
                 return Ok(f(e.value()));
             }
             // Not a key the store holds (`keyfilter`): RocksDB's filters on

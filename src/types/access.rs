@@ -226,6 +226,17 @@ impl Access {
         Stamp::at(self.floor_ms, LFU_INIT)
     }
 
+    /// Asks the CPU for the line of the key hashed `h` (a pipeline's
+    /// lookups, `Keyspace::prefetch`).
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        if let Ok(slots) = self.slots.try_borrow() {
+            if let Some(w) = slots.as_ref().and_then(|s| s.words().get(place(h).0 * WAYS)) {
+                crate::storage::cache::prefetch(w);
+            }
+        }
+    }
+
     /// The stamp of the key hashed `h`, if the table holds it.
     fn find(&self, h: u64) -> Option<Stamp> {
         let slots = self.slots.borrow();

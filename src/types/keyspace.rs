@@ -386,6 +386,31 @@ impl Keyspace {
         }
     }
 
+    /// Asks the CPU for what the lookups of `keys` (the next commands of a
+    /// pipeline, in db `db`) will read from tables past its caches: each
+    /// key's meta cache slot and access word, then the cache entry each slot
+    /// points to. A guess that is no key costs a hash; nothing when the
+    /// meta cache is small. GET -P16 over a million keys waited on these
+    /// lines one command at a time (tuning.md, session 49).
+    pub fn prefetch<'a>(&self, db: u8, keys: impl Iterator<Item = &'a [u8]>) {
+        const MOST: usize = 32;
+        let mut hashes = [0u64; MOST];
+        let mut n = 0;
+        for k in keys.take(MOST) {
+            let mk = meta_key_buf(db, k);
+            let h = self.store.key_hasher().hash_one(&mk[..]);
+            if !self.store.prefetch_meta(h) {
+                return;
+            }
+            self.access.prefetch(h);
+            hashes[n] = h;
+            n += 1;
+        }
+        for &h in &hashes[..n] {
+            self.store.prefetch_meta_entry(h);
+        }
+    }
+
     /// An owned copy of a live key's meta value (one read).
     pub fn get(&self, db: u8, key: &[u8], now_ms: u64) -> CmdResult<Option<Stored>> {
         self.read(db, key, now_ms, |m| {

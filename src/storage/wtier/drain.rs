@@ -82,7 +82,13 @@ impl ShardStore {
         let wb = &mut *room;
         wb.clear();
         let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
+        let cache = self.cache.as_ref();
         for k in &slice {
+            // Its meta cache entry is written after RocksDB's write: the
+            // line is on its way meanwhile.
+            if let Some(c) = cache.filter(|_| crate::storage::cache::is_meta(k)) {
+                c.prefetch_slot(k);
+            }
             match d.gen.get(k) {
                 Some(Some(v)) => wb.put_cf(self.id_of(k), k, v),
                 Some(None) => wb.delete_cf(self.id_of(k), k),
@@ -115,7 +121,11 @@ impl ShardStore {
         if let Some(c) = &self.cache {
             // Dirty's later write is the newer value (peers trust the cache).
             let dirty = t.dirty.try_borrow().ok();
-            for k in slice.iter().filter(|k| crate::storage::cache::is_meta(k)) {
+            let metas = || slice.iter().filter(|k| crate::storage::cache::is_meta(k));
+            for k in metas() {
+                c.prefetch_entry(k);
+            }
+            for k in metas() {
                 let newer = dirty.as_ref().and_then(|d| d.get(k));
                 if let Some(v) = newer.or_else(|| d.gen.get(k)) {
                     c.insert(k, v.as_deref());

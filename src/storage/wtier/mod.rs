@@ -275,11 +275,12 @@ impl WriteTier {
         resume: Option<&'static AtomicU64>,
         held: Option<Arc<[Held; 2]>>,
         loaded: Vec<Bytes>,
+        hasher: ahash::RandomState,
     ) -> WriteTier {
         let start = resume.map_or(0, |r| r.load(Ordering::Acquire));
-        // Every generation's map hashes with it: a reader that hashed a
-        // key once looks it up with that hash ([`WriteTier::get_hashed`]).
-        let hasher = ahash::RandomState::new();
+        // Every generation's map hashes with `hasher` (the meta cache's,
+        // when there is one): a reader that hashed a key once looks it up
+        // with that hash ([`WriteTier::get_hashed`]).
         let t = WriteTier {
             resume,
             log,
