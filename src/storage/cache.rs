@@ -156,6 +156,12 @@ struct Part {
 }
 
 impl Part {
+    /// The slot where `hash`'s probe starts (none while the table is empty).
+    #[inline]
+    fn home(&self, hash: u64) -> Option<&Slot> {
+        self.slots.get(hash as usize & self.slots.len().wrapping_sub(1))
+    }
+
     /// The slot holding `key`, if any.
     #[inline]
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
@@ -386,9 +392,8 @@ impl MetaCache {
     #[inline]
     pub fn prefetch_slot_hashed(&self, hash: u64) {
         let hash = hash & !HOT;
-        let part = self.read(hash);
-        if !part.slots.is_empty() {
-            prefetch(&part.slots[hash as usize & (part.slots.len() - 1)]);
+        if let Some(s) = self.read(hash).home(hash) {
+            prefetch(s);
         }
     }
 
@@ -404,8 +409,7 @@ impl MetaCache {
     pub fn prefetch_entry_hashed(&self, hash: u64) {
         let hash = hash & !HOT;
         let part = self.read(hash);
-        if !part.slots.is_empty() {
-            let s = &part.slots[hash as usize & (part.slots.len() - 1)];
+        if let Some(s) = part.home(hash) {
             if let Some(e) = s.entry.as_ref().filter(|_| s.tag.load(Ordering::Relaxed) & !HOT == hash) {
                 prefetch(e.0.as_ptr());
             }

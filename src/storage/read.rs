@@ -19,18 +19,20 @@ impl ShardStore {
         self.get_hashed(key, Some(h), f)
     }
 
-    /// Asks the CPU for the meta cache's slot of the meta key whose hash
-    /// ([`ShardStore::key_hasher`]) is `h`, when its table is past the
-    /// core's caches: a pipeline's commands prefetch their keys' lines
-    /// before the first runs (`Keyspace::prefetch`). False when it did not.
+    /// Whether the meta cache's table is past the core's caches: only then
+    /// is a pipeline's prefetch worth its hashes (`Keyspace::prefetch`).
     #[inline]
-    pub fn prefetch_meta(&self, h: u64) -> bool {
-        match self.cache.as_ref().filter(|c| c.big()) {
-            Some(c) => {
-                c.prefetch_slot_hashed(h);
-                true
-            }
-            None => false,
+    pub fn meta_cache_big(&self) -> bool {
+        self.cache.as_ref().is_some_and(|c| c.big())
+    }
+
+    /// Asks the CPU for the meta cache's slot of the meta key whose hash
+    /// ([`ShardStore::key_hasher`]) is `h`: a pipeline's commands prefetch
+    /// their keys' lines before the first runs.
+    #[inline]
+    pub fn prefetch_meta(&self, h: u64) {
+        if let Some(c) = &self.cache {
+            c.prefetch_slot_hashed(h);
         }
     }
 

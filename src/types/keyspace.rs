@@ -394,14 +394,15 @@ impl Keyspace {
     /// lines one command at a time (tuning.md, session 49).
     pub fn prefetch<'a>(&self, db: u8, keys: impl Iterator<Item = &'a [u8]>) {
         const MOST: usize = 32;
+        if !self.store.meta_cache_big() {
+            return;
+        }
         let mut hashes = [0u64; MOST];
         let mut n = 0;
         for k in keys.take(MOST) {
             let mk = meta_key_buf(db, k);
             let h = self.store.key_hasher().hash_one(&mk[..]);
-            if !self.store.prefetch_meta(h) {
-                return;
-            }
+            self.store.prefetch_meta(h);
             self.access.prefetch(h);
             hashes[n] = h;
             n += 1;
