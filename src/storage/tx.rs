@@ -310,11 +310,11 @@ impl ShardStore {
     }
 
     /// A batch with records for the first database (`Batch::main`): after
-    /// what the write tier holds, both parts as one write over two
+    /// what the write tier holds of its records (`tier_clear_for`), both parts as one write over two
     /// databases (`redo`), the home part with its log record when the tier
     /// is on (as [`ShardStore::tier_direct`] carries one).
     pub(super) fn write_with_main(&self, wb: WriteBatch, main: &WriteBatch) -> Result<(), StorageError> {
-        self.tier_apply()?;
+        self.tier_clear_for(wb.data())?;
         let mut parts = Vec::with_capacity(2);
         if !wb.is_empty() {
             let mut home = Records::default();

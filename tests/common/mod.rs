@@ -223,6 +223,11 @@ impl Basalt {
         child.wait().expect("wait")
     }
 
+    /// The server's process id (for a kill from another thread).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// Waits for the process to exit on its own (after SHUTDOWN).
     pub fn wait_exit(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("running");

@@ -363,6 +363,18 @@ impl Gen {
         }
     }
 
+    /// Forgets `k`'s record: a write past the tier replaces it
+    /// ([`ShardStore::tier_clear_for`](crate::storage::ShardStore)); the
+    /// drain passes over its key.
+    pub(super) fn forget(&mut self, k: &[u8]) {
+        if let Some((key, r)) = self.map.remove_entry(k) {
+            self.gone = true;
+            let freed = key.len() as u64 + len(&r.v);
+            self.bytes = self.bytes.saturating_sub(freed);
+            self.waste += freed;
+        }
+    }
+
     /// The records of the collection hashed `coll` (member records only),
     /// in no order.
     pub(super) fn coll_records(&self, coll: u64) -> impl Iterator<Item = (&Bytes, &Option<Bytes>)> {

@@ -57,19 +57,43 @@ pub(super) fn records(rep: &Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
 /// representation of column-family records, passing over range deletes
 /// and the default family's records (intents: neither meta nor member
 /// records); false if it holds anything else (or is cut short).
-pub(in crate::storage) fn each_record(rep: &[u8], f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
-    visit(rep, true, f)
+pub(in crate::storage) fn each_record(rep: &[u8], mut f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+    visit(rep, true, |op| match op {
+        Op::Record(k, v) => f(k, v),
+        Op::Range(..) => {}
+    })
 }
 
 /// [`each_record`] of a batch of column-family puts and deletes only:
 /// false if it holds anything else.
-pub(super) fn each_put(rep: &[u8], f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
-    visit(rep, false, f)
+pub(super) fn each_put(rep: &[u8], mut f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+    visit(rep, false, |op| {
+        if let Op::Record(k, v) = op {
+            f(k, v)
+        }
+    })
 }
 
-fn visit(rep: &[u8], others: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> bool {
+/// A column-family record of a batch ([`each_op`]).
+pub(super) enum Op<'a> {
+    /// A put (key, value) or a delete (key, None).
+    Record(&'a [u8], Option<&'a [u8]>),
+    /// A range delete, `[from, to)`.
+    Range(&'a [u8], &'a [u8]),
+}
+
+/// Calls `f` with each column-family record of a WriteBatch
+/// representation, range deletes too, passing over the default family's
+/// records; false if it holds anything else (or is cut short).
+pub(super) fn each_op<'a>(rep: &'a [u8], f: impl FnMut(Op<'a>)) -> bool {
+    visit(rep, true, f)
+}
+
+/// `others`: the default family's records are passed over (else the
+/// batch is refused), and so are range deletes' (else refused too).
+fn visit<'a>(rep: &'a [u8], others: bool, mut f: impl FnMut(Op<'a>)) -> bool {
     let mut i = 12;
-    let slice = |i: &mut usize| -> Option<&[u8]> {
+    let slice = |i: &mut usize| -> Option<&'a [u8]> {
         let n = varint(rep, i)? as usize;
         let end = i.checked_add(n).filter(|&e| e <= rep.len())?;
         let s = &rep[*i..end];
@@ -83,17 +107,17 @@ fn visit(rep: &[u8], others: bool, mut f: impl FnMut(&[u8], Option<&[u8]>)) -> b
             CF_PUT => {
                 varint(rep, i)?;
                 let k = slice(i)?;
-                f(k, Some(slice(i)?));
+                f(Op::Record(k, Some(slice(i)?)));
             }
             CF_DELETE => {
                 varint(rep, i)?;
-                f(slice(i)?, None);
+                f(Op::Record(slice(i)?, None));
             }
             // Column-family range deletion.
             CF_RANGE if others => {
                 varint(rep, i)?;
-                slice(i)?;
-                slice(i)?;
+                let from = slice(i)?;
+                f(Op::Range(from, slice(i)?));
             }
             // The default family's put, range deletion and deletion.
             PUT | RANGE if others => {

@@ -3,6 +3,7 @@ use super::*;
 use crate::storage::testkit::{get, grouped, peer, put};
 use crate::storage::{keys, test_opts, Engine};
 
+mod direct;
 mod replay;
 
 /// An engine of `shards` shards with a meta cache of `cache` bytes, the

@@ -1,0 +1,120 @@
+//! Writes past the tier (`tier_direct`, `write_with_main`): what the tier
+//! holds of the records they write never reaches the families after them,
+//! and the rest stays in the tier.
+
+use super::*;
+
+/// A DEL of a hash (its meta deleted, its members' range deleted, in one
+/// batch past the tier) writes only that hash's records first: the tier
+/// keeps every other record, and neither the hash's meta nor its members
+/// come back from the tier when it drains later.
+#[test]
+fn a_range_delete_of_one_collection_leaves_the_other_records_in_the_tier() {
+    let (_d, s, p) = stores(1000);
+    let other = keys::meta_key(0, b"other");
+    let (m, f) = (keys::meta_key(0, b"h"), keys::sub_key(0, b"h", 1, b"f"));
+    let g = keys::sub_key(0, b"g", 1, b"x");
+    put(&s, &other, b"o");
+    put(&s, &m, b"meta");
+    put(&s, &f, b"1");
+    put(&s, &g, b"gx");
+    assert_eq!(s.write_tier_size().records, 4);
+    let pos = s.wtier.pos.get();
+    let mut b = s.batch();
+    s.delete(&mut b, &m);
+    let (lo, hi) = keys::sub_range(0, b"h", 1);
+    s.delete_range(&mut b, &lo, &hi);
+    s.write(b).unwrap();
+    assert_eq!(s.wtier.pos.get(), pos + 1, "the direct write took a position");
+    assert_eq!(s.write_tier_size().records, 2, "other and g wait in the tier");
+    assert_eq!(peer(&p, &other), None, "other was not applied");
+    assert_eq!(peer(&p, &g), None, "nor g's member");
+    assert_eq!((get(&s, &m), get(&s, &f)), (None, None));
+    assert_eq!(get(&s, &other), Some(b"o".to_vec()));
+    let mut seen = Vec::new();
+    s.scan(&lo, &hi, |k, _| {
+        seen.push(k.to_vec());
+        true
+    })
+    .unwrap();
+    assert!(seen.is_empty(), "the hash has no members: {seen:?}");
+    // What the tier still holds drains after it, without the hash.
+    s.tier_apply().unwrap();
+    assert_eq!(s.write_tier_size().records, 0);
+    assert_eq!((peer(&p, &m), peer(&p, &f)), (None, None));
+    assert_eq!(peer(&p, &other), Some(b"o".to_vec()));
+    assert_eq!(peer(&p, &g), Some(b"gx".to_vec()));
+}
+
+/// A batch too big to wait in the tier (more records than a lone write
+/// stages) writes its keys past it: the older values the tier held for
+/// them are forgotten (in dirty and in the draining generation), the
+/// others stay.
+#[test]
+fn a_big_batch_past_the_tier_replaces_the_values_the_tier_held() {
+    let (_d, s, p) = stores(1000);
+    let (a, b_key, keep) = (keys::meta_key(0, b"a"), keys::meta_key(0, b"b"), keys::meta_key(0, b"keep"));
+    put(&s, &a, b"old-a");
+    put(&s, &keep, b"k");
+    // `a` also in a draining generation: dirty drains, `b` in the new dirty.
+    s.tier_start_drain();
+    put(&s, &b_key, b"old-b");
+    put(&s, &a, b"older-a2");
+    let mut b = s.batch();
+    s.put(&mut b, &a, b"new-a");
+    s.delete(&mut b, &b_key);
+    for i in 0..LONE_TIER_RECORDS {
+        s.put(&mut b, &keys::meta_key(0, format!("bulk{i}").as_bytes()), b"x");
+    }
+    s.write(b).unwrap();
+    assert_eq!(get(&s, &a), Some(b"new-a".to_vec()));
+    assert_eq!(get(&s, &b_key), None);
+    assert_eq!(get(&s, &keep), Some(b"k".to_vec()));
+    assert_eq!(peer(&p, &a), Some(b"new-a".to_vec()), "written past the tier");
+    s.tier_apply().unwrap();
+    assert_eq!(s.write_tier_size().records, 0);
+    assert_eq!(peer(&p, &a), Some(b"new-a".to_vec()), "no older value drained over it");
+    assert_eq!(peer(&p, &b_key), None);
+    assert_eq!(peer(&p, &keep), Some(b"k".to_vec()));
+}
+
+/// A range that is not inside one collection (FLUSHDB's) still applies
+/// the whole tier first.
+#[test]
+fn a_range_delete_over_the_meta_records_applies_the_whole_tier() {
+    let (_d, s, p) = stores(1000);
+    let (k, g) = (keys::meta_key(1, b"k"), keys::sub_key(1, b"g", 1, b"x"));
+    put(&s, &k, b"v");
+    put(&s, &g, b"gx");
+    let mut b = s.batch();
+    let (lo, hi) = keys::meta_db_range(0);
+    s.delete_range(&mut b, &lo, &hi);
+    s.write(b).unwrap();
+    assert_eq!(s.write_tier_size().records, 0, "applied whole");
+    assert_eq!(peer(&p, &k), Some(b"v".to_vec()));
+    assert_eq!(peer(&p, &g), Some(b"gx".to_vec()));
+}
+
+/// A range delete inside a live collection (a list's trimmed end): the
+/// records the tier holds inside it are written before it, so a later
+/// drain never brings them back; the collection's others stay readable.
+#[test]
+fn a_range_delete_inside_a_live_collection_is_not_undone_by_a_drain() {
+    let (_d, s, p) = stores(1000);
+    let rec = |m: &[u8]| keys::sub_key(0, b"l", 1, m);
+    let (a, b_key, d) = (rec(b"a1"), rec(b"b1"), rec(b"d"));
+    let other = keys::meta_key(0, b"other");
+    for k in [&a, &b_key, &d, &other] {
+        put(&s, k, b"x");
+    }
+    let mut b = s.batch();
+    s.delete_range(&mut b, &rec(b"a"), &rec(b"c"));
+    s.write(b).unwrap();
+    assert_eq!((get(&s, &a), get(&s, &b_key)), (None, None));
+    assert_eq!(get(&s, &d), Some(b"x".to_vec()));
+    assert_eq!(peer(&p, &other), None, "the other records wait in the tier");
+    s.tier_apply().unwrap();
+    assert_eq!((peer(&p, &a), peer(&p, &b_key)), (None, None), "not brought back");
+    assert_eq!(peer(&p, &d), Some(b"x".to_vec()));
+    assert_eq!(peer(&p, &other), Some(b"x".to_vec()));
+}
