@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{show, Basalt, Raw};
+use common::{show, Basalt, Raw, RedisServer};
 
 /// The tests set BASALT_TIER for the servers they start: one at a time.
 static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -451,5 +451,79 @@ fn write_tier_memory_turns_the_tier_on_within_its_budget() {
     assert_eq!(
         show(&c.cmd(&["CONFIG", "GET", "write-tier-memory"])),
         show(b"*2\r\n$17\r\nwrite-tier-memory\r\n$8\r\n33554432\r\n")
+    );
+}
+
+/// All the keys a full SCAN of this connection's db lists, sorted.
+fn scan_all(c: &mut redis::Connection, count: usize) -> Vec<String> {
+    let mut cursor = 0u64;
+    let mut keys = Vec::new();
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(count).query(c).expect("SCAN");
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// SCAN, KEYS, RANDOMKEY and DBSIZE over keys the write tier holds (new
+/// ones, overwritten ones, deleted ones, and hashes deleted whole) answer
+/// as redis-server does, and leave the tier's records where they are
+/// (they are merged into the read, not written to RocksDB first).
+#[test]
+fn key_scans_merge_the_tier_and_answer_as_redis() {
+    let redis = RedisServer::start();
+    let b = Basalt::start(1);
+    let mut r = redis::Client::open(format!("redis://127.0.0.1:{}/", redis.port))
+        .and_then(|c| c.get_connection())
+        .expect("redis-server client");
+    let mut c = b.client();
+    for conn in [&mut r, &mut c] {
+        let mut p = redis::pipe();
+        for i in 0..6000 {
+            p.cmd("SET").arg(format!("k:{i}")).arg(i).ignore();
+        }
+        for i in (0..6000).step_by(7) {
+            p.cmd("DEL").arg(format!("k:{i}")).ignore();
+        }
+        for i in 0..50 {
+            p.cmd("HSET").arg(format!("h:{i}")).arg("f").arg(i).ignore();
+        }
+        for i in (0..50).step_by(3) {
+            p.cmd("DEL").arg(format!("h:{i}")).ignore();
+        }
+        for i in (0..6000).step_by(11) {
+            p.cmd("SET").arg(format!("k:{i}")).arg("again").ignore();
+        }
+        p.query::<()>(conn).expect("fill");
+    }
+    let mut raw = b.raw();
+    let held = raw.info_u64("memory", "wtier_records");
+    assert!(held > 5000, "the tier holds the keys: {held}");
+    for count in [10, 1000] {
+        assert_eq!(scan_all(&mut c, count), scan_all(&mut r, count), "SCAN COUNT {count}");
+    }
+    let keys = |conn: &mut redis::Connection, pattern: &str| {
+        let mut k: Vec<String> = redis::cmd("KEYS").arg(pattern).query(conn).expect("KEYS");
+        k.sort();
+        k
+    };
+    for pattern in ["*", "h:*", "k:1??", "nomatch*"] {
+        assert_eq!(keys(&mut c, pattern), keys(&mut r, pattern), "KEYS {pattern}");
+    }
+    let size: usize = redis::cmd("DBSIZE").query(&mut c).expect("DBSIZE");
+    assert_eq!(size, keys(&mut r, "*").len());
+    for _ in 0..20 {
+        let k: String = redis::cmd("RANDOMKEY").query(&mut c).expect("RANDOMKEY");
+        assert_eq!(redis::cmd("EXISTS").arg(&k).query::<i64>(&mut r).expect("EXISTS"), 1, "{k}");
+    }
+    assert!(
+        raw.info_u64("memory", "wtier_records") >= held,
+        "the scans left the tier's records in it"
     );
 }

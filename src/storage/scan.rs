@@ -9,7 +9,7 @@ use rocksdb::{ColumnFamily, DBRawIteratorWithThreadMode, ReadOptions, DB};
 /// A raw iterator of the process-wide database.
 type Iter = DBRawIteratorWithThreadMode<'static, DB>;
 
-use super::tx::{merge, Cursor, Overlay};
+use super::tx::{merge, merge_with, Cursor, Overlay};
 use super::{keys, ShardStore, Snap, StorageError};
 
 /// RocksDB's iterator as a [`Cursor`], forward or back.
@@ -79,6 +79,11 @@ impl ShardStore {
         } else {
             self.flush_group()?;
         }
+        Ok(self.raw_range_iter(from, to, snap, fill_cache))
+    }
+
+    /// [`ShardStore::range_iter`] of what RocksDB holds alone.
+    fn raw_range_iter(&self, from: &[u8], to: &[u8], snap: Option<&Snap>, fill_cache: bool) -> Iter {
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(from.to_vec());
         ro.set_iterate_upper_bound(to.to_vec());
@@ -86,7 +91,7 @@ impl ShardStore {
         if let Some(s) = snap {
             ro.set_snapshot(&s.0);
         }
-        Ok(self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro))
+        self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro)
     }
 
     /// [`ShardStore::scan`] as of `snap` (or the live data when None),
@@ -99,6 +104,22 @@ impl ShardStore {
         to: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
+        if snap.is_none() && self.tier_merges(from, to) && self.overlay(from, to, None).is_none() {
+            // Over the meta records the tier's are merged, not written first.
+            let mut it = self.raw_range_iter(from, to, None, true);
+            match after {
+                Some(a) => it.seek(a),
+                None => it.seek(from),
+            }
+            if let (Some(a), true) = (after, it.valid()) {
+                if it.key() == Some(a) {
+                    it.next();
+                }
+            }
+            let mine = self.tier_records(from, after, to);
+            merge_with(&mut Dir(&mut it, false), mine, |_| false, false, f);
+            return Ok(it.status()?);
+        }
         let mut it = self.range_iter(from, to, snap, true)?;
         if let Some(over) = self.overlay(from, to, snap) {
             match after {

@@ -388,14 +388,14 @@ pub(super) fn merge<C: Cursor>(
     after: Option<&[u8]>,
     to: &[u8],
     back: bool,
-    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    f: impl FnMut(&[u8], &[u8]) -> bool,
 ) -> bool {
     let lo = match after {
         Some(a) => Bound::Excluded(a),
         None => Bound::Included(from),
     };
     let span = (lo, Bound::Excluded(to));
-    let mut mine: InRange<'_> = if from < to {
+    let mine: InRange<'_> = if from < to {
         let r = over.records.range::<[u8], _>(span);
         if back {
             Box::new(r.rev())
@@ -405,16 +405,30 @@ pub(super) fn merge<C: Cursor>(
     } else {
         Box::new(std::iter::empty())
     };
+    merge_with(cur, mine.map(|(k, v)| (k, v.as_ref())), |k| over.covers(k), back, f)
+}
+
+/// Visits the cursor's records merged with `mine` (records in the
+/// cursor's direction, `back`, each a value or None: deleted), `mine`'s
+/// over the cursor's for one key, skipping the cursor's that `covers`
+/// says were deleted. False when `f` stopped the visit.
+pub(super) fn merge_with<C: Cursor, K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    cur: &mut C,
+    mut mine: impl Iterator<Item = (K, Option<V>)>,
+    covers: impl Fn(&[u8]) -> bool,
+    back: bool,
+    mut f: impl FnMut(&[u8], &[u8]) -> bool,
+) -> bool {
     let mut next_mine = mine.next();
     loop {
         // Which comes first in the visit's direction: RocksDB's record
         // (Less), the overlay's (Greater), or both of one key (Equal).
-        let order = match (cur.entry(), next_mine) {
+        let order = match (cur.entry(), &next_mine) {
             (None, None) => return true,
             (None, Some(_)) => Cmp::Greater,
             (Some(_), None) => Cmp::Less,
             (Some((k, _)), Some((m, _))) => {
-                let o = k.cmp(&m[..]);
+                let o = k.cmp(m.as_ref());
                 if back {
                     o.reverse()
                 } else {
@@ -424,7 +438,7 @@ pub(super) fn merge<C: Cursor>(
         };
         if order == Cmp::Less {
             if let Some((k, v)) = cur.entry() {
-                if !over.covers(k) && !f(k, v) {
+                if !covers(k) && !f(k, v) {
                     return false;
                 }
             }
@@ -434,8 +448,8 @@ pub(super) fn merge<C: Cursor>(
         if order == Cmp::Equal {
             cur.step();
         }
-        if let Some((k, Some(v))) = next_mine {
-            if !f(k, v) {
+        if let Some((k, Some(v))) = &next_mine {
+            if !f(k.as_ref(), v.as_ref()) {
                 return false;
             }
         }

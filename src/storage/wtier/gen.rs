@@ -242,6 +242,16 @@ impl Gen {
         }
     }
 
+    /// Its first `n` keys in `[from, hi)` from each of its runs (its
+    /// newest keys sealed into one first), into `out`, unsorted across
+    /// runs; a key there may no longer be in the map.
+    pub(super) fn keys_in(&mut self, from: runs::Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+        if self.order.has_fresh() {
+            self.seal();
+        }
+        self.order.keys_in(from, hi, n, out);
+    }
+
     /// The memory it takes, as the budget counts it.
     pub(super) fn charge(&self) -> u64 {
         self.bytes + self.waste + self.map.len() as u64 * RECORD_OVERHEAD

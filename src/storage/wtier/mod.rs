@@ -21,8 +21,9 @@
 //! generations when its range is wider ([`ShardStore::tier_clear_for`]);
 //! a shared transaction applies both ([`ShardStore::tier_apply`]); a
 //! range read that could meet a record it holds writes only that
-//! collection's records when it stays inside one collection, else applies
-//! both ([`ShardStore::tier_apply_range`]).
+//! collection's records when it stays inside one collection, merges the
+//! tier's records when it reads the meta records forward (`view`), else
+//! applies both ([`ShardStore::tier_apply_range`]).
 //!
 //! The last slice of a generation also writes, in both families, the log
 //! position the generation reached (the mark, [`MARK`]); RocksDB persists a
@@ -75,6 +76,7 @@ mod log;
 mod runs;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

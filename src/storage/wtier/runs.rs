@@ -27,6 +27,41 @@ fn keyed(k: Bytes) -> Keyed {
     (u128::from_be_bytes(h), k)
 }
 
+/// Where a range read's next keys start: at `lo`, or just past it.
+#[derive(Clone, Copy)]
+pub(super) struct Start<'a> {
+    pub(super) lo: &'a [u8],
+    pub(super) past: bool,
+}
+
+impl Start<'_> {
+    /// Whether `k` comes before the start.
+    fn before(&self, k: &[u8]) -> bool {
+        if self.past {
+            k <= self.lo
+        } else {
+            k < self.lo
+        }
+    }
+
+    /// Whether `k` is in `[start, hi)`.
+    fn holds(&self, k: &[u8], hi: &[u8]) -> bool {
+        !self.before(k) && k < hi
+    }
+}
+
+/// The first `n` keys of the sorted `run` in `[from, hi)`, into `out`.
+fn run_keys_in(run: &[Keyed], from: Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+    let start = run.partition_point(|(_, k)| from.before(k));
+    out.extend(
+        run[start..]
+            .iter()
+            .take(n)
+            .take_while(|(_, k)| k.as_ref() < hi)
+            .map(|(_, k)| k.clone()),
+    );
+}
+
 /// The keys a generation added, each once: sorted runs and the newest
 /// keys not yet sorted.
 #[derive(Default)]
@@ -61,6 +96,19 @@ impl Runs {
         } else {
             run.sort_unstable();
             self.runs.push(run);
+        }
+    }
+
+    /// Whether keys wait to be sorted ([`Runs::seal`]).
+    pub(super) fn has_fresh(&self) -> bool {
+        !self.fresh.is_empty()
+    }
+
+    /// Its first `n` keys in `[from, hi)` from each of its sealed runs,
+    /// into `out` (unsorted across runs).
+    pub(super) fn keys_in(&self, from: Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+        for run in &self.runs {
+            run_keys_in(run, from, hi, n, out);
         }
     }
 
@@ -126,6 +174,23 @@ impl Merge {
             r.clear();
         }
         runs
+    }
+
+    /// Its first `n` keys not yet taken in `[from, hi)` from each run,
+    /// into `out` (unsorted across runs). A run's keys up to its next one
+    /// were moved out (`pos`), its next one is in the heap or the lead.
+    pub(super) fn keys_in(&self, from: Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+        for (r, run) in self.runs.iter().enumerate() {
+            if let Some(rest) = run.get(self.pos[r] + 1..) {
+                run_keys_in(rest, from, hi, n, out);
+            }
+        }
+        let next = self
+            .heap
+            .iter()
+            .map(|Reverse((_, k, _))| k)
+            .chain(self.lead.iter().map(|(_, k, _)| k));
+        out.extend(next.chain(self.back.iter()).filter(|k| from.holds(k, hi)).cloned());
     }
 
     /// Keys not yet taken.

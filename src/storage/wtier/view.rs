@@ -1,0 +1,99 @@
+//! Range reads over the meta records (SCAN, KEYS, RANDOMKEY) merge what
+//! the tier holds into RocksDB's records instead of having it written
+//! first: the tier's keys in the range, in key order, a chunk at a time
+//! from each generation's sorted runs (`runs`), dirty's value over the
+//! draining generation's. Written first, the whole tier went into the
+//! memtables in one turn (a SCAN after a burst of SETs stalled the shard
+//! 160-230 ms with the 32 MB tier, 590-810 ms with a 256 MB one).
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::runs::Start;
+use crate::storage::{keys, ShardStore};
+
+/// Keys a refill takes from each run: a SCAN's COUNT 10 takes one refill.
+const CHUNK: usize = 32;
+
+/// The tier's records of a range in key order, each a value or None
+/// (deleted in the tier), taken a chunk at a time: no borrow of the tier
+/// is held between records (a read's visit may write, as a SCAN that
+/// repairs a hash with no live field does).
+pub(in crate::storage) struct TierRecords<'s> {
+    store: &'s ShardStore,
+    buf: VecDeque<(Bytes, Option<Bytes>)>,
+    /// Where the next chunk starts (just past it), while more may follow.
+    next: Option<Bytes>,
+    hi: Box<[u8]>,
+}
+
+impl Iterator for TierRecords<'_> {
+    type Item = (Bytes, Option<Bytes>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.buf.pop_front() {
+                return Some(r);
+            }
+            let lo = self.next.take()?;
+            let (recs, next) = self.store.tier_records_in(Start { lo: &lo, past: true }, &self.hi, CHUNK);
+            self.buf = recs.into();
+            self.next = next;
+        }
+    }
+}
+
+impl ShardStore {
+    /// Whether a range read of `[from, to)` merges the tier's records
+    /// ([`ShardStore::tier_records`]) rather than having them written
+    /// first: a read over meta records that the tier could meet.
+    pub(in crate::storage) fn tier_merges(&self, from: &[u8], to: &[u8]) -> bool {
+        self.wtier.on() && from.len() >= 2 && from[0] != 0xFF && from[1] == keys::TAG_META && self.wtier.meets(from, to)
+    }
+
+    /// The tier's records in `[from, to)` (just past `after` when given),
+    /// in key order.
+    pub(in crate::storage) fn tier_records(&self, from: &[u8], after: Option<&[u8]>, to: &[u8]) -> TierRecords<'_> {
+        let start = match after {
+            Some(a) => Start { lo: a, past: true },
+            None => Start { lo: from, past: false },
+        };
+        let (recs, next) = self.tier_records_in(start, to, CHUNK);
+        TierRecords {
+            store: self,
+            buf: recs.into(),
+            next,
+            hi: to.into(),
+        }
+    }
+
+    /// The tier's first records in `[from, hi)`: each run's first `n` keys
+    /// there, merged, the first `n` of them, with dirty's value, else the
+    /// draining generation's (a key neither holds any more is left out).
+    /// With them, where the next chunk starts when more may follow.
+    fn tier_records_in(&self, from: Start<'_>, hi: &[u8], n: usize) -> (Vec<(Bytes, Option<Bytes>)>, Option<Bytes>) {
+        let t = &self.wtier;
+        let mut found = Vec::new();
+        t.dirty.borrow_mut().keys_in(from, hi, n, &mut found);
+        let drain = t.drain.borrow();
+        if let Some(d) = drain.as_ref() {
+            // Keys it applied already are RocksDB's to answer.
+            d.order.keys_in(from, hi, n, &mut found);
+        }
+        found.sort_unstable();
+        found.dedup();
+        // Fewer than `n`: every run had all its keys of the range taken.
+        let next = (found.len() >= n).then(|| found[n - 1].clone());
+        found.truncate(n);
+        let dirty = t.dirty.borrow();
+        let recs = found
+            .into_iter()
+            .filter_map(|k| {
+                let v = dirty.get(&k).or_else(|| drain.as_ref().and_then(|d| d.gen.get(&k)))?.clone();
+                Some((k, v))
+            })
+            .collect();
+        (recs, next)
+    }
+}
