@@ -504,7 +504,11 @@ fn key_scans_merge_the_tier_and_answer_as_redis() {
     }
     let mut raw = b.raw();
     let held = raw.info_u64("memory", "wtier_records");
-    assert!(held > 5000, "the tier holds the keys: {held}");
+    assert!(
+        held > 5000,
+        "the tier holds the keys: {held}: {}",
+        show(&raw.cmd(&["INFO", "memory"]))
+    );
     for count in [10, 1000] {
         assert_eq!(scan_all(&mut c, count), scan_all(&mut r, count), "SCAN COUNT {count}");
     }

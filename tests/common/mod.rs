@@ -34,7 +34,13 @@ fn wait_ready(port: u16, child: &mut Child, what: &str) -> bool {
             return false;
         }
         if answers_ping(port) {
-            return true;
+            // Another test's server on the same port answers PING too
+            // (`free_port` released the port before the child bound it):
+            // a server that reports another process is not this one.
+            return served_by(port, child.id()) != Some(false) || {
+                let _ = child.kill();
+                false
+            };
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -52,6 +58,26 @@ fn listeners_on(port: u16) -> String {
 }
 
 /// One PING on a fresh connection; any I/O error means "not ready yet".
+/// Whether the server on `port` reports `pid` as its process id (INFO
+/// server's `process_id`); None when it does not say (a password is set).
+fn served_by(port: u16, pid: u32) -> Option<bool> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut got = String::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if got.starts_with('-') {
+            return None;
+        }
+        if let Some((id, _)) = got.split("process_id:").nth(1).and_then(|rest| rest.split_once("\r\n")) {
+            return Some(id.trim().parse::<u32>().ok()? == pid);
+        }
+        let n = s.read(&mut buf).ok().filter(|&n| n > 0)?;
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
 fn answers_ping(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
