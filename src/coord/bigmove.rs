@@ -108,7 +108,7 @@ async fn attempt(shard: &S, (src_db, src): (u8, &Bytes), (dst_db, dst): (u8, &By
             Ok(Some(Start {
                 raw: stored.raw.to_vec(),
                 version,
-                snap: Arc::new(st.ks.store.snapshot()),
+                snap: Arc::new(crate::types::coll::snapshot(&st.ks, src_db, &s, version)),
                 flag,
             }))
         })

@@ -124,7 +124,7 @@ fn first_slice(st: &ShardState, db: u8, key: &[u8], tys: &[KeyType], now: u64, k
     let Some((ty, view)) = view? else {
         return Ok(None);
     };
-    let snap = (view.c.size as usize > SLICE).then(|| Arc::new(st.ks.store.snapshot()));
+    let snap = (view.c.size as usize > SLICE).then(|| Arc::new(coll::snapshot(&st.ks, db, key, view.c.version)));
     let slice = read_slice(st, db, key, (ty, &view), snap.as_deref(), None, now, keep)?;
     Ok(Some((ty, view, snap, slice)))
 }

@@ -94,6 +94,19 @@ impl ShardStore {
         self.db.raw_iterator_cf_opt(self.range_cf(from, to), ro)
     }
 
+    /// [`ShardStore::snapshot`] for reads of `[from, to)` alone (one
+    /// collection's members, read in slices): only what the write tier
+    /// holds there is written first. (Written whole, a 5000-field
+    /// HGETALL after a burst of SETs took 234 ms with the 32 MB tier.)
+    pub fn snapshot_of(&self, from: &[u8], to: &[u8]) -> Snap {
+        let _ = if self.wtier.on() {
+            self.tier_apply_range(from, to)
+        } else {
+            self.flush_group()
+        };
+        Snap(self.db.snapshot(), self.tx_frozen())
+    }
+
     /// [`ShardStore::scan`] as of `snap` (or the live data when None),
     /// starting just after `after` when given.
     pub fn scan_from(

@@ -200,15 +200,13 @@ impl ShardStore {
     /// (several shards), else in the shard's journal. Writes an open group
     /// first (none is open between commands; a failure would be reported
     /// by its `end_group`). A shared one writes past the write tier, so
-    /// what the tier holds goes first (its drain must not write older
-    /// values over the transaction's); a transaction on this shard alone
+    /// what the tier holds of each part is written out as the part is
+    /// staged (`tier_write_out`: its drain must not write older values
+    /// over the transaction's); a transaction on this shard alone
     /// waits in the tier as any write ([`ShardStore::write_own_tx`]), and
     /// one that cannot applies the tier when it writes (`tier_direct`).
     pub fn begin_tx(&self, shared: bool) {
         let _ = self.flush_group();
-        if shared {
-            let _ = self.tier_apply();
-        }
         self.tx.shared.set(shared);
         self.tx.on.set(true);
     }
@@ -222,6 +220,12 @@ impl ShardStore {
     pub(super) fn tx_stage(&self, b: &Batch) {
         let mut j = self.tx.journal.borrow_mut();
         if self.tx.shared.get() {
+            // A failure leaves them in the tier (as a failed apply of the
+            // whole tier at the start did): the families that refused this
+            // write refuse the commit's too, which reports it.
+            if let Err(e) = self.tier_write_out(b.wb.data()) {
+                tracing::warn!("write tier: writing a transaction's keys out failed: {e}");
+            }
             let log = self.tier_log_part(b.wb.data());
             let mut sink = self.engine.tx_sink.lock().unwrap_or_else(|e| e.into_inner());
             let records = sink_for(&mut sink, self.home_index);

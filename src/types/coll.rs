@@ -67,6 +67,14 @@ pub fn live_member(ks: &Keyspace, db: u8, key: &[u8], c: &Coll, sub: &[u8], now:
 /// One live member from iteration: (sub, expire ms, value).
 pub type Entry = (Vec<u8>, u64, Vec<u8>);
 
+/// A snapshot for reads of `key`'s members (version `version`) in
+/// slices: what the write tier holds of them is written first, nothing
+/// else (`ShardStore::snapshot_of`).
+pub fn snapshot(ks: &Keyspace, db: u8, key: &[u8], version: u64) -> Snap {
+    let (lo, hi) = keys::sub_range(db, key, version);
+    ks.store.snapshot_of(&lo, &hi)
+}
+
 /// Visits live members in key order, as of `snap` when given, starting just
 /// after member `after`, until `f` returns false. Returns the physical
 /// member count visited (live or not).

@@ -118,3 +118,42 @@ fn a_range_delete_inside_a_live_collection_is_not_undone_by_a_drain() {
     assert_eq!(peer(&p, &d), Some(b"x".to_vec()));
     assert_eq!(peer(&p, &other), Some(b"x".to_vec()));
 }
+
+/// A transaction over several shards writes out only what the tier holds
+/// of its own records as it stages them: the tier keeps the others, no
+/// drain writes an older value over the commit, and an abandoned
+/// transaction loses nothing the tier held.
+#[test]
+fn a_shared_transaction_writes_out_only_its_own_keys() {
+    let (_d, e) = engine(2, 1 << 20, 1000, 0);
+    let (s0, s1) = (e.shard(0).unwrap(), e.shard(1).unwrap());
+    // What RocksDB holds (peers leave keys the tier held to the owner).
+    let in_db = |k: &[u8]| s0.db.get_cf(s0.cf, k).unwrap();
+    let (k, other, gone) = (keys::meta_key(0, b"k"), keys::meta_key(0, b"other"), keys::meta_key(0, b"gone"));
+    put(&s0, &k, b"old");
+    put(&s0, &other, b"o");
+    put(&s0, &gone, b"kept");
+    assert_eq!(s0.write_tier_size().records, 3);
+    s0.begin_tx(true);
+    s1.begin_tx(true);
+    put(&s0, &k, b"new");
+    assert_eq!(s0.write_tier_size().records, 2, "k was written out");
+    assert_eq!(get(&s0, &k), Some(b"new".to_vec()), "the transaction reads its own write");
+    put(&s1, &keys::meta_key(0, b"k1"), b"v1");
+    let w = e.write_tx();
+    s0.end_tx(&w);
+    s1.end_tx(&w);
+    w.unwrap();
+    assert_eq!(in_db(&other), None, "other waits in the tier");
+    s0.tier_apply().unwrap();
+    assert_eq!(in_db(&k), Some(b"new".to_vec()), "no older value drained over the commit");
+    assert_eq!(in_db(&other), Some(b"o".to_vec()));
+    // Abandoned: what the tier held of its keys is in the families.
+    put(&s0, &gone, b"newer");
+    s0.begin_tx(true);
+    put(&s0, &gone, b"never");
+    e.drop_tx();
+    s0.end_tx(&Err(StorageError("abandoned".into())));
+    assert_eq!(get(&s0, &gone), Some(b"newer".to_vec()));
+    assert_eq!(in_db(&gone), Some(b"newer".to_vec()));
+}
