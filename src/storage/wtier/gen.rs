@@ -243,9 +243,9 @@ impl Gen {
     }
 
     /// Its first `n` keys in `[from, hi)` from each of its runs (its
-    /// newest keys sealed into one first), into `out`, unsorted across
-    /// runs; a key there may no longer be in the map.
-    pub(super) fn keys_in(&mut self, from: runs::Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+    /// newest keys sealed into one first), into `out` ([`runs::Taken`]);
+    /// a key there may no longer be in the map.
+    pub(super) fn keys_in(&mut self, from: runs::Start<'_>, hi: &[u8], n: usize, out: &mut runs::Taken) {
         if self.order.has_fresh() {
             self.seal();
         }

@@ -50,16 +50,30 @@ impl Start<'_> {
     }
 }
 
-/// The first `n` keys of the sorted `run` in `[from, hi)`, into `out`.
-fn run_keys_in(run: &[Keyed], from: Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
-    let start = run.partition_point(|(_, k)| from.before(k));
-    out.extend(
-        run[start..]
-            .iter()
-            .take(n)
-            .take_while(|(_, k)| k.as_ref() < hi)
-            .map(|(_, k)| k.clone()),
-    );
+/// Keys a range read takes from a generation's runs ([`Runs::keys_in`]):
+/// up to `n` from each sorted run, and the least of the last keys taken
+/// from the runs that gave `n` (`bound`): every key of every run up to it
+/// is among `keys`, so a read may use them up to it and go on past it.
+#[derive(Default)]
+pub(super) struct Taken {
+    pub(super) keys: Vec<Bytes>,
+    pub(super) bound: Option<Bytes>,
+}
+
+impl Taken {
+    /// The first `n` keys of the sorted `run` in `[from, hi)`.
+    fn take_run(&mut self, run: &[Keyed], from: Start<'_>, hi: &[u8], n: usize) {
+        let start = run.partition_point(|(_, k)| from.before(k));
+        let before = self.keys.len();
+        self.keys.extend(run[start..].iter().take(n).take_while(|(_, k)| k.as_ref() < hi).map(|(_, k)| k.clone()));
+        if self.keys.len() - before == n {
+            if let Some(last) = self.keys.last() {
+                if self.bound.as_ref().is_none_or(|b| last < b) {
+                    self.bound = Some(last.clone());
+                }
+            }
+        }
+    }
 }
 
 /// The keys a generation added, each once: sorted runs and the newest
@@ -105,10 +119,10 @@ impl Runs {
     }
 
     /// Its first `n` keys in `[from, hi)` from each of its sealed runs,
-    /// into `out` (unsorted across runs).
-    pub(super) fn keys_in(&self, from: Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+    /// into `out` ([`Taken`]).
+    pub(super) fn keys_in(&self, from: Start<'_>, hi: &[u8], n: usize, out: &mut Taken) {
         for run in &self.runs {
-            run_keys_in(run, from, hi, n, out);
+            out.take_run(run, from, hi, n);
         }
     }
 
@@ -177,12 +191,12 @@ impl Merge {
     }
 
     /// Its first `n` keys not yet taken in `[from, hi)` from each run,
-    /// into `out` (unsorted across runs). A run's keys up to its next one
+    /// into `out` ([`Taken`]). A run's keys up to its next one
     /// were moved out (`pos`), its next one is in the heap or the lead.
-    pub(super) fn keys_in(&self, from: Start<'_>, hi: &[u8], n: usize, out: &mut Vec<Bytes>) {
+    pub(super) fn keys_in(&self, from: Start<'_>, hi: &[u8], n: usize, out: &mut Taken) {
         for (r, run) in self.runs.iter().enumerate() {
             if let Some(rest) = run.get(self.pos[r] + 1..) {
-                run_keys_in(rest, from, hi, n, out);
+                out.take_run(rest, from, hi, n);
             }
         }
         let next = self
@@ -190,7 +204,7 @@ impl Merge {
             .iter()
             .map(|Reverse((_, k, _))| k)
             .chain(self.lead.iter().map(|(_, k, _)| k));
-        out.extend(next.chain(self.back.iter()).filter(|k| from.holds(k, hi)).cloned());
+        out.keys.extend(next.chain(self.back.iter()).filter(|k| from.holds(k, hi)).cloned());
     }
 
     /// Keys not yet taken.
