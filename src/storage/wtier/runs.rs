@@ -65,7 +65,13 @@ impl Taken {
     fn take_run(&mut self, run: &[Keyed], from: Start<'_>, hi: &[u8], n: usize) {
         let start = run.partition_point(|(_, k)| from.before(k));
         let before = self.keys.len();
-        self.keys.extend(run[start..].iter().take(n).take_while(|(_, k)| k.as_ref() < hi).map(|(_, k)| k.clone()));
+        self.keys.extend(
+            run[start..]
+                .iter()
+                .take(n)
+                .take_while(|(_, k)| k.as_ref() < hi)
+                .map(|(_, k)| k.clone()),
+        );
         if self.keys.len() - before == n {
             if let Some(last) = self.keys.last() {
                 if self.bound.as_ref().is_none_or(|b| last < b) {

@@ -1,6 +1,6 @@
-//! Range reads over the meta records (SCAN, KEYS, RANDOMKEY) merge what
-//! the tier holds into RocksDB's records instead of having it written
-//! first: the tier's keys in the range, in key order, a chunk at a time
+//! Range reads over the meta records (SCAN, KEYS, RANDOMKEY) and the
+//! indexes (active expiry's scans of the TTL indexes) merge what the tier
+//! holds into RocksDB's records instead of having it written first: the tier's keys in the range, in key order, a chunk at a time
 //! from each generation's sorted runs (`runs`), dirty's value over the
 //! draining generation's. Written first, the whole tier went into the
 //! memtables in one turn (a SCAN after a burst of SETs stalled the shard
@@ -10,8 +10,9 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
+use super::gen::Gen;
 use super::runs::{Start, Taken};
-use crate::storage::{keys, ShardStore};
+use crate::storage::ShardStore;
 
 /// Keys the first chunk takes from each run (a SCAN's COUNT 10 takes one
 /// chunk); each later chunk takes twice as many, up to [`MOST`] (a KEYS
@@ -53,9 +54,12 @@ impl Iterator for TierRecords<'_> {
 impl ShardStore {
     /// Whether a range read of `[from, to)` merges the tier's records
     /// ([`ShardStore::tier_records`]) rather than having them written
-    /// first: a read over meta records that the tier could meet.
+    /// first: one the tier could meet, but not one inside one collection's
+    /// members (that collection's records are written first, which the
+    /// member cache and the read-ahead build on: `tier_apply_range`).
     pub(in crate::storage) fn tier_merges(&self, from: &[u8], to: &[u8]) -> bool {
-        self.wtier.on() && from.len() >= 2 && from[0] != 0xFF && from[1] == keys::TAG_META && self.wtier.meets(from, to)
+        let t = &self.wtier;
+        t.on() && Gen::coll_of_range(from, to, &t.hasher).is_none() && t.meets(from, to)
     }
 
     /// The tier's records in `[from, to)` (just past `after` when given),
@@ -89,7 +93,10 @@ impl ShardStore {
             // Keys it applied already are RocksDB's to answer.
             d.order.keys_in(from, hi, n, &mut taken);
         }
-        let Taken { keys: mut found, bound: next } = taken;
+        let Taken {
+            keys: mut found,
+            bound: next,
+        } = taken;
         if let Some(b) = &next {
             found.retain(|k| k <= b);
         }

@@ -122,3 +122,25 @@ fn a_snapshot_of_one_collection_writes_only_its_records() {
         "the live read sees the later writes"
     );
 }
+
+/// Active expiry's scan of the TTL index's due part merges the entries
+/// the tier holds (new ones, deleted ones) without writing the tier.
+#[test]
+fn a_ttl_index_scan_merges_the_tier_without_applying_it() {
+    let (_d, s, _p) = stores(1 << 20);
+    let now = 1_000_000u64;
+    let entry = |at: u64, k: &str| keys::ttl_key(at, 0, k.as_bytes());
+    put(&s, &entry(now - 10, "a"), b"");
+    put(&s, &entry(now - 5, "b"), b"");
+    s.tier_apply().unwrap();
+    put(&s, &entry(now - 7, "c"), b"");
+    put(&s, &entry(now + 60_000, "later"), b"");
+    put(&s, &keys::meta_key(0, b"m"), b"v");
+    del(&s, &entry(now - 5, "b"));
+    let records = s.write_tier_size().records;
+    assert_eq!(records, 4);
+    let due = scan(&s, &keys::TTL_PREFIX, None, &keys::ttl_key(now + 1, 0, b""), usize::MAX);
+    let due: Vec<Vec<u8>> = due.into_iter().map(|(k, _)| k).collect();
+    assert_eq!(due, vec![entry(now - 10, "a"), entry(now - 7, "c")]);
+    assert_eq!(s.write_tier_size().records, records, "nothing was applied");
+}
