@@ -40,7 +40,7 @@ const DEBUG_HELP: &[&str] = &[
     "COMPACT",
     "    Compact the whole database on disk, as COMPACT does (Basalt).",
     "DROP-CACHES",
-    "    Flush the memtables and empty the block and meta caches (Basalt).",
+    "    Write the write tiers back, flush the memtables and empty the block and meta caches (Basalt).",
     "SET-CLOCK-OFFSET <milliseconds>",
     "    Run the clock this far ahead of the system's, for every expiry (Basalt;",
     "    for tests; it only moves forward).",
@@ -120,8 +120,11 @@ pub async fn debug(c: Conn<'_>, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         g.engine.set_read_delay(Duration::from_millis(ms.max(0) as u64));
         r.ok();
     } else if is(sub, "drop-caches") && args.is_empty() {
-        // Basalt's own: flush the memtables and empty the caches, so every
-        // record is on disk only (tests of the read pool).
+        // Basalt's own: write the write tiers back, flush the memtables and
+        // empty the caches, so every record is on disk only (tests of the
+        // read pool; a restart's log replay puts the last writes back in
+        // the tier, and range reads no longer write it out).
+        super::write_back(&c).await?;
         g.engine.drop_caches().map_err(CmdError::from)?;
         r.ok();
     } else if is(sub, "allocations") && args.is_empty() {
