@@ -32,6 +32,16 @@ impl Cursor for Dir<'_> {
     }
 }
 
+/// Puts `it` at `from`, or just past `after` when given.
+fn seek_past(it: &mut Iter, from: &[u8], after: Option<&[u8]>) {
+    it.seek(after.unwrap_or(from));
+    if let (Some(a), true) = (after, it.valid()) {
+        if it.key() == Some(a) {
+            it.next();
+        }
+    }
+}
+
 impl ShardStore {
     /// The one column family a scan of `[from, to)` reads: a scan never
     /// spans both (only FLUSHDB's range delete does).
@@ -118,44 +128,20 @@ impl ShardStore {
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StorageError> {
         if snap.is_none() && self.tier_merges(from, to) && self.overlay(from, to, None).is_none() {
-            // Over the meta records the tier's are merged, not written first.
+            // The tier's records are merged, not written first (`view`).
             let mut it = self.raw_range_iter(from, to, None, true);
-            match after {
-                Some(a) => it.seek(a),
-                None => it.seek(from),
-            }
-            if let (Some(a), true) = (after, it.valid()) {
-                if it.key() == Some(a) {
-                    it.next();
-                }
-            }
+            seek_past(&mut it, from, after);
             let mine = self.tier_records(from, after, to);
             merge_with(&mut Dir(&mut it, false), mine, |_| false, false, f);
             return Ok(it.status()?);
         }
         let mut it = self.range_iter(from, to, snap, true)?;
         if let Some(over) = self.overlay(from, to, snap) {
-            match after {
-                Some(a) => it.seek(a),
-                None => it.seek(from),
-            }
-            if let (Some(a), true) = (after, it.valid()) {
-                if it.key() == Some(a) {
-                    it.next();
-                }
-            }
+            seek_past(&mut it, from, after);
             merge(&mut Dir(&mut it, false), &over, from, after, to, false, f);
             return Ok(it.status()?);
         }
-        match after {
-            Some(a) => {
-                it.seek(a);
-                if it.valid() && it.key() == Some(a) {
-                    it.next();
-                }
-            }
-            None => it.seek(from),
-        }
+        seek_past(&mut it, from, after);
         while it.valid() {
             let (Some(k), Some(v)) = (it.key(), it.value()) else { break };
             if !f(k, v) {
