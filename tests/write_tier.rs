@@ -435,7 +435,7 @@ fn write_tier_memory_turns_the_tier_on_within_its_budget() {
         b.signal_and_wait("-KILL");
     }
     // Off (`write-tier-memory 0`): the log is written back, INFO shows no
-    // budget; then the default: 32 MB over the shards, and CONFIG GET says so.
+    // budget; then the default: 256 MB over the shards, and CONFIG GET says so.
     let b = Basalt::start_in(&dir, 2, &["--write-tier-memory", "0"]);
     let mut c = b.raw();
     check(&mut c, &expect, 2);
@@ -447,10 +447,10 @@ fn write_tier_memory_turns_the_tier_on_within_its_budget() {
     let mut c = b.raw();
     check(&mut c, &expect, 2);
     let info = String::from_utf8_lossy(&c.cmd(&["INFO", "memory"])).to_string();
-    assert!(info.contains("wtier_budget:33554432\r\n"), "{info}");
+    assert!(info.contains("wtier_budget:268435456\r\n"), "{info}");
     assert_eq!(
         show(&c.cmd(&["CONFIG", "GET", "write-tier-memory"])),
-        show(b"*2\r\n$17\r\nwrite-tier-memory\r\n$8\r\n33554432\r\n")
+        show(b"*2\r\n$17\r\nwrite-tier-memory\r\n$9\r\n268435456\r\n")
     );
 }
 

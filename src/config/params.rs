@@ -268,7 +268,7 @@ pub(super) const PARAMS: &[Param] = &[
     // together; 0 off. Left at its default, a memory budget sizes it. A
     // range read meeting the tier applies all of it in one turn, so the
     // default stays small (a 128 MB tier stalled a turn 190 ms).
-    live("write-tier-memory", "33554432", Bytes(0, i64::MAX)).fixed(),
+    live("write-tier-memory", "268435456", Bytes(0, i64::MAX)).fixed(),
     live("write-buffer-size", "67108864", Bytes(1 << 20, 1 << 34)).fixed(),
     live("bottommost-compression", "zstd", Enum(&["zstd", "lz4", "none"])).fixed(),
     live("disk-read-threads", "16", Int(0, 1024)).fixed(),

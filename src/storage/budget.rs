@@ -69,7 +69,7 @@ pub struct Asked {
 /// The defaults without a budget.
 pub const DEFAULT_BLOCK_CACHE: u64 = 256 << 20;
 pub const DEFAULT_META_CACHE: u64 = 256 << 20;
-pub const DEFAULT_WRITE_TIER: u64 = 32 << 20;
+pub const DEFAULT_WRITE_TIER: u64 = 256 << 20;
 
 /// Sizes the parts from `asked` and the cgroup limit (`cgroup`, if any).
 pub fn plan(asked: Asked, cgroup: Option<u64>) -> Plan {
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!((p.total, p.source), (0, Source::None));
         assert_eq!(
             (p.block_cache, p.meta_cache, p.memtables, p.write_buffer, p.write_tier),
-            (256 << 20, 256 << 20, 0, 64 << 20, 32 << 20)
+            (256 << 20, 256 << 20, 0, 64 << 20, 256 << 20)
         );
     }
 

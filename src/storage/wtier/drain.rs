@@ -231,6 +231,18 @@ impl ShardStore {
         Ok(())
     }
 
+    /// Forgets what both generations hold in `[from, to)`: a range delete
+    /// wider than one collection (FLUSHDB, FLUSHALL) replaces it all.
+    /// (Applied first, a FLUSHALL after a burst of SETs wrote the whole
+    /// tier to the memtables only to delete it.)
+    pub(super) fn tier_forget_range(&self, from: &[u8], to: &[u8]) {
+        let t = &self.wtier;
+        if let Some(d) = t.drain.borrow_mut().as_mut() {
+            d.gen.forget_range(from, to);
+        }
+        t.dirty.borrow_mut().forget_range(from, to);
+    }
+
     /// Writes what the shard holds in memory (its open group, its write
     /// tier) to its families, so that they hold every write so far
     /// (COMPACT, DEBUG COMPACT and DEBUG RELOAD, before they flush and

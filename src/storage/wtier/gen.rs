@@ -385,6 +385,29 @@ impl Gen {
         }
     }
 
+    /// Forgets every record with a key in `[from, to)` (a range delete
+    /// wider than one collection, FLUSHDB's, writes past the tier and
+    /// replaces them all); returns how many. The drain passes over their
+    /// keys; `colls` and the flags may still name them (a read that
+    /// consults them then finds nothing: harmless).
+    pub(super) fn forget_range(&mut self, from: &[u8], to: &[u8]) -> usize {
+        let (mut freed, mut n) = (0u64, 0usize);
+        self.map.retain(|k, r| {
+            let inside = k.as_ref() >= from && k.as_ref() < to;
+            if inside {
+                freed += k.len() as u64 + len(&r.v);
+                n += 1;
+            }
+            !inside
+        });
+        if n > 0 {
+            self.gone = true;
+            self.bytes = self.bytes.saturating_sub(freed);
+            self.waste += freed;
+        }
+        n
+    }
+
     /// The records of the collection hashed `coll` (member records only),
     /// in no order.
     pub(super) fn coll_records(&self, coll: u64) -> impl Iterator<Item = (&Bytes, &Option<Bytes>)> {

@@ -64,7 +64,7 @@
 //! dirty starts draining at half a shard's share (`Gen::charge`), or once
 //! the log grew by the share since the last drain began (64 KiB to 64 MiB,
 //! [`Limits::log`]); INFO memory: `wtier_records`, `wtier_bytes`,
-//! `wtier_log_bytes`, `wtier_budget`. On by default: 32 MB, or 10% of a
+//! `wtier_log_bytes`, `wtier_budget`. On by default: 256 MB, or 10% of a
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
 //! turns it off.
 
@@ -547,12 +547,20 @@ impl ShardStore {
             log::Op::Record(k, _) => points.push(k),
             log::Op::Range(from, to) => ranges.push((from, to)),
         });
-        if !read || ranges.iter().any(|(from, to)| Gen::coll_of_range(from, to, &t.hasher).is_none()) {
+        let wide = |(from, to): &(&[u8], &[u8])| Gen::coll_of_range(from, to, &t.hasher).is_none();
+        if !read || (write && ranges.iter().any(wide)) {
             self.tier_apply()?;
             return Ok(true);
         }
         for (from, to) in ranges {
-            self.tier_apply_range(from, to)?;
+            if wide(&(from, to)) {
+                // FLUSHDB's: the batch deletes every record the tier holds
+                // in it, and its direct record replays after their log
+                // records, so they are dropped, not written first.
+                self.tier_forget_range(from, to);
+            } else {
+                self.tier_apply_range(from, to)?;
+            }
         }
         if write {
             self.tier_write_keys(&points)?;

@@ -78,21 +78,58 @@ fn a_big_batch_past_the_tier_replaces_the_values_the_tier_held() {
     assert_eq!(peer(&p, &keep), Some(b"k".to_vec()));
 }
 
-/// A range that is not inside one collection (FLUSHDB's) still applies
-/// the whole tier first.
+/// A range wider than one collection (FLUSHDB's) drops what the tier
+/// holds inside it, in both generations, without writing it first; the
+/// tier keeps the rest, and nothing dropped comes back when it drains.
 #[test]
-fn a_range_delete_over_the_meta_records_applies_the_whole_tier() {
+fn a_range_delete_over_a_database_forgets_its_records_and_keeps_the_others() {
     let (_d, s, p) = stores(1000);
-    let (k, g) = (keys::meta_key(1, b"k"), keys::sub_key(1, b"g", 1, b"x"));
-    put(&s, &k, b"v");
-    put(&s, &g, b"gx");
+    let (k0, g0) = (keys::meta_key(0, b"k"), keys::sub_key(0, b"g", 1, b"x"));
+    let (k1, g1) = (keys::meta_key(1, b"k"), keys::sub_key(1, b"g", 1, b"x"));
+    put(&s, &k0, b"old");
+    s.tier_start_drain();
+    put(&s, &k0, b"v");
+    put(&s, &g0, b"gx");
+    put(&s, &k1, b"v1");
+    put(&s, &g1, b"gx1");
     let mut b = s.batch();
-    let (lo, hi) = keys::meta_db_range(0);
+    let (lo, hi) = keys::db_range(0);
     s.delete_range(&mut b, &lo, &hi);
     s.write(b).unwrap();
+    assert_eq!(s.write_tier_size().records, 2, "db 1's records wait in the tier");
+    assert_eq!((peer(&p, &k0), peer(&p, &g0)), (None, None), "not written");
+    assert_eq!((peer(&p, &k1), peer(&p, &g1)), (None, None), "not applied");
+    assert_eq!((get(&s, &k0), get(&s, &g0)), (None, None));
+    assert_eq!(get(&s, &k1), Some(b"v1".to_vec()));
+    let mut seen = Vec::new();
+    let (mlo, mhi) = keys::meta_db_range(0);
+    s.scan(&mlo, &mhi, |k, _| {
+        seen.push(k.to_vec());
+        true
+    })
+    .unwrap();
+    assert!(seen.is_empty(), "db 0 is empty: {seen:?}");
+    s.tier_apply().unwrap();
+    assert_eq!(s.write_tier_size().records, 0);
+    assert_eq!((peer(&p, &k0), peer(&p, &g0)), (None, None), "not brought back");
+    assert_eq!(peer(&p, &k1), Some(b"v1".to_vec()));
+    assert_eq!(peer(&p, &g1), Some(b"gx1".to_vec()));
+}
+
+/// A shared transaction's wide range delete still applies the whole tier
+/// first (its part may be abandoned: the tier's records must be in the
+/// families then).
+#[test]
+fn a_shared_transactions_wide_range_applies_the_whole_tier() {
+    let (_d, s, p) = stores(1000);
+    let k1 = keys::meta_key(1, b"k");
+    put(&s, &k1, b"v");
+    let mut wb = WriteBatch::default();
+    let (lo, hi) = keys::db_range(0);
+    wb.delete_range_cf(s.cf, &lo, &hi);
+    s.tier_write_out(wb.data()).unwrap();
     assert_eq!(s.write_tier_size().records, 0, "applied whole");
-    assert_eq!(peer(&p, &k), Some(b"v".to_vec()));
-    assert_eq!(peer(&p, &g), Some(b"gx".to_vec()));
+    assert_eq!(peer(&p, &k1), Some(b"v".to_vec()));
 }
 
 /// A range delete inside a live collection (a list's trimmed end): the
