@@ -75,6 +75,20 @@ pub fn snapshot(ks: &Keyspace, db: u8, key: &[u8], version: u64) -> Snap {
     ks.store.snapshot_of(&lo, &hi)
 }
 
+/// Writes up to `max` of what the write tier holds of `key`'s members
+/// (version `version`) to RocksDB; true when it holds none after
+/// (`ShardStore::write_out_part`). Called a turn at a time before
+/// [`snapshot`] of a big collection, which then has little left to write.
+/// With it, whether RocksDB's member memtables wait for flushes: the
+/// next part should wait (`ShardStore::flush_behind`).
+pub fn write_out_part(ks: &Keyspace, db: u8, key: &[u8], version: u64, max: usize) -> CmdResult<(bool, bool)> {
+    let (lo, hi) = keys::sub_range(db, key, version);
+    if ks.store.flush_behind() {
+        return Ok((false, true));
+    }
+    Ok((ks.store.write_out_part(&lo, &hi, max)?, false))
+}
+
 /// Visits live members in key order, as of `snap` when given, starting just
 /// after member `after`, until `f` returns false. Returns the physical
 /// member count visited (live or not).

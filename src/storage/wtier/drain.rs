@@ -194,53 +194,106 @@ impl ShardStore {
         let Some(coll) = Gen::coll_of_range(from, to, &t.hasher) else {
             return self.tier_apply();
         };
+        self.tier_write_coll(coll, usize::MAX).map(|_| ())
+    }
+
+    /// Writes up to `max` of what the tier holds of `[from, to)` (a read
+    /// inside one collection, in slices) to the families and drops it from
+    /// the tier; true when the tier holds none of it after. Called again
+    /// between turns until it is true, a big collection's records are
+    /// written a part at a time before its snapshot ([`ShardStore::snapshot_of`]).
+    pub fn write_out_part(&self, from: &[u8], to: &[u8], max: usize) -> Result<bool, StorageError> {
+        let t = &self.wtier;
+        if !t.meets(from, to) {
+            return Ok(true);
+        }
+        match Gen::coll_of_range(from, to, &t.hasher) {
+            Some(coll) => self.tier_write_coll(coll, max),
+            None => Ok(true),
+        }
+    }
+
+    /// Whether the member family's memtables wait for flushes (two or
+    /// more immutable ones): RocksDB is about to delay writes, sleeping the
+    /// shard's thread in them, so a write-out that can wait should
+    /// (`write_out_part`'s callers; with 4 MB write buffers a big RENAME's
+    /// write-out stalled both shards 220-260 ms that way).
+    pub fn flush_behind(&self) -> bool {
+        self.db
+            .property_int_value_cf(self.sub, "rocksdb.num-immutable-mem-table")
+            .ok()
+            .flatten()
+            .is_some_and(|n| n >= 2)
+    }
+
+    /// Writes up to `max` records of the collection hashed `coll` (the
+    /// older generation's first, without the WAL) and drops them from the
+    /// tier; true when it holds none of the collection after.
+    pub(super) fn tier_write_coll(&self, coll: u64, max: usize) -> Result<bool, StorageError> {
+        let t = &self.wtier;
         if self.group.held() {
             // Staged records reach the families only once logged.
             self.flush_group()?;
         }
-        let mut wb = WriteBatch::default();
-        {
-            let (drain, dirty) = (t.drain.borrow(), t.dirty.borrow());
-            let older = drain.as_ref().map(|d| &d.gen);
-            for g in older.into_iter().chain(std::iter::once(&*dirty)) {
-                for (k, v) in g.coll_records(coll) {
+        let mut left = max;
+        loop {
+            // The older generation's first: dirty's record of a key both
+            // hold is the newer.
+            let older = t.drain.borrow().as_ref().is_some_and(|d| d.gen.holds_coll(coll));
+            let (part, n) = if older {
+                let drain = t.drain.borrow();
+                drain.as_ref().map(|d| d.gen.coll_part(coll, left)).unwrap_or_default()
+            } else {
+                t.dirty.borrow().coll_part(coll, left)
+            };
+            if !part.is_empty() {
+                let mut wb = WriteBatch::default();
+                for (k, v) in &part {
                     match v {
                         Some(v) => wb.put_cf(self.sub, k, v),
                         None => wb.delete_cf(self.sub, k),
                     }
                 }
-            }
-        }
-        let mut wo = WriteOptions::default();
-        wo.disable_wal(true);
-        self.db.write_opt(wb, &wo)?;
-        if let Some(m) = &self.members {
-            let (drain, dirty) = (t.drain.borrow(), t.dirty.borrow());
-            for g in drain.as_ref().map(|d| &d.gen).into_iter().chain(std::iter::once(&*dirty)) {
-                for (k, _) in g.coll_records(coll) {
-                    m.remove(k);
+                let mut wo = WriteOptions::default();
+                wo.disable_wal(true);
+                self.db.write_opt(wb, &wo)?;
+                if let Some(m) = &self.members {
+                    for (k, _) in &part {
+                        m.remove(k);
+                    }
                 }
             }
+            let emptied = if older {
+                t.drain.borrow_mut().as_mut().is_none_or(|d| d.gen.drop_coll_keys(coll, n))
+            } else {
+                t.dirty.borrow_mut().drop_coll_keys(coll, n)
+            };
+            t.any.set(!t.dirty.borrow().map.is_empty() || t.drain.borrow().is_some());
+            left -= n;
+            if !older || !emptied || left == 0 {
+                return Ok(emptied && (!older || !t.dirty.borrow().holds_coll(coll)));
+            }
         }
-        if let Some(d) = t.drain.borrow_mut().as_mut() {
-            d.gen.drop_coll(coll);
-        }
-        let mut d = t.dirty.borrow_mut();
-        d.drop_coll(coll);
-        t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
-        Ok(())
     }
 
     /// Forgets what both generations hold in `[from, to)`: a range delete
-    /// wider than one collection (FLUSHDB, FLUSHALL) replaces it all.
+    /// (a DEL of a collection, a trim, FLUSHDB) replaces it all.
     /// (Applied first, a FLUSHALL after a burst of SETs wrote the whole
     /// tier to the memtables only to delete it.)
+    /// Inside one collection, only its own keys are looked at.
     pub(super) fn tier_forget_range(&self, from: &[u8], to: &[u8]) {
         let t = &self.wtier;
+        let coll = Gen::coll_of_range(from, to, &t.hasher);
+        let forget = |g: &mut Gen| match coll {
+            Some(c) => g.forget_coll_range(c, from, to),
+            None => {
+                g.forget_range(from, to);
+            }
+        };
         if let Some(d) = t.drain.borrow_mut().as_mut() {
-            d.gen.forget_range(from, to);
+            forget(&mut d.gen);
         }
-        t.dirty.borrow_mut().forget_range(from, to);
+        forget(&mut t.dirty.borrow_mut());
     }
 
     /// Writes what the shard holds in memory (its open group, its write

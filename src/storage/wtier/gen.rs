@@ -410,21 +410,78 @@ impl Gen {
 
     /// The records of the collection hashed `coll` (member records only),
     /// in no order.
+    #[cfg(test)]
     pub(super) fn coll_records(&self, coll: u64) -> impl Iterator<Item = (&Bytes, &Option<Bytes>)> {
         self.colls.get(&coll).into_iter().flatten().filter_map(|k| self.get_key_value(k))
     }
 
-    /// Forgets the records of the collection hashed `coll` (written to the
-    /// families by [`ShardStore::tier_apply_range`]); the drain passes over
-    /// their keys.
-    pub(super) fn drop_coll(&mut self, coll: u64) {
-        for k in self.colls.remove(&coll).into_iter().flatten() {
+    /// Whether it holds records of the collection hashed `coll`.
+    pub(super) fn holds_coll(&self, coll: u64) -> bool {
+        self.colls.contains_key(&coll)
+    }
+
+    /// Up to `max` records of the collection hashed `coll` (member
+    /// records), with how many of its keys they are (the last ones of its
+    /// list), for [`Gen::drop_coll_keys`] once they are written.
+    pub(super) fn coll_part(&self, coll: u64, max: usize) -> (Vec<(Bytes, Option<Bytes>)>, usize) {
+        let Some(keys) = self.colls.get(&coll) else {
+            return (Vec::new(), 0);
+        };
+        let n = keys.len().min(max);
+        let part = keys[keys.len() - n..]
+            .iter()
+            .filter_map(|k| self.get_key_value(k).map(|(k, v)| (k.clone(), v.clone())))
+            .collect();
+        (part, n)
+    }
+
+    /// Forgets the last `n` keys of the collection hashed `coll` (written
+    /// to the families by [`ShardStore::tier_write_coll`]); true when it
+    /// holds none of it after. The drain passes over their keys.
+    pub(super) fn drop_coll_keys(&mut self, coll: u64, n: usize) -> bool {
+        let Some(keys) = self.colls.get_mut(&coll) else { return true };
+        for k in keys.drain(keys.len().saturating_sub(n)..) {
             if let Some(r) = self.map.remove(&k) {
                 self.gone = true;
                 let freed = k.len() as u64 + len(&r.v);
                 self.bytes = self.bytes.saturating_sub(freed);
                 self.waste += freed;
             }
+        }
+        let empty = keys.is_empty();
+        if empty {
+            self.colls.remove(&coll);
+        }
+        empty
+    }
+
+    /// Forgets the records of the collection hashed `coll` in `[from,
+    /// to)`: a range delete inside it writes past the tier and replaces
+    /// them (the drain passes over their keys).
+    pub(super) fn forget_coll_range(&mut self, coll: u64, from: &[u8], to: &[u8]) {
+        let Gen {
+            colls,
+            map,
+            gone,
+            bytes,
+            waste,
+            ..
+        } = self;
+        let Some(keys) = colls.get_mut(&coll) else { return };
+        keys.retain(|k| {
+            if k.as_ref() < from || k.as_ref() >= to {
+                return true;
+            }
+            if let Some(r) = map.remove(k) {
+                *gone = true;
+                let freed = k.len() as u64 + len(&r.v);
+                *bytes = bytes.saturating_sub(freed);
+                *waste += freed;
+            }
+            false
+        });
+        if keys.is_empty() {
+            colls.remove(&coll);
         }
     }
 

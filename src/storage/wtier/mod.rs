@@ -553,13 +553,16 @@ impl ShardStore {
             return Ok(true);
         }
         for (from, to) in ranges {
-            if wide(&(from, to)) {
-                // FLUSHDB's: the batch deletes every record the tier holds
-                // in it, and its direct record replays after their log
-                // records, so they are dropped, not written first.
-                self.tier_forget_range(from, to);
-            } else {
+            if write {
+                // A shared transaction's part: what the tier holds there
+                // must be in the families if the transaction is abandoned.
                 self.tier_apply_range(from, to)?;
+            } else {
+                // The batch deletes every record the tier holds in the
+                // range, and its direct record replays after their log
+                // records: they are dropped, not written first (a DEL of a
+                // big set wrote all the tier held of it, to delete it).
+                self.tier_forget_range(from, to);
             }
         }
         if write {

@@ -194,3 +194,42 @@ fn a_shared_transaction_writes_out_only_its_own_keys() {
     assert_eq!(get(&s0, &gone), Some(b"newer".to_vec()));
     assert_eq!(in_db(&gone), Some(b"newer".to_vec()));
 }
+
+/// A big collection's records leave the tier a part at a time
+/// (`write_out_part`, before a big RENAME's snapshot), the older
+/// generation's first: what each part took is in the families, the other
+/// records wait in the tier, and a key both generations held ends with
+/// dirty's value.
+#[test]
+fn a_collections_records_are_written_out_a_part_at_a_time() {
+    let (_d, s, p) = stores(100_000);
+    let rec = |i: usize| keys::sub_key(0, b"s", 1, format!("m{i:03}").as_bytes());
+    for i in 0..10 {
+        put(&s, &rec(i), b"old");
+    }
+    s.tier_start_drain();
+    for i in 5..15 {
+        put(&s, &rec(i), b"new");
+    }
+    let other = keys::meta_key(0, b"other");
+    put(&s, &other, b"o");
+    let (lo, hi) = keys::sub_range(0, b"s", 1);
+    let mut parts = 1;
+    while !s.write_out_part(&lo, &hi, 4).unwrap() {
+        parts += 1;
+        assert!(parts < 20, "it ends");
+    }
+    assert!(parts >= 3, "dirty's 10 records alone take three parts of 4: {parts}");
+    let want = |i: usize| Some(if i < 5 { b"old".to_vec() } else { b"new".to_vec() });
+    for i in 0..15 {
+        assert_eq!(peer(&p, &rec(i)), want(i), "{i} written");
+        assert_eq!(get(&s, &rec(i)), want(i));
+    }
+    assert_eq!(peer(&p, &other), None, "other waits in the tier");
+    assert!(s.write_out_part(&lo, &hi, 4).unwrap(), "nothing left");
+    s.tier_apply().unwrap();
+    for i in 0..15 {
+        assert_eq!(peer(&p, &rec(i)), want(i), "{i}: no older value drained over it");
+    }
+    assert_eq!(peer(&p, &other), Some(b"o".to_vec()));
+}
