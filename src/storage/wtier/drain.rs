@@ -286,9 +286,7 @@ impl ShardStore {
         let coll = Gen::coll_of_range(from, to, &t.hasher);
         let forget = |g: &mut Gen| match coll {
             Some(c) => g.forget_coll_range(c, from, to),
-            None => {
-                g.forget_range(from, to);
-            }
+            None => g.forget_range(from, to),
         };
         if let Some(d) = t.drain.borrow_mut().as_mut() {
             forget(&mut d.gen);

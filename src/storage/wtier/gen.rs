@@ -378,8 +378,15 @@ impl Gen {
     /// drain passes over its key.
     pub(super) fn forget(&mut self, k: &[u8]) {
         if let Some((key, r)) = self.map.remove_entry(k) {
+            self.left(key.len() as u64 + len(&r.v));
+        }
+    }
+
+    /// Counts records of `freed` bytes that left the map (their bytes
+    /// stay in its chunks until it is applied).
+    fn left(&mut self, freed: u64) {
+        if freed > 0 {
             self.gone = true;
-            let freed = key.len() as u64 + len(&r.v);
             self.bytes = self.bytes.saturating_sub(freed);
             self.waste += freed;
         }
@@ -387,25 +394,19 @@ impl Gen {
 
     /// Forgets every record with a key in `[from, to)` (a range delete
     /// wider than one collection, FLUSHDB's, writes past the tier and
-    /// replaces them all); returns how many. The drain passes over their
+    /// replaces them all). The drain passes over their
     /// keys; `colls` and the flags may still name them (a read that
     /// consults them then finds nothing: harmless).
-    pub(super) fn forget_range(&mut self, from: &[u8], to: &[u8]) -> usize {
-        let (mut freed, mut n) = (0u64, 0usize);
+    pub(super) fn forget_range(&mut self, from: &[u8], to: &[u8]) {
+        let mut freed = 0u64;
         self.map.retain(|k, r| {
             let inside = k.as_ref() >= from && k.as_ref() < to;
             if inside {
                 freed += k.len() as u64 + len(&r.v);
-                n += 1;
             }
             !inside
         });
-        if n > 0 {
-            self.gone = true;
-            self.bytes = self.bytes.saturating_sub(freed);
-            self.waste += freed;
-        }
-        n
+        self.left(freed);
     }
 
     /// The records of the collection hashed `coll` (member records only),
@@ -440,18 +441,17 @@ impl Gen {
     /// holds none of it after. The drain passes over their keys.
     pub(super) fn drop_coll_keys(&mut self, coll: u64, n: usize) -> bool {
         let Some(keys) = self.colls.get_mut(&coll) else { return true };
+        let mut freed = 0u64;
         for k in keys.drain(keys.len().saturating_sub(n)..) {
             if let Some(r) = self.map.remove(&k) {
-                self.gone = true;
-                let freed = k.len() as u64 + len(&r.v);
-                self.bytes = self.bytes.saturating_sub(freed);
-                self.waste += freed;
+                freed += k.len() as u64 + len(&r.v);
             }
         }
         let empty = keys.is_empty();
         if empty {
             self.colls.remove(&coll);
         }
+        self.left(freed);
         empty
     }
 
@@ -459,30 +459,22 @@ impl Gen {
     /// to)`: a range delete inside it writes past the tier and replaces
     /// them (the drain passes over their keys).
     pub(super) fn forget_coll_range(&mut self, coll: u64, from: &[u8], to: &[u8]) {
-        let Gen {
-            colls,
-            map,
-            gone,
-            bytes,
-            waste,
-            ..
-        } = self;
+        let Gen { colls, map, .. } = self;
         let Some(keys) = colls.get_mut(&coll) else { return };
+        let mut freed = 0u64;
         keys.retain(|k| {
             if k.as_ref() < from || k.as_ref() >= to {
                 return true;
             }
             if let Some(r) = map.remove(k) {
-                *gone = true;
-                let freed = k.len() as u64 + len(&r.v);
-                *bytes = bytes.saturating_sub(freed);
-                *waste += freed;
+                freed += k.len() as u64 + len(&r.v);
             }
             false
         });
         if keys.is_empty() {
             colls.remove(&coll);
         }
+        self.left(freed);
     }
 
     /// The collection a range read of `[from, to)` stays inside (hashed,
