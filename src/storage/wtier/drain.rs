@@ -53,7 +53,8 @@ impl ShardStore {
         t.logged.set(0);
         let mut gen = {
             let mut dirty = t.dirty.borrow_mut();
-            let mut room = Gen::with_room(dirty.map.len(), &t.hasher, gen::chunk_size(t.limit.bytes));
+            let spare = t.spare.take();
+            let mut room = Gen::with_room_in(dirty.map.len(), spare, &t.hasher, gen::chunk_size(t.limit.bytes));
             dirty.pass_spare(&mut room);
             std::mem::replace(&mut *dirty, room)
         };
@@ -148,7 +149,7 @@ impl ShardStore {
         // its runs' room.
         let chunks = d.gen.take_chunks();
         let runs = slot.take().map(|Drain { gen, order, .. }| {
-            drop(gen);
+            *t.spare.borrow_mut() = gen.into_spare_map();
             order.into_spare()
         });
         drop((slot, slice));

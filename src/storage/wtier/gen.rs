@@ -7,6 +7,7 @@
 use ahash::AHashMap;
 use bytes::{Bytes, BytesMut};
 
+use super::recs::{Map, Recs, Slot};
 use super::runs;
 use crate::storage::keys::{self, TAG_META};
 
@@ -67,6 +68,13 @@ pub(super) struct Rec {
     fresh: bool,
 }
 
+#[cfg(test)]
+impl Rec {
+    pub(super) fn new(v: Option<Bytes>, fresh: bool) -> Rec {
+        Rec { v, fresh }
+    }
+}
+
 /// What a record held before a [`Gen::put`]: None when the generation
 /// did not hold it.
 pub(super) type Undo = (Bytes, Option<Rec>);
@@ -79,7 +87,7 @@ pub(super) type Undo = (Bytes, Option<Rec>);
 /// index). Made only with the tier's hasher ([`Gen::with_room`]): reads
 /// look it up with a hash computed by that hasher (`get_hashed`).
 pub(super) struct Gen {
-    pub(super) map: hashbrown::HashMap<Bytes, Rec, ahash::RandomState>,
+    pub(super) map: Recs,
     colls: AHashMap<u64, Vec<Bytes>>,
     meta: bool,
     /// The lowest and the highest key of its other records (the TTL
@@ -168,8 +176,16 @@ impl Gen {
     /// `chunk`: the size of the chunks its records are carved from
     /// ([`chunk_size`]).
     pub(super) fn with_room(n: usize, hasher: &ahash::RandomState, chunk: usize) -> Gen {
+        Gen::with_room_in(n, None, hasher, chunk)
+    }
+
+    /// [`Gen::with_room`] in `spare`, an applied generation's emptied map
+    /// ([`Gen::into_spare_map`]), when it has the room: its pages are
+    /// the process's already (a new map's were zeroed by the kernel as
+    /// records landed on them, a quarter of INCR -P16's shard).
+    pub(super) fn with_room_in(n: usize, spare: Option<Map>, hasher: &ahash::RandomState, chunk: usize) -> Gen {
         Gen {
-            map: hashbrown::HashMap::with_capacity_and_hasher(n, hasher.clone()),
+            map: Recs::with_room_in(n, spare, hasher),
             colls: AHashMap::default(),
             meta: false,
             other: None,
@@ -185,6 +201,12 @@ impl Gen {
                 spare: Vec::new(),
             },
         }
+    }
+
+    /// Its biggest map, emptied, for a generation after it
+    /// ([`Gen::with_room_in`]); its records are dropped.
+    pub(super) fn into_spare_map(self) -> Option<Map> {
+        self.map.into_spare()
     }
 
     /// Its chunks, once it is applied and every record it held is
@@ -266,7 +288,7 @@ impl Gen {
     /// [`Gen::get`] with `k`'s hash by the tier's hasher (the map's) at hand.
     #[inline]
     pub(super) fn get_hashed(&self, h: u64, k: &[u8]) -> Option<&Option<Bytes>> {
-        self.map.raw_entry().from_key_hashed_nocheck(h, k).map(|(_, r)| &r.v)
+        self.map.get_hashed(h, k).map(|r| &r.v)
     }
 
     /// `k` and its latest value, if it holds one.
@@ -284,43 +306,44 @@ impl Gen {
     /// undo: restoring it was a no-op that took two reference counts; a
     /// collection's meta record is often written unchanged).
     pub(super) fn put(&mut self, k: &[u8], v: Option<&[u8]>, fresh: bool, hasher: &ahash::RandomState) -> Option<Undo> {
-        use hashbrown::hash_map::EntryRef;
-        let vacant = match self.map.entry_ref(k) {
-            EntryRef::Occupied(mut e) => {
-                if e.get().v.as_deref() == v {
-                    // Written again unchanged (a collection's meta record
-                    // when a member is replaced): no new copy.
-                    return None;
-                }
-                if v.is_none() && e.get().fresh {
-                    // Nothing below holds it: gone whole.
-                    let (key, was) = e.remove_entry();
-                    self.gone = true;
-                    let freed = key.len() as u64 + len(&was.v);
-                    self.bytes = self.bytes.saturating_sub(freed);
-                    self.waste += freed;
-                    return Some((key, Some(was)));
-                }
-                let new = v.map(|v| self.slab.carve(v, &[]));
-                let key = e.key().clone();
-                let rec = e.get_mut();
-                let old = len(&rec.v);
-                self.bytes = (self.bytes + len(&new)).saturating_sub(old);
-                self.waste += old;
-                let was = std::mem::replace(&mut rec.v, new);
-                return Some((key, Some(Rec { v: was, fresh: rec.fresh })));
+        let mut e = match self.map.slot(hasher.hash_one(k), k) {
+            Slot::Held(e) => e,
+            Slot::Vacant(at) => {
+                let mut rec = self.slab.carve(k, v.unwrap_or_default());
+                let whole = rec.len() as u64;
+                // The allocation's front is the key, its rest the value (a
+                // split takes one reference count where two slices took two
+                // and let go of one).
+                let key = rec.split_to(k.len());
+                let value = v.map(|_| rec);
+                let fresh = fresh && value.is_some();
+                at.insert(key.clone(), Rec { v: value, fresh });
+                return Some(self.added(k, key, whole, hasher));
             }
-            EntryRef::Vacant(e) => e,
         };
-        let mut rec = self.slab.carve(k, v.unwrap_or_default());
-        let whole = rec.len() as u64;
-        // The allocation's front is the key, its rest the value (a split
-        // takes one reference count where two slices took two and let go
-        // of one).
-        let key = rec.split_to(k.len());
-        let value = v.map(|_| rec);
-        let fresh = fresh && value.is_some();
-        vacant.insert_with_key(key.clone(), Rec { v: value, fresh });
+        if e.get().v.as_deref() == v {
+            // Written again unchanged (a collection's meta record when a
+            // member is replaced): no new copy.
+            return None;
+        }
+        if v.is_none() && e.get().fresh {
+            // Nothing below holds it: gone whole.
+            let (key, was) = e.remove_entry();
+            self.left(key.len() as u64 + len(&was.v));
+            return Some((key, Some(was)));
+        }
+        let new = v.map(|v| self.slab.carve(v, &[]));
+        let (key, added) = (e.key().clone(), len(&new));
+        let rec = e.get_mut();
+        let was = std::mem::replace(&mut rec.v, new);
+        let (old, fresh) = (len(&was), rec.fresh);
+        self.bytes = (self.bytes + added).saturating_sub(old);
+        self.waste += old;
+        Some((key, Some(Rec { v: was, fresh })))
+    }
+
+    /// Books a new record `key` (`k`), of `whole` bytes.
+    fn added(&mut self, k: &[u8], key: Bytes, whole: u64, hasher: &ahash::RandomState) -> Undo {
         match keys::coll_prefix_len(k) {
             Some(n) => self.colls.entry(hasher.hash_one(&k[..n])).or_default().push(key.clone()),
             None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
@@ -339,7 +362,7 @@ impl Gen {
         if self.order.add(key.clone()) {
             self.seal();
         }
-        Some((key, None))
+        (key, None)
     }
 
     /// Its keys in key order, for its drain (the records it no longer

@@ -73,6 +73,7 @@ mod file;
 mod gen;
 mod held;
 mod log;
+mod recs;
 mod runs;
 #[cfg(test)]
 mod tests;
@@ -257,6 +258,9 @@ pub(super) struct WriteTier {
     logged: Cell<u64>,
     dirty: RefCell<Gen>,
     drain: RefCell<Option<Drain>>,
+    /// The last applied generation's map, emptied, for the next one
+    /// ([`recs::Recs::into_spare`]).
+    spare: RefCell<Option<recs::Map>>,
     /// Whether dirty or the draining generation holds anything (a cheap
     /// check for every read).
     any: Cell<bool>,
@@ -297,6 +301,7 @@ impl WriteTier {
             logged: Cell::new(0),
             dirty: RefCell::new(Gen::with_room(0, &hasher, gen::chunk_size(limit.bytes))),
             drain: RefCell::default(),
+            spare: RefCell::default(),
             any: Cell::new(false),
             hasher,
             undo: RefCell::default(),
