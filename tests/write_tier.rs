@@ -405,7 +405,8 @@ fn write_tier_memory_turns_the_tier_on_within_its_budget() {
     std::env::remove_var("BASALT_TIER");
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("data");
-    let args = ["--write-tier-memory", "262144"];
+    // Not written back while idle: INFO is to show records held.
+    let args = ["--write-tier-memory", "262144", "--write-tier-idle-drain", "no"];
     let mut expect = Vec::new();
     for round in 0..2 {
         let mut b = Basalt::start_in(&dir, 2, &args);
@@ -483,7 +484,8 @@ fn key_scans_merge_the_tier_and_answer_as_redis() {
     // inherit it, and its 97-record tier would drain the keys at once.
     let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     let redis = RedisServer::start();
-    let b = Basalt::start(1);
+    // Nor written back while idle (between the two servers' commands).
+    let b = Basalt::start_with(1, &["--write-tier-idle-drain", "no"]);
     let mut r = redis::Client::open(format!("redis://127.0.0.1:{}/", redis.port))
         .and_then(|c| c.get_connection())
         .expect("redis-server client");

@@ -265,10 +265,10 @@ pub(super) const PARAMS: &[Param] = &[
     live("block-cache-size", "268435456", Bytes(1 << 20, i64::MAX)).fixed(),
     live("meta-cache-size", "268435456", Bytes(0, i64::MAX)).fixed(),
     // Basalt's own (storage::wtier): the write tier's memory, all shards
-    // together; 0 off. Left at its default, a memory budget sizes it. A
-    // range read meeting the tier applies all of it in one turn, so the
-    // default stays small (a 128 MB tier stalled a turn 190 ms).
+    // together; 0 off. Left at its default, a memory budget sizes it.
     live("write-tier-memory", "268435456", Bytes(0, i64::MAX)).fixed(),
+    // Whether an idle shard writes its tier back (server/writeback.rs).
+    live("write-tier-idle-drain", "yes", Bool),
     live("write-buffer-size", "67108864", Bytes(1 << 20, 1 << 34)).fixed(),
     live("bottommost-compression", "zstd", Enum(&["zstd", "lz4", "none"])).fixed(),
     live("disk-read-threads", "16", Int(0, 1024)).fixed(),

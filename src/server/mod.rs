@@ -8,6 +8,7 @@
 //! expiration task. Signals and SHUTDOWN sync the WAL and exit.
 
 pub mod conn;
+mod writeback;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -374,6 +375,7 @@ async fn accept(shard: Rc<Shard<ShardState>>, addr: String, node: Option<usize>,
 
 async fn shard_main(shard: Rc<Shard<ShardState>>, addr: String) {
     shards::rt::spawn(crate::expire::active_expire_loop(shard.clone()));
+    shards::rt::spawn(writeback::idle_write_back_loop(shard.clone()));
     let cluster = &shard.state().global.cluster;
     if let Some(p) = cluster.shard_ports.get(shard.id()) {
         let bind = shard.state().global.config.get("bind");

@@ -43,7 +43,7 @@ mod watch;
 mod wtier;
 pub use peer::PeerStore;
 pub use stats::RocksMemory;
-pub use wtier::TierSize;
+pub use wtier::{TierSize, WriteBack};
 pub mod tier;
 
 use std::path::{Path, PathBuf};

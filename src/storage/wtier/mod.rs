@@ -69,6 +69,7 @@
 //! turns it off.
 
 mod drain;
+pub use drain::WriteBack;
 mod file;
 mod gen;
 mod held;

@@ -6,6 +6,7 @@ use crate::storage::{keys, test_opts, Engine};
 mod direct;
 mod replay;
 mod view;
+mod write_back;
 
 /// An engine of `shards` shards with a meta cache of `cache` bytes, the
 /// tier capped at `limit` records (0: by bytes, `bytes`), kept for the test.
