@@ -69,6 +69,15 @@ impl DiskGuard {
         self.free.load(Ordering::Relaxed)
     }
 
+    /// Writes are refused, or the last check found less than twice
+    /// `min-free-disk` free: work that can wait and takes disk space
+    /// should (the idle write-back: the records it writes stay in the
+    /// tier's log too until the flushes let it be cut).
+    pub fn short(&self) -> bool {
+        let min = self.min_free.load(Ordering::Relaxed);
+        self.refused() || (min > 0 && self.free() < min.saturating_mul(2))
+    }
+
     /// The reason writes fail, if they do.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().ok().and_then(|e| e.clone())
@@ -156,6 +165,23 @@ mod tests {
         g.check(1000, || Ok(()));
         assert!(!g.refused());
         assert_eq!(g.last_error(), None);
+    }
+
+    #[test]
+    fn short_of_space_below_twice_the_threshold_or_while_refused() {
+        let g = DiskGuard::default();
+        g.check(10, || Ok(()));
+        assert!(!g.short(), "no threshold, no refusal");
+        g.set_min_free(100);
+        g.check(250, || Ok(()));
+        assert!(!g.short());
+        g.check(199, || Ok(()));
+        assert!(g.short() && !g.refused(), "under twice the threshold");
+        g.check(50, || Ok(()));
+        assert!(g.short() && g.refused());
+        let failed = DiskGuard::default();
+        failed.note_write_error("IO error: No space left on device");
+        assert!(failed.short());
     }
 
     #[test]
