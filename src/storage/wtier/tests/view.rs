@@ -56,7 +56,9 @@ fn a_meta_scan_merges_the_tier_without_applying_it() {
         model.remove(&key(i));
     }
     let records = s.write_tier_size().records;
-    assert!(records > 6000, "the tier holds the drain's and dirty's records: {records}");
+    // Dirty's writes applied ~4500 of the drain's 6000 (twice as many as
+    // they added), and it let go of those.
+    assert!(records > 3000, "the tier holds the drain's and dirty's records: {records}");
     let (lo, hi) = keys::meta_db_range(0);
     let all = scan(&s, &lo, None, &hi, usize::MAX);
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
