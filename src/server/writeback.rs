@@ -31,6 +31,12 @@ fn activity(st: &ShardState) -> (u64, u64) {
     (st.net.borrow().0, st.total_calls())
 }
 
+/// A command runs on this shard now, a multi-shard EXEC holds its gate,
+/// or a script paused it.
+fn busy(st: &ShardState) -> bool {
+    st.gate.running() > 0 || st.gate.is_closed() || st.script_paused.get()
+}
+
 pub async fn idle_write_back_loop(shard: Rc<Shard<ShardState>>) {
     let st = shard.state().clone();
     let mut seen = activity(&st);
@@ -41,8 +47,12 @@ pub async fn idle_write_back_loop(shard: Rc<Shard<ShardState>>) {
             seen = now;
             continue;
         }
-        // Idle since the last look: write back while it stays so.
-        while activity(&st) == seen {
+        // Idle since the last look: write back while it stays so, and
+        // while no command is under way here (a multi-shard EXEC waiting
+        // on another shard, or in a DEBUG SLEEP, receives nothing: a
+        // write-back then made its part reach the families as a drain's,
+        // and a kill -9 tore the transaction, tests/crash_atomic.rs).
+        while activity(&st) == seen && !busy(&st) {
             match st.ks.store.tier_write_back(SLICE) {
                 Ok(WriteBack::Done) => break,
                 Ok(WriteBack::More) => shards::rt::sleep(BETWEEN).await,

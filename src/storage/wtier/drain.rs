@@ -260,9 +260,9 @@ impl ShardStore {
         if !t.any.get() {
             return Ok(WriteBack::Done);
         }
-        if self.group.held() || self.engine.disk.short() || self.behind(self.cf) || self.behind(self.sub) {
+        if self.group.held() || self.in_tx() || self.engine.disk.short() || self.behind(self.cf) || self.behind(self.sub) {
             // Staged records are not logged yet (a new draining generation
-            // would take them), the disk is (nearly) full (what it writes
+            // would take them), a transaction is open here, the disk is (nearly) full (what it writes
             // takes space the log still takes too: a full-disk test found
             // 8 MB free where 24 MB were freed), or the families' flushes
             // are behind (RocksDB would delay the writes, sleeping the

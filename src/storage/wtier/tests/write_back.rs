@@ -17,6 +17,11 @@ fn an_idle_write_back_empties_the_tier_a_slice_at_a_time() {
     assert_eq!(s.tier_write_back(4).unwrap(), WriteBack::Wait);
     assert_eq!(s.write_tier_size().records, 10);
     assert!(s.end_group().is_empty());
+    // Nor while a transaction is open here (a multi-shard EXEC's part).
+    s.begin_tx(true);
+    assert_eq!(s.tier_write_back(4).unwrap(), WriteBack::Wait);
+    s.end_tx(&Ok(()));
+    assert_eq!(s.write_tier_size().records, 10);
     // Dirty becomes the draining generation, applied 4 records a call in
     // key order; the owner reads every record all along.
     assert_eq!(s.tier_write_back(4).unwrap(), WriteBack::More);
