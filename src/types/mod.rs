@@ -35,6 +35,7 @@ pub mod xgroup;
 mod xnode;
 pub mod zblock;
 pub mod zlayout;
+pub mod zpos;
 pub mod zrange;
 pub mod zset;
 pub mod zwrite;

@@ -150,7 +150,7 @@ impl Changes {
 
 /// The positions in `[from, to)` after this command: the stored ones not
 /// deleted, and the ones it put (its batch is not written yet).
-fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Net) -> CmdResult<Vec<Vec<u8>>> {
+fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Net) -> CmdResult<Positions> {
     let mut out = Vec::new();
     let start = [&[SCORE][..], from].concat();
     walk(z.ks, z.db, z.key, z.c, Some(&start), false, |s, m| {
@@ -166,18 +166,22 @@ fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Net) -> CmdResult<V
     out.extend(ch.put_in(from, to).iter().cloned());
     out.sort();
     out.dedup();
-    Ok(out)
+    Ok(Positions::from_sorted(out))
 }
 
 /// Cuts `ps` (in order, at least one) into blocks of about the block
 /// size: (head, count) each, the first head `first`.
-fn cut(ps: &[Vec<u8>], first: &[u8]) -> Vec<(Vec<u8>, u64)> {
+fn cut(ps: &Positions, first: &[u8]) -> Vec<(Vec<u8>, u64)> {
     let len = ps.len() as u64;
     let pieces = (len / block()).max(1);
     (0..pieces)
         .map(|i| {
             let (a, b) = (i * len / pieces, (i + 1) * len / pieces);
-            let head = if i == 0 { first.to_vec() } else { ps[a as usize].clone() };
+            let head = if i == 0 {
+                first.to_vec()
+            } else {
+                ps.get(a as usize).unwrap_or_default().to_vec()
+            };
             (head, b - a)
         })
         .collect()
@@ -246,7 +250,7 @@ fn give_blocks(w: &mut Writer<'_>, z: At<'_>, ch: &Net) -> CmdResult {
     let (mut at, mut l) = (0usize, lay.first());
     for (_, n) in &heads {
         let Some(x) = l else { break };
-        lay.keep(x, Some(all[at..at + *n as usize].to_vec()));
+        lay.keep(x, Some(all.slice(at, at + *n as usize)));
         at += *n as usize;
         l = lay.next(x);
     }
@@ -257,14 +261,10 @@ fn give_blocks(w: &mut Writer<'_>, z: At<'_>, ch: &Net) -> CmdResult {
 /// Applies puts and deletes to kept positions (kept sorted).
 fn apply<'a>(kept: &mut Positions, ins: impl Iterator<Item = &'a Vec<u8>>, del: impl Iterator<Item = &'a Vec<u8>>) {
     for p in del {
-        if let Ok(i) = kept.binary_search(p) {
-            kept.remove(i);
-        }
+        kept.remove(p);
     }
     for p in ins {
-        if let Err(i) = kept.binary_search(p) {
-            kept.insert(i, p.clone());
-        }
+        kept.add(p);
     }
 }
 
@@ -362,7 +362,7 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Net, writes: &mut Heads) -> Cmd
                 // A block that was read keeps its pieces' positions (a block
                 // no read needed stays unread: a load of a big set splits
                 // all over it).
-                lay.keep(at, was_kept.then(|| all[from..from + k as usize].to_vec()));
+                lay.keep(at, was_kept.then(|| all.slice(from, from + k as usize)));
                 from += k as usize;
                 writes.push((head_sub(&h), Some(k)));
             }
@@ -373,7 +373,7 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Net, writes: &mut Heads) -> Cmd
         } else if let (Some(p), false) = (prev, l == first) {
             moved = true;
             let joined = lay.count(p) + n;
-            let mine = lay.kept(l).cloned();
+            let mine = lay.take_kept(l);
             match mine {
                 Some(b) if lay.kept(p).is_some() => lay.edit_kept(p, |a| a.extend(b)),
                 _ => lay.keep(p, None),
@@ -440,18 +440,18 @@ pub fn visit(z: At<'_>, from: Option<&[u8]>, rev: bool, mut f: impl FnMut(f64, &
                 Some(ps) => ps,
                 None => lay.kept(l).ok_or(CORRUPT)?,
             };
-            let cut = bound.take().map(|b| ps.partition_point(|p| p.as_slice() < b));
+            let cut = bound.take().map(|b| ps.below(b));
             let part = if rev {
-                &ps[..cut.unwrap_or(ps.len())]
+                ps.range(0, cut.unwrap_or(ps.len()))
             } else {
-                &ps[cut.unwrap_or(0)..]
+                ps.range(cut.unwrap_or(0), ps.len())
             };
-            let mut go = |p: &Vec<u8>| -> CmdResult<bool> {
+            let mut go = |p: &[u8]| -> CmdResult<bool> {
                 let (s, m) = split(p)?;
                 Ok(f(s, m))
             };
             if rev {
-                for p in part.iter().rev() {
+                for p in part.rev() {
                     if !go(p)? {
                         return Ok(());
                     }
@@ -492,7 +492,7 @@ pub fn rank_of(z: At<'_>, pos: &[u8]) -> CmdResult<u64> {
             return Ok(lay.before(l) + n);
         }
         let ps = lay.kept(l).ok_or(CORRUPT)?;
-        Ok(lay.before(l) + ps.partition_point(|p| p.as_slice() < pos) as u64)
+        Ok(lay.before(l) + ps.below(pos) as u64)
     })?
 }
 
@@ -507,7 +507,7 @@ pub fn at_rank(z: At<'_>, rank: u64) -> CmdResult<Option<Vec<u8>>> {
             Some(ps) => ps,
             None => lay.kept(l).ok_or(CORRUPT)?,
         };
-        Ok(ps.get(off as usize).cloned())
+        Ok(ps.get(off as usize).map(<[u8]>::to_vec))
     })?
 }
 
@@ -546,14 +546,14 @@ mod tests {
 
     #[test]
     fn cuts_into_blocks_of_about_the_block_size() {
-        let ps: Vec<Vec<u8>> = (0..300u16).map(|n| n.to_be_bytes().to_vec()).collect();
+        let ps = Positions::from_sorted((0..300u16).map(|n| n.to_be_bytes().to_vec()).collect());
         let b = block();
         let heads = cut(&ps, b"");
         assert_eq!(heads.len() as u64, 300 / b);
         assert_eq!(heads[0].0, b"");
         assert_eq!(heads.iter().map(|h| h.1).sum::<u64>(), 300);
         assert!(heads.iter().all(|h| h.1 >= b && h.1 < 2 * b));
-        assert_eq!(cut(&ps[..3], b"x"), vec![(b"x".to_vec(), 3)]);
+        assert_eq!(cut(&ps.slice(0, 3), b"x"), vec![(b"x".to_vec(), 3)]);
     }
 
     #[test]

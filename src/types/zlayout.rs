@@ -41,11 +41,14 @@ pub const HOT_READS: u8 = 8;
 
 /// Positions of one block, kept once a command read them: the block's
 /// records without a walk over the tombstones among them.
-pub type Positions = Vec<Vec<u8>>;
+pub use crate::types::zpos::Positions;
+use crate::types::zpos::{cmp_led, lead};
 
 #[derive(Clone, Debug)]
 struct Block {
     head: Vec<u8>,
+    /// The head's [`lead`]: a search compares it first.
+    lead: u64,
     count: u64,
     kept: Option<Positions>,
     /// Reads of the block's positions that did not keep them (halved each
@@ -88,6 +91,7 @@ impl Layout {
         let mut it = heads
             .into_iter()
             .map(|(head, count)| Block {
+                lead: lead(&head),
                 head,
                 count,
                 kept: None,
@@ -138,9 +142,11 @@ impl Layout {
     /// The block whose range holds position `pos`: the last head at or
     /// before it. None only for an empty layout.
     pub fn find(&self, pos: &[u8]) -> Option<Loc> {
-        let g = self.groups.partition_point(|g| g.blocks[0].head.as_slice() <= pos);
+        let k = lead(pos);
+        let at_or_before = |b: &Block| cmp_led(b.lead, &b.head, k, pos).is_le();
+        let g = self.groups.partition_point(|g| at_or_before(&g.blocks[0]));
         let g = g.checked_sub(1)?;
-        let i = self.groups[g].blocks.partition_point(|b| b.head.as_slice() <= pos) - 1;
+        let i = self.groups[g].blocks.partition_point(at_or_before) - 1;
         Some(Loc { g, i })
     }
 
@@ -296,14 +302,14 @@ impl Layout {
     pub fn take_kept(&mut self, l: Loc) -> Option<Positions> {
         let b = &mut self.groups[l.g].blocks[l.i];
         let ps = b.kept.take();
-        self.weight -= ps.as_ref().map_or(0, Vec::len);
+        self.weight -= ps.as_ref().map_or(0, Positions::len);
         ps
     }
 
     pub fn keep(&mut self, l: Loc, ps: Option<Positions>) {
         let b = &mut self.groups[l.g].blocks[l.i];
-        self.weight -= b.kept.as_ref().map_or(0, Vec::len);
-        self.weight += ps.as_ref().map_or(0, Vec::len);
+        self.weight -= b.kept.as_ref().map_or(0, Positions::len);
+        self.weight += ps.as_ref().map_or(0, Positions::len);
         b.kept = ps;
     }
 
@@ -342,6 +348,7 @@ impl Layout {
         g.blocks.insert(
             l.i + 1,
             Block {
+                lead: lead(&head),
                 head,
                 count,
                 kept: None,
@@ -510,7 +517,7 @@ mod tests {
         let q = MAX_WEIGHT as u64 / 5;
         let mut l = Layout::from_heads((0..4u8).map(|n| (if n == 0 { Vec::new() } else { pos(n) }, q)).collect());
         let at = |l: &Layout, n: u8| l.find(&pos(n)).unwrap();
-        let fill = |n: u8| vec![vec![n]; q as usize];
+        let fill = |n: u8| Positions::from_sorted((0..q as u32).map(|i| [&[n][..], &i.to_be_bytes()].concat()).collect());
         for n in 0..2 {
             let b = at(&l, n);
             assert!(!l.should_keep(b), "the first read counts only");
@@ -605,7 +612,7 @@ mod tests {
         cache.forget_all();
         cache.with(5, 0, small, |_| ()).unwrap();
         cache.with(6, 0, small, |_| ()).unwrap();
-        let many = vec![vec![1u8]; MAX_WEIGHT * 7 / 10];
+        let many = Positions::from_sorted((0..(MAX_WEIGHT * 7 / 10) as u32).map(|i| i.to_be_bytes().to_vec()).collect());
         cache.with(6, 0, small, |l| l.keep(l.first().unwrap(), Some(many))).unwrap();
         assert_eq!(cache.map.borrow().len(), 2, "both layouts stay");
         assert_eq!(cache.weight.get(), 2 * (MAX_WEIGHT / 5));
