@@ -479,9 +479,31 @@ pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>, Option<Arc<tx::Ove
 
 /// Writes staged for one atomic [`ShardStore::write`] to one shard, with the
 /// meta records they change (applied to the shard's meta cache once RocksDB
-/// has them).
+/// has them). Boxed, and the boxes reused ([`ShardStore::batch`]): a
+/// command's batch is moved from its writer to the store several times,
+/// and inline its 176 bytes were a `memcpy` each time (with the collection
+/// writer around it, ~10% of SADD -P16's CPU was `memmove`).
 #[derive(Default)]
-pub struct Batch {
+pub struct Batch(Box<BatchBody>);
+
+impl std::ops::Deref for Batch {
+    type Target = BatchBody;
+    #[inline]
+    fn deref(&self) -> &BatchBody {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Batch {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut BatchBody {
+        &mut self.0
+    }
+}
+
+/// What a [`Batch`] holds.
+#[derive(Default)]
+pub struct BatchBody {
     wb: rep::Rep,
     meta: Vec<(Box<[u8]>, Option<Bytes>)>,
     clears_meta: bool,
@@ -780,10 +802,11 @@ impl ShardStore {
             }
         }
         if let Some(c) = &self.cache {
-            for (k, v) in b.meta {
+            for (k, v) in b.meta.drain(..) {
                 c.insert(&k, v.as_deref());
             }
         }
+        self.recycle(b);
         self.run_after();
         Ok(())
     }
