@@ -144,3 +144,59 @@ fn cross_shard_moves_notify_like_redis() {
         run_clients("moves", MOVES, shards, false);
     }
 }
+
+/// SADD of members the set holds already (answered without a writer): no
+/// event, a WATCH on the set stands, OBJECT IDLETIME reads as touched;
+/// SADD with one new member among held ones, a member twice in one SADD,
+/// a wrong type and an expired set are writes as before.
+const SADD_HELD: &str = r#"
+    B: CONFIG SET notify-keyspace-events KEA
+    A> PSUBSCRIBE __keyevent@0__:*
+    A<
+    B: SADD s a b c
+    A<
+    B: SADD s a
+    B: SADD s a b c
+    B: SADD s c c
+    B: SADD s a d
+    A<
+    B: SADD s e e
+    A<
+    B: SADD s f g f b
+    A<
+    B: SCARD s
+    B: SMISMEMBER s a b c d e f g z
+    B: SET str x
+    A<
+    B: SADD str a
+    B: SADD gone a
+    A<
+    B: PEXPIRE gone 1
+    A<
+    SLEEP 20
+    B: SADD gone a
+    A<
+    A<
+    B: SCARD gone
+    B: PUBLISH __keyevent@0__:done end
+    A<
+    C: WATCH s
+    B: SADD s a b
+    C: MULTI
+    C: SCARD s
+    C: EXEC
+    C: WATCH s
+    B: SADD s a z
+    C: MULTI
+    C: SCARD s
+    C: EXEC
+    B: OBJECT IDLETIME s
+"#;
+
+#[test]
+fn sadd_of_held_members_matches_redis() {
+    for shards in [1, 4] {
+        run_clients("sadd-held", SADD_HELD, shards, false);
+    }
+    run_clients("sadd-held-resp3", SADD_HELD, 1, true);
+}

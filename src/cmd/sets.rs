@@ -3,6 +3,7 @@
 //! `coord`, which gathers members from each owner in slices.
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::args::{parse_i64, Args};
 use super::{commands, CommandSpec};
@@ -49,7 +50,29 @@ fn is_member(ctx: &Ctx, key: &[u8], v: &View, m: &[u8]) -> CmdResult<bool> {
 pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     let mut args = Args::new(argv);
     let (key, members) = (args.key()?, args.rest());
+    // A SADD of members the set holds already writes nothing (Redis
+    // neither notifies nor propagates it, and WATCH sees no change): it
+    // is answered as SMISMEMBER would be, without a writer (its open,
+    // batch and commit). Otherwise the writer takes what was read.
+    let mut seen: SmallVec<[bool; 4]> = SmallVec::new();
+    if let Some(v) = view(ctx, key)? {
+        for m in members {
+            let found = coll::member_with(ctx.ks(), ctx.db, key, &v.c, m, |_| ())?.is_some();
+            seen.push(found);
+            if !found {
+                // One to add: the writer reads the rest.
+                break;
+            }
+        }
+        if seen.len() == members.len() && seen.iter().all(|s| *s) {
+            r.int(0);
+            return Ok(());
+        }
+    }
     let mut w = Writer::upsert(ctx.ks(), ctx.db, key, S, ctx.now_ms)?;
+    for (m, found) in members.iter().zip(&seen) {
+        w.seed(m, found.then_some((0, &b""[..])));
+    }
     let mut added = 0;
     for m in members {
         if !w.exists(m)? {

@@ -207,6 +207,18 @@ impl<'k> Writer<'k> {
         self.touched.get().find(sub).ok_or(CORRUPT)
     }
 
+    /// Tells the writer what a read of member `sub` just found (`Some`:
+    /// its expire ms and value), so that its own read of it costs
+    /// nothing: a caller that looked the member up before opening the
+    /// writer (SADD's check that every member is there already). Only
+    /// for a state read in this command, before anything was staged.
+    pub fn seed(&mut self, sub: &[u8], found: Option<(u64, &[u8])>) {
+        if self.touched.get().find(sub).is_none() {
+            let state = found.map(|(t, v)| (t, Val::from_slice(v)));
+            self.touched.get().insert(sub, state);
+        }
+    }
+
     /// A member's (expire ms, value) if live.
     pub fn live(&mut self, sub: &[u8]) -> CmdResult<Option<(u64, Vec<u8>)>> {
         Ok(self.physical(sub)?.filter(|(t, _)| !hash::expired(*t, self.now)))
