@@ -15,6 +15,7 @@
 //! flushes the WAL explicitly instead of relying on `Drop`.
 
 mod ahead;
+mod batch;
 pub mod budget;
 pub mod cache;
 mod dbmap;
@@ -53,6 +54,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rocksdb::{Cache, ColumnFamily, Options, DB};
 
+pub use batch::{Batch, BatchBody};
 use families::{cf_name, shard_cf_names, sub_cf_name};
 
 /// A storage failure, reported to the client as `ERR` and logged.
@@ -477,57 +479,6 @@ impl Engine {
 /// had staged (`tx`).
 pub struct Snap(rocksdb::SnapshotWithThreadMode<'static, DB>, Option<Arc<tx::Overlay>>);
 
-/// Writes staged for one atomic [`ShardStore::write`] to one shard, with the
-/// meta records they change (applied to the shard's meta cache once RocksDB
-/// has them). Boxed, and the boxes reused ([`ShardStore::batch`]): a
-/// command's batch is moved from its writer to the store several times,
-/// and inline its 176 bytes were a `memcpy` each time (with the collection
-/// writer around it, ~10% of SADD -P16's CPU was `memmove`).
-#[derive(Default)]
-pub struct Batch(Box<BatchBody>);
-
-impl std::ops::Deref for Batch {
-    type Target = BatchBody;
-    #[inline]
-    fn deref(&self) -> &BatchBody {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Batch {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut BatchBody {
-        &mut self.0
-    }
-}
-
-/// What a [`Batch`] holds.
-#[derive(Default)]
-pub struct BatchBody {
-    wb: rep::Rep,
-    meta: Vec<(Box<[u8]>, Option<Bytes>)>,
-    clears_meta: bool,
-    /// Has a range delete (written on its own, never grouped).
-    has_range: bool,
-    /// Hashes of the keys written, while a group is open (`group`).
-    hashes: Vec<u64>,
-    /// The writes, while a transaction is open (`tx`).
-    ops: Vec<tx::Op>,
-    /// With a database per shard: records for the first database's
-    /// default family (intents, `intent`), written with `wb` as one write.
-    /// Made only when needed: every command's batch would otherwise
-    /// allocate a second RocksDB batch.
-    main: Option<rep::Rep>,
-    /// Its meta records are not in `meta` (made for the write tier).
-    unnoted: bool,
-    /// Its range deletes over member records, for the member cache.
-    sub_ranges: Vec<tx::Span>,
-    /// It writes member records (the member cache must forget them).
-    has_sub: bool,
-    /// Indexes in `wb` of [`ShardStore::put_new`]'s puts, ascending.
-    fresh: Vec<u32>,
-}
-
 /// One shard's view of the database: its column families and its meta cache.
 /// Only the shard's own thread writes through it (and, before the shards
 /// start, intent replay): the cache is exact only under that rule.
@@ -611,16 +562,7 @@ impl ShardStore {
         if spare.len() >= SPARE_BATCHES || b.wb.size_in_bytes() > SPARE_BATCH_BYTES || b.main.is_some() {
             return;
         }
-        b.wb.clear();
-        b.meta.clear();
-        b.hashes.clear();
-        b.ops.clear();
-        b.clears_meta = false;
-        b.has_range = false;
-        b.unnoted = false;
-        b.sub_ranges.clear();
-        b.has_sub = false;
-        b.fresh.clear();
+        b.clear();
         spare.push(b);
     }
 
