@@ -263,7 +263,7 @@ pub(super) const PARAMS: &[Param] = &[
     live("shard-preempt-us", "2000", Int(10, 1_000_000)).fixed(),
     live("min-free-disk", "134217728", Bytes(0, i64::MAX)),
     live("block-cache-size", "268435456", Bytes(1 << 20, i64::MAX)).fixed(),
-    live("meta-cache-size", "268435456", Bytes(0, i64::MAX)).fixed(),
+    live("meta-cache-size", "536870912", Bytes(0, i64::MAX)).fixed(),
     // Basalt's own (storage::wtier): the write tier's memory, all shards
     // together; 0 off. Left at its default, a memory budget sizes it.
     live("write-tier-memory", "268435456", Bytes(0, i64::MAX)).fixed(),
