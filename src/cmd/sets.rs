@@ -64,7 +64,8 @@ pub fn sadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
                 break;
             }
         }
-        if seen.len() == members.len() && seen.iter().all(|s| *s) {
+        // The loop stops at the first member missing: none missing, all held.
+        if !seen.contains(&false) {
             r.int(0);
             return Ok(());
         }
