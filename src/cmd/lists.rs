@@ -65,7 +65,7 @@ fn push(ctx: &Ctx, argv: &[Bytes], r: &mut Reply, end: End, only_existing: bool)
         return Ok(());
     };
     for e in elements {
-        l.push(end, e);
+        l.push(end, e)?;
     }
     let len = l.len();
     l.commit_with(&[end.push_event()])?;
@@ -173,7 +173,10 @@ pub fn lset(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
         return Err(NO_SUCH_KEY);
     };
     let (index, v) = (args.int()?, args.bytes()?);
-    let ok = position(index, l.len()).is_some_and(|i| l.set(i, v));
+    let ok = match position(index, l.len()) {
+        Some(i) => l.set(i, v)?,
+        None => false,
+    };
     if !ok {
         return Err(CmdError::new("ERR index out of range"));
     }
@@ -202,7 +205,7 @@ pub fn ltrim(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if let Some(mut l) = open(ctx, key, false)? {
         let keep = span(start, stop, l.len());
         if keep != Some((0, l.len().saturating_sub(1))) {
-            l.trim(keep);
+            l.trim(keep)?;
         }
         // As Redis: `ltrim` even when nothing was cut.
         l.commit_with(&["ltrim"])?;

@@ -333,7 +333,7 @@ fn store_list(st: &ShardState, db: u8, dst: &[u8], values: &[Vec<u8>]) -> CmdRes
     }
     let mut l = List::fresh(ks, db, dst).with_batch(b);
     for v in values {
-        l.push(End::Right, v);
+        l.push(End::Right, v)?;
     }
     l.commit()?;
     ks.notify(class::LIST, "sortstore", db, dst);

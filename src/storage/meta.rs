@@ -198,7 +198,7 @@ impl Sweep {
 /// version(8) size(8)                                        every collection; hash mode 0
 /// version(8) size(8) mode(1)=1 persist(8) lower(8) upper(8) hash in field-expiration mode
 ///   ... slower(8) supper(8) touched(8) exact(1) cursor(0-48)   the same, with a sweep under way
-/// version(8) size(8) mode(1)=2 head(8)                      list
+/// version(8) size(8) mode(1)=2 head(8) [shift(1)]           list (packed by shift: `types::lchunk`)
 /// version(8) size(8) mode(1)=3                              sorted set with count blocks
 /// version(8) size(8) mode(1)=4 last first floor max_deleted tail_last (16 each) added groups nodes tail_node tail_total tail_bytes tail_valid head_node (8 each)
 ///   ... [head_known(8) head_valid(8) head_last(16)]           stream (the bracket: a copy of the first closed node's record; older metas lack it)
@@ -221,7 +221,9 @@ pub struct Coll {
     /// collection command moves a `Coll` around (`a_coll_stays_small`).
     pub stream: Option<Box<StreamMeta>>,
     /// A big string's chunk size as a power of two (mode 5); 0: the
-    /// default 64 KiB chunks (`types::bigstr`).
+    /// default 64 KiB chunks (`types::bigstr`). A list's positions a
+    /// record, as a power of two (0: one element a record, unpacked;
+    /// `types::lchunk`).
     pub chunk_shift: u8,
 }
 
@@ -368,7 +370,7 @@ impl Coll {
                 }),
                 None,
             ),
-            Some(&MODE_LIST) if body.len() >= 25 => (None, Some(be64(&body[17..]))),
+            Some(&MODE_LIST) if body.len() == 25 || body.len() == 26 => (None, Some(be64(&body[17..]))),
             Some(_) => return None,
         };
         Some(Coll {
@@ -377,7 +379,12 @@ impl Coll {
             hfe,
             list_head,
             zblocks: false,
-            chunk_shift: 0,
+            // A packed list's positions a record (`types::lchunk`).
+            chunk_shift: if list_head.is_some() {
+                body.get(25).copied().unwrap_or(0)
+            } else {
+                0
+            },
             stream: None,
         })
     }
@@ -421,6 +428,9 @@ impl Coll {
         } else if let Some(head) = self.list_head {
             v.push(MODE_LIST);
             v.extend_from_slice(&head.to_be_bytes());
+            if self.chunk_shift != 0 {
+                v.push(self.chunk_shift);
+            }
         } else if self.zblocks {
             v.push(MODE_ZBLOCKS);
         } else if let Some(s) = &self.stream {

@@ -20,6 +20,8 @@ use crate::storage::keys;
 use crate::storage::meta::{Coll, KeyType, Meta};
 use crate::storage::Batch;
 use crate::types::keyspace::{Keyspace, Prior};
+use crate::types::lchunk::{self, Chunk};
+use std::collections::BTreeMap;
 
 /// The index of a new list's first element.
 pub const MID: u64 = 1 << 63;
@@ -65,6 +67,48 @@ impl End {
     }
 }
 
+/// [`List::walk`]'s visit of one record's elements `it` (positions
+/// `first .. first + count`) from position `next` up to `hi`: whether the
+/// walk goes on. CORRUPT when the record holds other than `count`.
+fn visit(
+    first: u64,
+    count: u64,
+    mut it: lchunk::Elems<'_>,
+    (head, hi): (u64, u64),
+    next: &mut u64,
+    f: &mut impl FnMut(u64, &[u8]) -> bool,
+) -> CmdResult<bool> {
+    if first > *next || first + count <= *next {
+        return Err(CORRUPT);
+    }
+    let skip = *next - first;
+    let mut k = 0u64;
+    for v in it.by_ref() {
+        if k >= skip {
+            let p = first + k;
+            if k >= count {
+                return Err(CORRUPT);
+            }
+            if p > hi || !f(p - head, v) {
+                return Ok(false);
+            }
+            *next = p + 1;
+        }
+        k += 1;
+    }
+    if it.bad || k != count {
+        return Err(CORRUPT);
+    }
+    Ok(*next <= hi)
+}
+
+/// A new list's meta body: packed by [`lchunk::SHIFT`].
+fn new_coll(ks: &Keyspace) -> Coll {
+    let mut c = Coll::new_list(ks.next_version(crate::clock::now_us()), MID);
+    c.chunk_shift = lchunk::SHIFT;
+    c
+}
+
 /// One list, opened for reading and staging changes that [`List::commit`]
 /// writes in one batch with the new meta record.
 pub struct List<'k> {
@@ -78,6 +122,14 @@ pub struct List<'k> {
     head: u64,
     b: Batch,
     dirty: bool,
+    /// Positions a record holds, as a power of two (`lchunk`; 0: one
+    /// element a record, a list from before packing).
+    shift: u8,
+    /// The chunks this command read to change, or changed, by number.
+    chunks: BTreeMap<u64, Chunk>,
+    /// Chunk numbers `[lo, hi)` this command deleted whole in one range
+    /// delete: empty, with no record, whatever storage still says.
+    cut_spans: Vec<(u64, u64)>,
 }
 
 impl<'k> List<'k> {
@@ -91,10 +143,13 @@ impl<'k> List<'k> {
         })??;
         let (expire_ms, prior, c) = match found {
             Some((e, c)) => (e, Some(e), c),
-            None if create => (0, None, Coll::new_list(ks.next_version(crate::clock::now_us()), MID)),
+            None if create => (0, None, new_coll(ks)),
             None => return Ok(None),
         };
         let head = c.list_head.ok_or(CORRUPT)?;
+        if c.chunk_shift > lchunk::MAX_SHIFT {
+            return Err(CORRUPT);
+        }
         Ok(Some(List {
             ks,
             db,
@@ -102,10 +157,13 @@ impl<'k> List<'k> {
             expire_ms,
             prior,
             orig: c.clone(),
+            shift: c.chunk_shift,
             c,
             head,
             b: ks.store.batch(),
             dirty: false,
+            chunks: BTreeMap::new(),
+            cut_spans: Vec::new(),
         }))
     }
 
@@ -113,7 +171,7 @@ impl<'k> List<'k> {
     /// stages the old key's deletion in the batch it gives with
     /// [`List::with_batch`] (SORT ... STORE replaces any key).
     pub fn fresh(ks: &'k Keyspace, db: u8, key: &'k [u8]) -> List<'k> {
-        let c = Coll::new_list(ks.next_version(crate::clock::now_us()), MID);
+        let c = new_coll(ks);
         List {
             ks,
             db,
@@ -121,10 +179,13 @@ impl<'k> List<'k> {
             expire_ms: 0,
             prior: None,
             orig: c.clone(),
+            shift: c.chunk_shift,
             c,
             head: MID,
             b: ks.store.batch(),
             dirty: false,
+            chunks: BTreeMap::new(),
+            cut_spans: Vec::new(),
         }
     }
 
@@ -159,55 +220,82 @@ impl<'k> List<'k> {
         self.prior.is_some()
     }
 
-    fn record(&self, at: u64) -> keys::SubKeyBuf {
-        keys::sub_key_buf(self.db, self.key, self.c.version, &at.to_be_bytes())
+    /// The sub key of chunk `c`.
+    fn record(&self, c: u64) -> keys::SubKeyBuf {
+        keys::sub_key_buf(self.db, self.key, self.c.version, &c.to_be_bytes())
     }
 
-    fn stage(&mut self, at: u64, v: &[u8]) {
-        let k = self.record(at);
-        self.ks.store.put(&mut self.b, &k, v);
+    /// The positions `[lo, hi)` chunk `c` held when the list was opened
+    /// (empty: it had no record).
+    fn held_at_open(&self, c: u64) -> (u64, u64) {
+        let lo = (c << self.shift).max(self.orig.list_head.unwrap_or(MID));
+        let end = self.orig.list_head.unwrap_or(MID).saturating_add(self.orig.size);
+        let hi = c.saturating_add(1).checked_shl(self.shift as u32).unwrap_or(u64::MAX).min(end);
+        (lo, hi.max(lo))
+    }
+
+    fn was_cut(&self, c: u64) -> bool {
+        self.cut_spans.iter().any(|&(lo, hi)| (lo..hi).contains(&c))
+    }
+
+    /// Chunk `c` as storage holds it (not what this command changed).
+    fn read_chunk(&self, c: u64) -> CmdResult<Chunk> {
+        let (lo, hi) = self.held_at_open(c);
+        if lo == hi || self.was_cut(c) {
+            return Ok(Chunk::empty());
+        }
+        let shift = self.shift;
+        let v = self
+            .ks
+            .store
+            .get_with(&self.record(c), |v| v.map(|v| Chunk::load(shift, v, lo, hi - lo)))?;
+        v.ok_or(CORRUPT)?
+    }
+
+    /// Chunk `c` for a change, read once per command. A pop at `end` of a
+    /// list of one element a record reads ahead for the pops after it
+    /// (`storage::ahead`: a run of pops costs one scan per [`AHEAD`]).
+    fn chunk_mut(&mut self, c: u64, end: Option<End>) -> CmdResult<&mut Chunk> {
+        if !self.chunks.contains_key(&c) {
+            let ch = match end {
+                Some(end) if self.shift == 0 && !self.was_cut(c) && self.held_at_open(c).0 < self.held_at_open(c).1 => {
+                    let (lo, hi) = match end {
+                        End::Left => (c, c.saturating_add(AHEAD)),
+                        End::Right => (c.saturating_sub(AHEAD - 1), c.saturating_add(1)),
+                    };
+                    let v = self.ks.store.get_ahead(&self.record(c), &self.record(lo), &self.record(hi))?;
+                    Chunk::load(0, &v.ok_or(CORRUPT)?, c, 1)?
+                }
+                _ => self.read_chunk(c)?,
+            };
+            self.chunks.insert(c, ch);
+        }
         self.dirty = true;
+        self.chunks.get_mut(&c).ok_or(CORRUPT)
     }
 
-    /// [`List::stage`] of a position outside the list: every position
-    /// past its ends was deleted when it left, so nothing holds it
-    /// (`ShardStore::put_new`: a queue's element popped soon after its
-    /// push never reaches the families).
-    fn stage_new(&mut self, at: u64, v: &[u8]) {
-        let k = self.record(at);
-        self.ks.store.put_new(&mut self.b, &k, v);
-        self.dirty = true;
+    /// Puts `v` at position `p` (the list's or next to one of its ends).
+    fn put_at(&mut self, p: u64, v: &[u8]) -> CmdResult<()> {
+        self.chunk_mut(p >> self.shift, None)?.put(p, v)
     }
 
-    fn unstage(&mut self, at: u64) {
-        let k = self.record(at);
-        self.ks.store.delete(&mut self.b, &k);
-        self.dirty = true;
+    /// Takes the element at position `p`, at one end of the list.
+    fn take_at(&mut self, p: u64, end: End) -> CmdResult<Vec<u8>> {
+        self.chunk_mut(p >> self.shift, Some(end))?.take(p)
     }
 
-    /// Element `i` (0-based from the left), None past the end. Reads what
-    /// is in storage: elements this command staged are not seen.
+    /// Element `i` (0-based from the left), None past the end.
     pub fn get(&self, i: u64) -> CmdResult<Option<Vec<u8>>> {
         if i >= self.c.size {
             return Ok(None);
         }
-        let k = self.record(self.head.wrapping_add(i));
-        let v = self.ks.store.get_with(&k, |v| v.map(<[u8]>::to_vec))?;
-        v.ok_or(CORRUPT).map(Some)
-    }
-
-    /// Element `i`, the one at `end`: read together with the elements the
-    /// next pops at that end take (`storage::ahead`), so a run of pops costs
-    /// one scan per [`AHEAD`] elements instead of a point read each.
-    fn get_at_end(&self, i: u64, end: End) -> CmdResult<Vec<u8>> {
-        let (lo, hi) = match end {
-            End::Left => (i, (i + AHEAD).min(self.c.size)),
-            End::Right => (i.saturating_sub(AHEAD - 1), i + 1),
+        let p = self.head.wrapping_add(i);
+        let c = p >> self.shift;
+        let v = match self.chunks.get(&c) {
+            Some(ch) => ch.get(p).map(<[u8]>::to_vec),
+            None => self.read_chunk(c)?.get(p).map(<[u8]>::to_vec),
         };
-        let key = self.record(self.head.wrapping_add(i));
-        let (from, to) = (self.record(self.head.wrapping_add(lo)), self.record(self.head.wrapping_add(hi)));
-        let v = self.ks.store.get_ahead(&key, &from, &to)?;
-        v.map(|v| v.to_vec()).ok_or(CORRUPT)
+        v.ok_or(CORRUPT).map(Some)
     }
 
     /// Elements `from..=to` (clamped to the list), in order.
@@ -235,23 +323,55 @@ impl<'k> List<'k> {
             return Ok(());
         }
         let to = to.min(self.c.size - 1);
-        let (lo, hi) = (
-            self.record(self.head.wrapping_add(from)),
-            self.record(self.head.wrapping_add(to + 1)),
-        );
-        let prefix = lo.len() - 8;
-        let (mut next, mut bad, mut stopped) = (from, false, false);
-        self.ks.store.scan(&lo, &hi, |k, v| {
-            let at = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
-            if at != Some(self.head.wrapping_add(next)) {
-                bad = true;
-                return false;
+        let (lo, hi) = (self.head.wrapping_add(from), self.head.wrapping_add(to));
+        let (c_lo, c_hi) = (lo >> self.shift, hi >> self.shift);
+        let mut next = lo;
+        let mut c = c_lo;
+        while c <= c_hi {
+            if let Some(ch) = self.chunks.get(&c) {
+                if !visit(ch.first, ch.count, ch.iter(), (self.head, hi), &mut next, &mut f)? {
+                    return Ok(());
+                }
+                c += 1;
+                continue;
             }
-            stopped = !f(next, v);
-            next += 1;
-            !stopped
-        })?;
-        if bad || (!stopped && next <= to) {
+            // A run of chunks this command left alone: one scan.
+            let mut end = c;
+            while end < c_hi && !self.chunks.contains_key(&(end + 1)) {
+                end += 1;
+            }
+            if self.was_cut(c) {
+                return Err(CORRUPT);
+            }
+            let (from_key, to_key) = (self.record(c), self.record(end + 1));
+            let prefix = from_key.len() - 8;
+            let (mut want, mut err, mut more) = (c, None, true);
+            self.ks.store.scan(&from_key, &to_key, |k, v| {
+                let at = k.get(prefix..).and_then(|s| <[u8; 8]>::try_from(s).ok()).map(u64::from_be_bytes);
+                let (plo, phi) = self.held_at_open(want);
+                if at != Some(want) {
+                    err = Some(CORRUPT);
+                    return false;
+                }
+                want += 1;
+                match visit(plo, phi - plo, lchunk::elems(self.shift, v), (self.head, hi), &mut next, &mut f) {
+                    Ok(m) => more = m,
+                    Err(e) => err = Some(e),
+                }
+                more && err.is_none()
+            })?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if !more {
+                return Ok(());
+            }
+            if want != end + 1 {
+                return Err(CORRUPT);
+            }
+            c = end + 1;
+        }
+        if next <= hi {
             return Err(CORRUPT);
         }
         Ok(())
@@ -278,15 +398,17 @@ impl<'k> List<'k> {
     }
 
     /// Pushes `v` at `end`.
-    pub fn push(&mut self, end: End, v: &[u8]) {
-        match end {
-            End::Left => {
-                self.head = self.head.wrapping_sub(1);
-                self.stage_new(self.head, v);
-            }
-            End::Right => self.stage_new(self.head.wrapping_add(self.c.size), v),
+    pub fn push(&mut self, end: End, v: &[u8]) -> CmdResult<()> {
+        let p = match end {
+            End::Left => self.head.wrapping_sub(1),
+            End::Right => self.head.wrapping_add(self.c.size),
+        };
+        self.put_at(p, v)?;
+        if end == End::Left {
+            self.head = p;
         }
         self.c.size += 1;
+        Ok(())
     }
 
     /// Pops the element at `end`; None when the list is empty.
@@ -296,8 +418,7 @@ impl<'k> List<'k> {
             End::Left => 0,
             End::Right => self.c.size - 1,
         };
-        let v = self.get_at_end(i, end)?;
-        self.unstage(self.head.wrapping_add(i));
+        let v = self.take_at(self.head.wrapping_add(i), end)?;
         if end == End::Left {
             self.head = self.head.wrapping_add(1);
         }
@@ -319,52 +440,72 @@ impl<'k> List<'k> {
         if got.len() as u64 != n {
             return Err(CORRUPT);
         }
-        self.cut(from, n);
+        self.cut(from, n)?;
         if end == End::Right {
             got.reverse();
         }
         Ok(got)
     }
 
-    /// Deletes the records of positions `from .. from + n` (at one end).
-    fn cut(&mut self, from: u64, n: u64) {
+    /// Deletes positions `from .. from + n` (at one end): the chunks at
+    /// the cut's two edges lose their part, those between go without a
+    /// read (one range delete past [`RANGE_DELETE_OVER`] of them).
+    fn cut(&mut self, from: u64, n: u64) -> CmdResult<()> {
         if n == 0 {
-            return;
+            return Ok(());
         }
         let (lo, hi) = (self.head.wrapping_add(from), self.head.wrapping_add(from + n));
-        if n > RANGE_DELETE_OVER {
-            let (a, b) = (self.record(lo), self.record(hi));
+        let (c_lo, c_last) = (lo >> self.shift, (hi - 1) >> self.shift);
+        self.chunk_mut(c_lo, None)?.cut(lo, hi)?;
+        if c_last != c_lo {
+            self.chunk_mut(c_last, None)?.cut(lo, hi)?;
+        }
+        let (inner_lo, inner_hi) = (c_lo + 1, c_last);
+        if inner_hi > inner_lo && inner_hi - inner_lo > RANGE_DELETE_OVER {
+            let (a, b) = (self.record(inner_lo), self.record(inner_hi));
             self.ks.store.delete_range(&mut self.b, &a, &b);
-            self.dirty = true;
+            self.cut_spans.push((inner_lo, inner_hi));
+            for (_, ch) in self.chunks.range_mut(inner_lo..inner_hi) {
+                *ch = Chunk::empty();
+            }
         } else {
-            for at in lo..hi {
-                self.unstage(at);
+            for c in inner_lo..inner_hi {
+                let (plo, phi) = self.held_at_open(c);
+                let stored = match self.chunks.get(&c) {
+                    Some(ch) => ch.stored,
+                    None => plo < phi && !self.was_cut(c),
+                };
+                let mut gone = Chunk::empty();
+                gone.stored = stored;
+                self.chunks.insert(c, gone);
             }
         }
+        self.dirty = true;
         if from == 0 {
             self.head = hi;
         }
         self.c.size -= n;
+        Ok(())
     }
 
     /// LSET: replaces element `i`; false when it is out of range.
-    pub fn set(&mut self, i: u64, v: &[u8]) -> bool {
+    pub fn set(&mut self, i: u64, v: &[u8]) -> CmdResult<bool> {
         if i >= self.c.size {
-            return false;
+            return Ok(false);
         }
-        self.stage(self.head.wrapping_add(i), v);
-        true
+        self.put_at(self.head.wrapping_add(i), v)?;
+        Ok(true)
     }
 
     /// LTRIM: keeps positions `from..=to` (both within the list, `from <=
     /// to`), or nothing when `keep` is None.
-    pub fn trim(&mut self, keep: Option<(u64, u64)>) {
+    pub fn trim(&mut self, keep: Option<(u64, u64)>) -> CmdResult<()> {
         let size = self.c.size;
         match keep {
             None => self.cut(0, size),
             Some((from, to)) => {
-                self.cut(to + 1, size - to - 1);
-                self.cut(0, from);
+                self.cut(to + 1, size - to - 1)?;
+                self.cut(0, from)
             }
         }
     }
@@ -379,17 +520,17 @@ impl<'k> List<'k> {
             let moved = if at > 0 { self.range(0, at - 1)? } else { Vec::new() };
             let head = self.head.wrapping_sub(1);
             for (j, m) in moved.iter().enumerate() {
-                self.stage(head.wrapping_add(j as u64), m);
+                self.put_at(head.wrapping_add(j as u64), m)?;
             }
             self.head = head;
-            self.stage(head.wrapping_add(at), v);
+            self.put_at(head.wrapping_add(at), v)?;
         } else {
-            // Elements at..size move one index right.
+            // Elements at..size move one index right, the last first.
             let moved = self.range(at, size - 1)?;
-            for (j, m) in moved.iter().enumerate() {
-                self.stage(self.head.wrapping_add(at + 1 + j as u64), m);
+            for (j, m) in moved.iter().enumerate().rev() {
+                self.put_at(self.head.wrapping_add(at + 1 + j as u64), m)?;
             }
-            self.stage(self.head.wrapping_add(at), v);
+            self.put_at(self.head.wrapping_add(at), v)?;
         }
         self.c.size += 1;
         Ok(())
@@ -414,11 +555,11 @@ impl<'k> List<'k> {
                     g.next();
                     continue;
                 }
-                self.stage(self.head.wrapping_add(w), v);
+                self.put_at(self.head.wrapping_add(w), v)?;
                 w += 1;
             }
-            for at in (size - n)..size {
-                self.unstage(self.head.wrapping_add(at));
+            for at in ((size - n)..size).rev() {
+                self.take_at(self.head.wrapping_add(at), End::Right)?;
             }
         } else {
             let seg = self.range(0, last)?;
@@ -430,11 +571,11 @@ impl<'k> List<'k> {
                     g.next();
                     continue;
                 }
-                self.stage(self.head.wrapping_add(w), v);
+                self.put_at(self.head.wrapping_add(w), v)?;
                 w = w.wrapping_sub(1);
             }
             for at in 0..n {
-                self.unstage(self.head.wrapping_add(at));
+                self.take_at(self.head.wrapping_add(at), End::Left)?;
             }
             self.head = self.head.wrapping_add(n);
         }
@@ -480,6 +621,26 @@ impl<'k> List<'k> {
             }
             return Ok((false, self.b));
         }
+        let end = self.head.saturating_add(self.c.size);
+        for (&c, ch) in &self.chunks {
+            // What the chunk must hold now: the list's positions in it.
+            let lo = (c << self.shift).max(self.head);
+            let hi = c.saturating_add(1).checked_shl(self.shift as u32).unwrap_or(u64::MAX).min(end);
+            let want = hi.saturating_sub(lo);
+            if ch.count != want || (want > 0 && ch.first != lo) {
+                return Err(CORRUPT);
+            }
+            let k = self.record(c);
+            match (ch.count, ch.stored) {
+                (0, true) => self.ks.store.delete(&mut self.b, &k),
+                (0, false) => {}
+                (_, true) => self.ks.store.put(&mut self.b, &k, ch.value(self.shift)),
+                // Nothing holds a chunk outside the list (every record
+                // that left it was deleted): a queue's element popped soon
+                // after its push never reaches the families.
+                (_, false) => self.ks.store.put_new(&mut self.b, &k, ch.value(self.shift)),
+            }
+        }
         if !self.existed() || self.c != self.orig {
             let raw = self.c.encode(KeyType::List, self.expire_ms);
             self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);
@@ -523,7 +684,7 @@ pub fn move_element(ks: &Keyspace, db: u8, src: &[u8], dst: &[u8], (from, to): (
     if src == dst {
         let v = s.pop(from)?;
         if let Some(v) = &v {
-            s.push(to, v);
+            s.push(to, v)?;
         }
         // As Redis's LMOVE: the push's event, then the pop's.
         let events = [to.push_event(), from.pop_event()];
@@ -535,7 +696,7 @@ pub fn move_element(ks: &Keyspace, db: u8, src: &[u8], dst: &[u8], (from, to): (
     let Some(v) = s.pop(from)? else { return Ok(None) };
     let (left, b) = s.finish()?;
     let mut d = List::open(ks, db, dst, now, true)?.ok_or(CORRUPT)?.with_batch(b);
-    d.push(to, &v);
+    d.push(to, &v)?;
     d.commit()?;
     ks.notify(class::LIST, to.push_event(), db, dst);
     ks.notify(class::LIST, from.pop_event(), db, src);
@@ -553,7 +714,7 @@ pub fn push_one(ks: &Keyspace, db: u8, key: &[u8], end: End, v: &[u8], now: u64,
     if let Some(r) = done {
         l.intent_done(r);
     }
-    l.push(end, v);
+    l.push(end, v)?;
     l.commit_with(&[end.push_event()])?;
     Ok(())
 }
@@ -565,7 +726,7 @@ pub fn push_one(ks: &Keyspace, db: u8, key: &[u8], end: End, v: &[u8], now: u64,
 pub fn push_back(ks: &Keyspace, db: u8, key: &[u8], end: End, v: &[u8], now: u64, done: IntentRef) -> CmdResult {
     let mut l = List::open(ks, db, key, now, true)?.ok_or(CORRUPT)?;
     l.intent_done(done);
-    l.push(end, v);
+    l.push(end, v)?;
     l.commit()?;
     Ok(())
 }
@@ -626,154 +787,18 @@ pub fn span(start: i64, stop: i64, len: u64) -> Option<(u64, u64)> {
     (from <= to && from < len).then_some((from as u64, to.min(len - 1) as u64))
 }
 
-/// Checks DUMP/RESTORE members of a list: exactly `c.size` records at
-/// `head .. head + size`, in order.
+/// Checks DUMP/RESTORE members of a list (in key order): records
+/// holding exactly its positions `head .. head + size`.
 pub fn members_fit(c: &Coll, members: &[(Vec<u8>, Vec<u8>)]) -> bool {
-    let Some(head) = c.list_head else { return false };
-    members.len() as u64 == c.size
-        && members
-            .iter()
-            .enumerate()
-            .all(|(i, (sub, _))| <[u8; 8]>::try_from(&sub[..]).is_ok_and(|s| u64::from_be_bytes(s) == head.wrapping_add(i as u64)))
+    elements(c, &members.iter().collect::<Vec<_>>()).is_some()
+}
+
+/// The elements of the list whose meta body is `c`, from its records (sub
+/// key, value) in key order; None unless they hold exactly its positions.
+pub fn elements(c: &Coll, members: &[&(Vec<u8>, Vec<u8>)]) -> Option<Vec<Vec<u8>>> {
+    lchunk::elements_of(c.list_head?, c.size, c.chunk_shift, members)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::types::keyspace::for_test as keyspace;
-    use std::collections::VecDeque;
-
-    fn check(ks: &Keyspace, model: &VecDeque<Vec<u8>>) {
-        let l = List::open(ks, 0, b"l", 1, false).unwrap();
-        match l {
-            None => assert!(model.is_empty()),
-            Some(l) => {
-                assert_eq!(l.len(), model.len() as u64);
-                let all = l.range(0, u64::MAX).unwrap();
-                assert_eq!(all, model.iter().cloned().collect::<Vec<_>>());
-                let mut back = Vec::new();
-                l.walk_back(|_, v| {
-                    back.push(v.to_vec());
-                    true
-                })
-                .unwrap();
-                back.reverse();
-                assert_eq!(back, all);
-            }
-        }
-    }
-
-    #[test]
-    fn operations_agree_with_a_deque() {
-        let dir = tempfile::tempdir().unwrap();
-        let ks = keyspace(dir.path());
-        let mut model: VecDeque<Vec<u8>> = VecDeque::new();
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n.max(1)
-        };
-        for step in 0..3000u64 {
-            let v = format!("v{}", rnd(20)).into_bytes();
-            let mut l = List::open(&ks, 0, b"l", 1, true).unwrap().unwrap();
-            match rnd(9) {
-                0 => {
-                    l.push(End::Left, &v);
-                    model.push_front(v);
-                }
-                1 | 2 => {
-                    l.push(End::Right, &v);
-                    model.push_back(v);
-                }
-                3 => assert_eq!(l.pop(End::Left).unwrap(), model.pop_front()),
-                4 => assert_eq!(l.pop(End::Right).unwrap(), model.pop_back()),
-                5 => {
-                    let at = rnd(model.len() as u64 + 1);
-                    l.insert(at, &v).unwrap();
-                    model.insert(at as usize, v);
-                }
-                6 => {
-                    let gone: Vec<u64> = (0..model.len() as u64).filter(|_| rnd(4) == 0).collect();
-                    l.remove(&gone).unwrap();
-                    for &g in gone.iter().rev() {
-                        model.remove(g as usize);
-                    }
-                }
-                7 if step % 50 == 0 => {
-                    let len = model.len() as u64;
-                    let keep = span(rnd(len + 2) as i64 - 1, rnd(len + 2) as i64 - 1, len);
-                    l.trim(keep);
-                    match keep {
-                        None => model.clear(),
-                        Some((from, to)) => {
-                            model.truncate(to as usize + 1);
-                            model.drain(..from as usize);
-                        }
-                    }
-                }
-                _ => {
-                    let n = rnd(4);
-                    let end = if rnd(2) == 0 { End::Left } else { End::Right };
-                    let got = l.pop_many(end, n).unwrap();
-                    let want: Vec<_> = (0..n.min(model.len() as u64))
-                        .filter_map(|_| if end == End::Left { model.pop_front() } else { model.pop_back() })
-                        .collect();
-                    assert_eq!(got, want);
-                }
-            }
-            l.commit().unwrap();
-            if step % 100 == 0 {
-                check(&ks, &model);
-            }
-        }
-        check(&ks, &model);
-    }
-
-    #[test]
-    fn long_trims_and_pops_use_range_deletes() {
-        let dir = tempfile::tempdir().unwrap();
-        let ks = keyspace(dir.path());
-        let mut l = List::open(&ks, 0, b"l", 1, true).unwrap().unwrap();
-        for i in 0..1000u32 {
-            l.push(End::Right, &i.to_be_bytes());
-        }
-        l.commit().unwrap();
-        let mut l = List::open(&ks, 0, b"l", 1, false).unwrap().unwrap();
-        l.trim(span(100, -101, 1000));
-        l.commit().unwrap();
-        let mut l = List::open(&ks, 0, b"l", 1, false).unwrap().unwrap();
-        assert_eq!(l.len(), 800);
-        assert_eq!(l.get(0).unwrap(), Some(100u32.to_be_bytes().to_vec()));
-        let got = l.pop_many(End::Right, 500).unwrap();
-        assert_eq!(got[0], 899u32.to_be_bytes().to_vec());
-        l.commit().unwrap();
-        let l = List::open(&ks, 0, b"l", 1, false).unwrap().unwrap();
-        assert_eq!(l.range(0, u64::MAX).unwrap().len(), 300);
-    }
-
-    #[test]
-    fn index_rules_like_redis() {
-        assert_eq!(position(-1, 3), Some(2));
-        assert_eq!(position(-4, 3), None);
-        assert_eq!(position(3, 3), None);
-        assert_eq!(position(i64::MIN, 3), None);
-        assert_eq!(span(0, -1, 3), Some((0, 2)));
-        assert_eq!(span(-100, 100, 3), Some((0, 2)));
-        assert_eq!(span(2, 1, 3), None);
-        assert_eq!(span(5, 10, 3), None);
-        assert_eq!(span(0, 0, 0), None);
-        assert_eq!(span(i64::MIN, i64::MAX, 3), Some((0, 2)));
-        assert_eq!(span(0, -6, 1), None);
-        assert_eq!(span(-1, -3, 1), None);
-        assert_eq!(span(-5, -3, 3), Some((0, 0)));
-    }
-
-    #[test]
-    fn listpack_sizes() {
-        assert_eq!(listpack_entry_bytes(b"5"), 2);
-        assert_eq!(listpack_entry_bytes(b"hello"), 7);
-        assert_eq!(listpack_entry_bytes(&[b'a'; 100]), 103);
-    }
-}
+#[path = "list_tests.rs"]
+mod tests;

@@ -62,8 +62,13 @@ pub fn usage(ks: &Keyspace, db: u8, key: &[u8], now: u64, samples: u64) -> CmdRe
     if seen == 0 {
         return Ok(Some(total));
     }
-    // The sampled members' average stands for all of them.
-    let members = if seen >= c.size { bytes } else { bytes / seen * c.size };
+    // The sampled records' average stands for all of them (a packed
+    // list's records hold several elements each: `types::lchunk`).
+    let records = match c.list_head {
+        Some(head) if ty == KeyType::List && c.chunk_shift > 0 => ((head + c.size - 1) >> c.chunk_shift) - (head >> c.chunk_shift) + 1,
+        _ => c.size,
+    };
+    let members = if seen >= records { bytes } else { bytes / seen * records };
     Ok(Some(total + members))
 }
 
@@ -83,5 +88,18 @@ mod tests {
             usage(&ks, 0, b"l", 1, 5).unwrap().unwrap(),
         );
         assert!(long >= short + 995, "{short} {long}");
+        // A packed list: its records' sample stands for its records, not
+        // its elements (each record holds several).
+        let mut l = crate::types::list::List::open(&ks, 0, b"list", 1, true).unwrap().unwrap();
+        for _ in 0..1000 {
+            l.push(crate::types::list::End::Right, &[b'v'; 100]).unwrap();
+        }
+        l.commit().unwrap();
+        let (all, sampled) = (
+            usage(&ks, 0, b"list", 1, 0).unwrap().unwrap(),
+            usage(&ks, 0, b"list", 1, 5).unwrap().unwrap(),
+        );
+        assert!((100_000..130_000).contains(&all), "{all}");
+        assert!(sampled * 10 > all * 9 && sampled * 10 < all * 11, "{sampled} against {all}");
     }
 }

@@ -20,6 +20,7 @@ pub mod hash;
 pub mod hashsweep;
 pub mod hll;
 pub mod keyspace;
+pub mod lchunk;
 pub mod list;
 pub mod memory;
 pub mod multi;

@@ -19,7 +19,7 @@ use crate::types::rdb::{self, Reader};
 use crate::types::rdbpack;
 use crate::types::rdbstream::{self, StreamValue};
 use crate::types::zset::{sort_key, Scored, MEMBER};
-use crate::types::{hash, list, zwrite};
+use crate::types::{hash, lchunk, list, zwrite};
 
 // RDB value types (Redis's rdb.h numbers).
 const LIST: u8 = 1;
@@ -73,7 +73,7 @@ pub fn of_owned(v: &Owned, now: u64) -> Option<Value> {
     let mut members: Vec<&(Vec<u8>, Vec<u8>)> = v.members.iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
     Some(match m.ty {
-        KeyType::List => Value::List(members.iter().map(|(_, val)| val.clone()).collect()),
+        KeyType::List => Value::List(list::elements(&c, &members)?),
         KeyType::Set => Value::Set(members.iter().map(|(k, _)| k.clone()).collect()),
         KeyType::Hash => {
             let mut out = Vec::with_capacity(members.len());
@@ -360,12 +360,9 @@ pub fn to_owned(v: Value, expire_ms: u64, now: u64) -> Option<Owned> {
     let (ty, members) = match v {
         Value::List(items) => {
             c.list_head = Some(list::MID);
-            let members = items
-                .into_iter()
-                .enumerate()
-                .map(|(i, it)| ((list::MID + i as u64).to_be_bytes().to_vec(), it))
-                .collect();
-            (KeyType::List, members)
+            c.chunk_shift = lchunk::SHIFT;
+            c.size = items.len() as u64;
+            (KeyType::List, lchunk::records_of(list::MID, lchunk::SHIFT, items))
         }
         Value::Set(items) => {
             let mut seen = HashSet::with_capacity(items.len());
@@ -418,7 +415,7 @@ pub fn to_owned(v: Value, expire_ms: u64, now: u64) -> Option<Owned> {
             (KeyType::ZSet, members)
         }
     };
-    if ty != KeyType::ZSet {
+    if ty != KeyType::ZSet && ty != KeyType::List {
         c.size = members.len() as u64;
     }
     if c.size == 0 {
