@@ -193,7 +193,7 @@ fn basalt_payload(body: &[u8], expire_ms: u64) -> Option<Owned> {
             }
         }
         KeyType::List => {
-            if !crate::types::list::members_fit(&m.coll()?, &members) {
+            if !crate::types::lchunk::members_fit(&m.coll()?, &members) {
                 return None;
             }
         }

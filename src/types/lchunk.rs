@@ -13,6 +13,7 @@
 //! already holds.
 
 use crate::error::{CmdResult, CORRUPT};
+use crate::storage::meta::Coll;
 
 /// Positions a new list keeps in one record, as a power of two.
 pub const SHIFT: u8 = 3;
@@ -244,6 +245,18 @@ pub fn elements_of(head: u64, size: u64, shift: u8, members: &[&(Vec<u8>, Vec<u8
         next = hi;
     }
     (next == end).then_some(out)
+}
+
+/// Checks DUMP/RESTORE members of a list (in key order): records
+/// holding exactly its positions `head .. head + size`.
+pub fn members_fit(c: &Coll, members: &[(Vec<u8>, Vec<u8>)]) -> bool {
+    elements(c, &members.iter().collect::<Vec<_>>()).is_some()
+}
+
+/// The elements of the list whose meta body is `c`, from its records (sub
+/// key, value) in key order; None unless they hold exactly its positions.
+pub fn elements(c: &Coll, members: &[&(Vec<u8>, Vec<u8>)]) -> Option<Vec<Vec<u8>>> {
+    elements_of(c.list_head?, c.size, c.chunk_shift, members)
 }
 
 /// A new list of `items` packed by `shift` from position `head`: its

@@ -234,16 +234,23 @@ impl<'k> List<'k> {
         (lo, hi.max(lo))
     }
 
+    /// Whether chunk `c`'s record is in storage as the list was opened
+    /// (it held positions then, and this command did not range-delete it).
+    fn stored(&self, c: u64) -> bool {
+        let (lo, hi) = self.held_at_open(c);
+        lo < hi && !self.was_cut(c)
+    }
+
     fn was_cut(&self, c: u64) -> bool {
         self.cut_spans.iter().any(|&(lo, hi)| (lo..hi).contains(&c))
     }
 
     /// Chunk `c` as storage holds it (not what this command changed).
     fn read_chunk(&self, c: u64) -> CmdResult<Chunk> {
-        let (lo, hi) = self.held_at_open(c);
-        if lo == hi || self.was_cut(c) {
+        if !self.stored(c) {
             return Ok(Chunk::empty());
         }
+        let (lo, hi) = self.held_at_open(c);
         let shift = self.shift;
         let v = self
             .ks
@@ -258,7 +265,7 @@ impl<'k> List<'k> {
     fn chunk_mut(&mut self, c: u64, end: Option<End>) -> CmdResult<&mut Chunk> {
         if !self.chunks.contains_key(&c) {
             let ch = match end {
-                Some(end) if self.shift == 0 && !self.was_cut(c) && self.held_at_open(c).0 < self.held_at_open(c).1 => {
+                Some(end) if self.shift == 0 && self.stored(c) => {
                     let (lo, hi) = match end {
                         End::Left => (c, c.saturating_add(AHEAD)),
                         End::Right => (c.saturating_sub(AHEAD - 1), c.saturating_add(1)),
@@ -291,10 +298,18 @@ impl<'k> List<'k> {
         }
         let p = self.head.wrapping_add(i);
         let c = p >> self.shift;
-        let v = match self.chunks.get(&c) {
-            Some(ch) => ch.get(p).map(<[u8]>::to_vec),
-            None => self.read_chunk(c)?.get(p).map(<[u8]>::to_vec),
-        };
+        if let Some(ch) = self.chunks.get(&c) {
+            return ch.get(p).map(|v| Some(v.to_vec())).ok_or(CORRUPT);
+        }
+        // Straight from the stored record: only the element is copied.
+        let (lo, hi) = self.held_at_open(c);
+        if p < lo || p >= hi || self.was_cut(c) {
+            return Err(CORRUPT);
+        }
+        let shift = self.shift;
+        let v = self.ks.store.get_with(&self.record(c), |v| {
+            v.and_then(|v| lchunk::elems(shift, v).nth((p - lo) as usize).map(<[u8]>::to_vec))
+        })?;
         v.ok_or(CORRUPT).map(Some)
     }
 
@@ -470,10 +485,9 @@ impl<'k> List<'k> {
             }
         } else {
             for c in inner_lo..inner_hi {
-                let (plo, phi) = self.held_at_open(c);
                 let stored = match self.chunks.get(&c) {
                     Some(ch) => ch.stored,
-                    None => plo < phi && !self.was_cut(c),
+                    None => self.stored(c),
                 };
                 let mut gone = Chunk::empty();
                 gone.stored = stored;
@@ -667,7 +681,7 @@ impl<'k> List<'k> {
         }
         let mut bytes = LISTPACK_OVERHEAD;
         self.walk(0, self.c.size.saturating_sub(1), |_, v| {
-            bytes += listpack_entry_bytes(v);
+            bytes += super::rdbpack::entry_bytes(v);
             bytes <= limit
         })?;
         Ok(if bytes <= limit { "listpack" } else { "quicklist" })
@@ -737,38 +751,6 @@ const LISTPACK_OVERHEAD: u64 = 7;
 /// Redis's `SIZE_SAFETY_LIMIT`: a count-limited listpack never exceeds 8 KiB.
 const SIZE_SAFETY_LIMIT: u64 = 8192;
 
-/// The bytes `v` takes as a listpack entry (encoding, data, back length),
-/// as Redis's `lpEncodeGetType` and `lpEncodeBacklen` size it.
-fn listpack_entry_bytes(v: &[u8]) -> u64 {
-    let body = match crate::resp::parse::string2ll(v) {
-        Some(n) if v.len() <= 20 => match n {
-            0..=127 => 1,
-            -4096..=4095 => 2,
-            -32768..=32767 => 3,
-            -8388608..=8388607 => 4,
-            -2147483648..=2147483647 => 5,
-            _ => 9,
-        },
-        _ => {
-            let l = v.len() as u64;
-            l + if l < 64 {
-                1
-            } else if l < 4096 {
-                2
-            } else {
-                5
-            }
-        }
-    };
-    body + match body {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    }
-}
-
 /// Redis's index rules: a negative index counts from the right end. The
 /// position, or None when it falls outside a list of `len` elements.
 pub fn position(index: i64, len: u64) -> Option<u64> {
@@ -785,18 +767,6 @@ pub fn span(start: i64, stop: i64, len: u64) -> Option<(u64, u64)> {
     // leaves nothing (Redis clamps only the start).
     let (from, to) = (from_end(start).max(0), from_end(stop));
     (from <= to && from < len).then_some((from as u64, to.min(len - 1) as u64))
-}
-
-/// Checks DUMP/RESTORE members of a list (in key order): records
-/// holding exactly its positions `head .. head + size`.
-pub fn members_fit(c: &Coll, members: &[(Vec<u8>, Vec<u8>)]) -> bool {
-    elements(c, &members.iter().collect::<Vec<_>>()).is_some()
-}
-
-/// The elements of the list whose meta body is `c`, from its records (sub
-/// key, value) in key order; None unless they hold exactly its positions.
-pub fn elements(c: &Coll, members: &[&(Vec<u8>, Vec<u8>)]) -> Option<Vec<Vec<u8>>> {
-    lchunk::elements_of(c.list_head?, c.size, c.chunk_shift, members)
 }
 
 #[cfg(test)]

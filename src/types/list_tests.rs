@@ -167,10 +167,3 @@ fn index_rules_like_redis() {
     assert_eq!(span(-1, -3, 1), None);
     assert_eq!(span(-5, -3, 3), Some((0, 0)));
 }
-
-#[test]
-fn listpack_sizes() {
-    assert_eq!(listpack_entry_bytes(b"5"), 2);
-    assert_eq!(listpack_entry_bytes(b"hello"), 7);
-    assert_eq!(listpack_entry_bytes(&[b'a'; 100]), 103);
-}

@@ -75,6 +75,31 @@ pub fn backlen_size(len: u64) -> u64 {
     }
 }
 
+/// The bytes `v` takes as a listpack entry (encoding, data, back length),
+/// as Redis's `lpEncodeGetType` and `lpEncodeBacklen` size it (a list's
+/// OBJECT ENCODING is told from them).
+pub fn entry_bytes(v: &[u8]) -> u64 {
+    let body = match crate::resp::parse::string2ll(v) {
+        Some(n) if v.len() <= 20 => match n {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8388608..=8388607 => 4,
+            -2147483648..=2147483647 => 5,
+            _ => 9,
+        },
+        _ => {
+            let l = v.len() as u64;
+            l + match l {
+                0..64 => 1,
+                64..4096 => 2,
+                _ => 5,
+            }
+        }
+    };
+    body + backlen_size(body)
+}
+
 /// The back-length: the entry's length in 7-bit groups, most significant
 /// first, every byte but the first with its top bit set (read from the
 /// right, the set bit says "more to the left").
@@ -323,6 +348,15 @@ pub fn read_zipmap(buf: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listpack_entry_sizes() {
+        assert_eq!(entry_bytes(b"5"), 2);
+        assert_eq!(entry_bytes(b"hello"), 7);
+        assert_eq!(entry_bytes(&[b'a'; 100]), 103);
+        assert_eq!(entry_bytes(b"-4096"), 3);
+        assert_eq!(entry_bytes(&[b'a'; 200]), 204);
+    }
 
     #[test]
     fn listpack_round_trip_every_encoding() {

@@ -73,7 +73,7 @@ pub fn of_owned(v: &Owned, now: u64) -> Option<Value> {
     let mut members: Vec<&(Vec<u8>, Vec<u8>)> = v.members.iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
     Some(match m.ty {
-        KeyType::List => Value::List(list::elements(&c, &members)?),
+        KeyType::List => Value::List(lchunk::elements(&c, &members)?),
         KeyType::Set => Value::Set(members.iter().map(|(k, _)| k.clone()).collect()),
         KeyType::Hash => {
             let mut out = Vec::with_capacity(members.len());
