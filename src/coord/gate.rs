@@ -13,7 +13,9 @@
 //!    command but the owner's ([`admit`] waits, uncounted);
 //! 3. waits until every shard counts no running command: whatever was
 //!    admitted before has finished, and nothing else can start;
-//! 4. runs its queue, then opens the gates.
+//! 4. opens every shard's transaction (`storage::tx`), only now: a shard
+//!    drained earlier still runs the jobs other shards' commands send it;
+//! 5. runs its queue, then opens the gates.
 //!
 //! No shard thread ever waits: a closed gate parks connection tasks, and
 //! the shards go on running jobs (the owner's, and what the commands
@@ -22,8 +24,8 @@
 //!
 //! What it costs: while the EXEC runs, every other client waits, on every
 //! shard (Dragonfly's "global" transaction mode, without its per-key
-//! locks). Two hops to every shard to close, one round to drain, one to
-//! open.
+//! locks). One round to close and drain, one to open the transactions,
+//! one to open.
 
 use std::rc::Rc;
 use std::task::Poll;
@@ -93,31 +95,30 @@ pub async fn close(shard: &S, client: u64) {
             return;
         }
     }
-    shard
-        .broadcast(move |st: &ShardState| {
-            st.gate.set_owner(client);
-            // Pushes inside the EXEC serve blocked clients after it.
-            super::serve::hold(st);
-        })
-        .await;
-    // Once drained, each shard stages the EXEC's writes for one write
-    // (`storage::tx`): nothing admitted earlier lands in it.
+    // Each shard closes, then waits until the commands it admitted are
+    // done (with the jobs they send to other shards).
     let drains = (0..shard.count())
         .map(|t| {
-            shard.invoke_on_then(t, |st: &Rc<ShardState>| {
+            shard.invoke_on_then(t, move |st: &Rc<ShardState>| {
+                st.gate.set_owner(client);
+                // Pushes inside the EXEC serve blocked clients after it.
+                super::serve::hold(st);
                 if st.gate.running() == 0 {
-                    st.ks.store.begin_tx(true);
                     return Then::Now(());
                 }
                 let st = st.clone();
-                Then::Later(Box::pin(async move {
-                    drained(&st).await;
-                    st.ks.store.begin_tx(true);
-                }))
+                Then::Later(Box::pin(async move { drained(&st).await }))
             })
         })
         .collect();
     shards::join_all(drains).await;
+    // Only once every shard is drained does each stage the EXEC's writes
+    // for one write (`storage::tx`). Begun as its own drain ended, a shard
+    // took the jobs other shards' commands still sent it into the EXEC's
+    // transaction: a one-step script's own (`dispatch::script`) ended it,
+    // and the EXEC's writes there went out alone, ahead of the rest
+    // (tests/script_atomic.rs, a script torn by kill -9).
+    shard.broadcast(|st: &ShardState| st.ks.store.begin_tx(true)).await;
     st.gate.enter();
 }
 

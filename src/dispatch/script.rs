@@ -141,6 +141,12 @@ fn step(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
 /// Runs the script in one transaction of `st`: at once, or, once it is
 /// busy, as a task of the shard that serves others between its slices.
 fn run(st: &Rc<ShardState>, job: Arc<Job>) -> Then<Result<Vec<u8>, Stop>> {
+    if st.ks.store.in_tx() {
+        // Another client's transaction is open here (a step that waited
+        // for a read): beginning its own would end that one. It runs
+        // behind the gate, after it.
+        return Then::Now(Err(Stop::Rerun));
+    }
     let frozen = clock::freeze_here(job.time);
     st.ks.store.begin_tx(false);
     crate::coord::serve::hold(st);
