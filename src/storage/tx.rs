@@ -184,6 +184,9 @@ struct Journal {
 pub(super) struct TxState {
     on: Cell<bool>,
     shared: Cell<bool>,
+    /// The write tier's log position when it began: a shared one's parts
+    /// took the positions past it (`tier_log_part`).
+    began_at: Cell<u64>,
     journal: RefCell<Journal>,
 }
 
@@ -208,6 +211,7 @@ impl ShardStore {
     pub fn begin_tx(&self, shared: bool) {
         let _ = self.flush_group();
         self.tx.shared.set(shared);
+        self.tx.began_at.set(self.wtier.last_pos());
         self.tx.on.set(true);
     }
 
@@ -286,6 +290,12 @@ impl ShardStore {
         self.tx.on.set(false);
         match written {
             Ok(()) => {
+                if self.tx.shared.get() {
+                    // Its parts went past the tier, with direct records.
+                    if let Err(e) = self.tier_mark_clean(self.tx.began_at.get()) {
+                        tracing::warn!("write tier: marking a transaction's write failed: {e}");
+                    }
+                }
                 if let Some(m) = &self.members {
                     for (from, to) in &j.overlay.ranges {
                         m.cut(from, to);
@@ -319,6 +329,7 @@ impl ShardStore {
     /// is on (as [`ShardStore::tier_direct`] carries one).
     pub(super) fn write_with_main(&self, wb: WriteBatch, main: &WriteBatch) -> Result<(), StorageError> {
         self.tier_clear_for(wb.data())?;
+        let before = self.wtier.last_pos();
         let mut parts = Vec::with_capacity(2);
         if !wb.is_empty() {
             let mut home = Records::default();
@@ -331,7 +342,8 @@ impl ShardStore {
             }
         }
         parts.push((0, main.data().to_vec()));
-        self.engine.write_across(parts)
+        self.engine.write_across(parts)?;
+        self.tier_mark_clean(before)
     }
 
     /// A transaction on this shard alone: writes what it staged (close it

@@ -346,6 +346,11 @@ impl WriteTier {
         }
     }
 
+    /// The last log position taken.
+    pub(super) fn last_pos(&self) -> u64 {
+        self.pos.get()
+    }
+
     /// The next log position, taken (a record written there, or a gap).
     pub(super) fn next_pos(&self) -> u64 {
         let pos = self.pos.get() + 1;
@@ -498,6 +503,22 @@ impl ShardStore {
             // marks pass it.
             return Ok(());
         }
+        self.tier_mark_clean(pos - 1)
+    }
+
+    /// After a write past the tier whose direct records took the log
+    /// positions past `before`: when the tier holds nothing, the families
+    /// hold every record up to the last position, and the marks say so;
+    /// the log and the direct records are cut each time the positions
+    /// pass a multiple of 64. Unmarked, a shard written only by
+    /// transactions over several shards (or scripts behind the gate) kept
+    /// every direct record, and each restart loaded them all into its tier.
+    pub(super) fn tier_mark_clean(&self, before: u64) -> Result<(), StorageError> {
+        let t = &self.wtier;
+        let pos = t.pos.get();
+        if !t.on() || t.any.get() || pos == before {
+            return Ok(());
+        }
         // The marks without the WAL, as an apply writes them: one recovered
         // from the WAL would claim records that earlier applies wrote
         // without it and a crash lost (a test lost writes that way).
@@ -507,7 +528,7 @@ impl ShardStore {
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
         self.db.write_opt(marks, &wo)?;
-        if pos.is_multiple_of(64) {
+        if pos / 64 != before / 64 {
             self.tier_cut()?;
         }
         Ok(())

@@ -233,3 +233,64 @@ fn a_collections_records_are_written_out_a_part_at_a_time() {
     }
     assert_eq!(peer(&p, &other), Some(b"o".to_vec()));
 }
+
+/// Transactions over several shards write past the tier with direct
+/// records. While the tier holds nothing the marks follow them, so once
+/// the families persist the marks the log's cut removes those records.
+/// Unmarked, a shard written only by such transactions (or scripts behind
+/// the gate) kept every direct record, and each restart loaded them all
+/// into its tier (tests/script_atomic.rs: 449, 1063, 1830... batches).
+#[test]
+fn shared_transactions_move_the_marks_and_their_direct_records_are_cut() {
+    let (_d, e) = engine(2, 1 << 20, 1000, 0);
+    let (s0, s1) = (e.shard(0).unwrap(), e.shard(1).unwrap());
+    let mark = |s: &ShardStore| {
+        s.db.get_cf(s.cf, MARK)
+            .unwrap()
+            .map(|v| u64::from_be_bytes(v[..8].try_into().unwrap()))
+    };
+    let directs = |s: &ShardStore| {
+        let mut it = s.db.raw_iterator_cf(s.cf);
+        it.seek(direct_key(0));
+        let mut n = 0;
+        while it.key().is_some_and(|k| k.starts_with(DIRECT)) {
+            n += 1;
+            it.next();
+        }
+        n
+    };
+    let tx = |i: usize| {
+        s0.begin_tx(true);
+        s1.begin_tx(true);
+        put(&s0, &keys::meta_key(0, b"a"), i.to_string().as_bytes());
+        put(&s1, &keys::meta_key(0, b"b"), i.to_string().as_bytes());
+        let w = e.write_tx();
+        s0.end_tx(&w);
+        s1.end_tx(&w);
+        w.unwrap();
+    };
+    for i in 0..100 {
+        tx(i);
+    }
+    assert_eq!(s0.wtier.last_pos(), 100, "a position a part");
+    assert_eq!(mark(&s0), Some(100), "the marks follow the parts");
+    assert_eq!(mark(&s1), Some(100));
+    assert_eq!(directs(&s0), 100, "not persisted yet: nothing is cut");
+    for s in [&s0, &s1] {
+        s.db.flush_cf(s.cf).unwrap();
+        s.db.flush_cf(s.sub).unwrap();
+    }
+    for i in 100..130 {
+        tx(i);
+    }
+    assert!(directs(&s0) <= 30, "cut below the persisted marks: {}", directs(&s0));
+    assert!(directs(&s1) <= 30, "{}", directs(&s1));
+    assert_eq!(get(&s0, &keys::meta_key(0, b"a")), Some(b"129".to_vec()));
+    // A record the tier holds keeps the marks where they are (its drain
+    // moves them).
+    put(&s0, &keys::meta_key(0, b"other"), b"o");
+    let before = mark(&s0);
+    tx(130);
+    assert_eq!(mark(&s0), before);
+    assert_eq!(mark(&s1), Some(s1.wtier.last_pos()));
+}
