@@ -292,9 +292,7 @@ impl ShardStore {
             Ok(()) => {
                 if self.tx.shared.get() {
                     // Its parts went past the tier, with direct records.
-                    if let Err(e) = self.tier_mark_clean(self.tx.began_at.get()) {
-                        tracing::warn!("write tier: marking a transaction's write failed: {e}");
-                    }
+                    self.tier_marked_clean(self.tx.began_at.get());
                 }
                 if let Some(m) = &self.members {
                     for (from, to) in &j.overlay.ranges {
@@ -343,7 +341,8 @@ impl ShardStore {
         }
         parts.push((0, main.data().to_vec()));
         self.engine.write_across(parts)?;
-        self.tier_mark_clean(before)
+        self.tier_marked_clean(before);
+        Ok(())
     }
 
     /// A transaction on this shard alone: writes what it staged (close it

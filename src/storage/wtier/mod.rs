@@ -498,12 +498,21 @@ impl ShardStore {
         wb.put_cf(self.cf, direct_key(pos), rep);
         self.engine.write_in(self.home, wb)?;
         self.wtier.pos.set(pos);
-        if !whole {
-            // The tier still holds records below `pos`: a later drain's
-            // marks pass it.
-            return Ok(());
+        if whole {
+            self.tier_marked_clean(pos - 1);
         }
-        self.tier_mark_clean(pos - 1)
+        // Else the tier still holds records below `pos`: a later drain's
+        // marks pass it.
+        Ok(())
+    }
+
+    /// [`ShardStore::tier_mark_clean`] after a write that is done: a
+    /// failure is logged, not returned (the batch is written; the marks
+    /// only let the log be cut sooner, and the next drain writes them).
+    pub(super) fn tier_marked_clean(&self, before: u64) {
+        if let Err(e) = self.tier_mark_clean(before) {
+            tracing::warn!("write tier: marking a write past the tier failed: {e}");
+        }
     }
 
     /// After a write past the tier whose direct records took the log
