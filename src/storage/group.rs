@@ -80,8 +80,12 @@ impl Lost {
 /// The records a group holds, not yet in RocksDB (empty: `count == 0`).
 /// Kept between groups, so a group allocates nothing once warm.
 struct Pending {
-    /// WriteBatch representation: header, then the staged batches' records.
+    /// WriteBatch representation: header, then the staged batches' records
+    /// (without the write tier: with it the records wait in the tier, and
+    /// the log record is built from there, `ShardStore::tier_commit`).
     rep: Vec<u8>,
+    /// The staged batches' record bytes (without their headers).
+    bytes: usize,
     count: u32,
     /// Hashes of every key a record was written under.
     keys: AHashSet<u64>,
@@ -123,6 +127,7 @@ impl Default for GroupState {
             began: Cell::new(0),
             pending: RefCell::new(Pending {
                 rep: vec![0; HEADER],
+                bytes: 0,
                 count: 0,
                 keys: AHashSet::new(),
                 meta: AHashMap::new(),
@@ -253,9 +258,13 @@ impl ShardStore {
             if p.count == 0 {
                 p.first = self.group.staged.get();
             }
-            p.rep.extend_from_slice(data.get(HEADER..).unwrap_or_default());
+            let records = data.get(HEADER..).unwrap_or_default();
+            if !self.wtier.on() {
+                p.rep.extend_from_slice(records);
+            }
+            p.bytes += records.len();
             p.count += count;
-            p.count >= MAX_RECORDS || p.rep.len() >= MAX_BYTES
+            p.count >= MAX_RECORDS || p.bytes >= MAX_BYTES
         };
         self.group.held.set(true);
         self.group.staged.set(self.group.staged.get() + 1);
@@ -371,13 +380,14 @@ impl ShardStore {
         let meta = std::mem::take(&mut p.meta);
         let mut rep = std::mem::take(&mut p.rep);
         p.count = 0;
+        p.bytes = 0;
         p.keys.clear();
         drop(p);
         self.group.held.set(false);
         let written = if self.wtier.on() {
             // Its records wait in the tier already (`stage`): the log
             // append is the write.
-            self.tier_commit(&rep, count as usize)
+            self.tier_commit(count as usize)
         } else {
             let w = self.engine.write_in(self.home, WriteBatch::from_data(&rep));
             if let Some(m) = self.members.as_ref().filter(|_| w.is_ok()) {

@@ -75,9 +75,10 @@ impl Rec {
     }
 }
 
-/// What a record held before a [`Gen::put`]: None when the generation
-/// did not hold it.
-pub(super) type Undo = (Bytes, Option<Rec>);
+/// A [`Gen::put`]'s change: the record's key, what it held before (None
+/// when the generation did not hold it), and the value it holds now
+/// (None: deleted, or gone whole), which the turn's log record takes.
+pub(super) type Undo = (Bytes, Option<Rec>, Option<Bytes>);
 
 /// One generation of records: the latest value of each key (None: deleted)
 /// and what classes of record it holds, for range reads that need not
@@ -321,8 +322,9 @@ impl Gen {
                 let key = rec.split_to(k.len());
                 let value = v.map(|_| rec);
                 let fresh = fresh && value.is_some();
+                let now = value.clone();
                 at.insert(key.clone(), Rec { v: value, fresh });
-                return Some(self.added(k, key, whole, hasher));
+                return Some(self.added(k, key, whole, hasher, now));
             }
         };
         if e.get().v.as_deref() == v {
@@ -334,20 +336,21 @@ impl Gen {
             // Nothing below holds it: gone whole.
             let (key, was) = e.remove_entry();
             self.left(key.len() as u64 + len(&was.v));
-            return Some((key, Some(was)));
+            return Some((key, Some(was), None));
         }
         let new = v.map(|v| self.slab.carve(v, &[]));
         let (key, added) = (e.key().clone(), len(&new));
         let rec = e.get_mut();
+        let now = new.clone();
         let was = std::mem::replace(&mut rec.v, new);
         let (old, fresh) = (len(&was), rec.fresh);
         self.bytes = (self.bytes + added).saturating_sub(old);
         self.waste += old;
-        Some((key, Some(Rec { v: was, fresh })))
+        Some((key, Some(Rec { v: was, fresh }), now))
     }
 
     /// Books a new record `key` (`k`), of `whole` bytes.
-    fn added(&mut self, k: &[u8], key: Bytes, whole: u64, hasher: &ahash::RandomState) -> Undo {
+    fn added(&mut self, k: &[u8], key: Bytes, whole: u64, hasher: &ahash::RandomState, now: Option<Bytes>) -> Undo {
         match keys::coll_prefix_len(k) {
             Some(n) => self.colls.entry(hasher.hash_one(&k[..n])).or_default().push(key.clone()),
             None if k.len() >= 2 && k[0] != 0xFF && k[1] == TAG_META => self.meta = true,
@@ -366,7 +369,7 @@ impl Gen {
         if self.order.add(key.clone()) {
             self.seal();
         }
-        (key, None)
+        (key, None, now)
     }
 
     /// Its keys in key order, for its drain (the records it no longer
@@ -644,17 +647,19 @@ mod tests {
     fn put_and_restore_keep_the_byte_count() {
         let h = ahash::RandomState::new();
         let mut g = Gen::with_room(0, &h, chunk_size(u64::MAX));
-        let (k, prev) = g.put(b"\x00Mkey", Some(b"v1"), false, &h).unwrap();
+        let (k, prev, _) = g.put(b"\x00Mkey", Some(b"v1"), false, &h).unwrap();
         assert_eq!(prev, None);
         assert_eq!(g.bytes, 7);
-        let (k2, prev) = g.put(b"\x00Mkey", Some(b"longer"), false, &h).unwrap();
+        let (k2, prev, now) = g.put(b"\x00Mkey", Some(b"longer"), false, &h).unwrap();
         assert_eq!(k2, k);
+        assert_eq!(now, Some(Bytes::from_static(b"longer")));
         assert_eq!(prev.as_ref().map(|r| r.v.clone()), Some(Some(Bytes::from_static(b"v1"))));
         assert_eq!(g.bytes, 11);
         // Written again unchanged: nothing to undo, nothing counted.
         assert!(g.put(b"\x00Mkey", Some(b"longer"), false, &h).is_none());
         assert_eq!(g.bytes, 11);
-        let (_, p2) = g.put(b"\x00Mkey", None, false, &h).unwrap();
+        let (_, p2, now) = g.put(b"\x00Mkey", None, false, &h).unwrap();
+        assert_eq!(now, None);
         assert_eq!(g.bytes, 5);
         assert_eq!(g.get(b"\x00Mkey"), Some(&None), "a record not known fresh leaves a tombstone");
         g.restore(&k, p2);
@@ -673,11 +678,12 @@ mod tests {
         let mut g = Gen::with_room(0, &h, chunk_size(u64::MAX));
         let sub = keys::sub_key(0, b"zk", 1, b"m");
         let k = &sub[..];
-        let (key, prev) = g.put(k, Some(b"1"), true, &h).unwrap();
+        let (key, prev, _) = g.put(k, Some(b"1"), true, &h).unwrap();
         assert_eq!(prev, None);
         // Overwritten, it stays fresh: the delete after it still leaves nothing.
-        let (_, over) = g.put(k, Some(b"22"), false, &h).unwrap();
-        let (_, del) = g.put(k, None, false, &h).unwrap();
+        let (_, over, _) = g.put(k, Some(b"22"), false, &h).unwrap();
+        let (_, del, gone) = g.put(k, None, false, &h).unwrap();
+        assert_eq!(gone, None);
         assert_eq!(g.get(k), None, "no tombstone for a record nothing below holds");
         assert_eq!(g.bytes, 0);
         assert_eq!(g.coll_records(h.hash_one(&k[..keys::coll_prefix_len(k).unwrap()])).count(), 0);

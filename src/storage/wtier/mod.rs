@@ -5,8 +5,9 @@
 //! `everysec`) and wait in a shard-owned hash table ("dirty") that every
 //! read of the owner looks in. A command's records enter dirty when it
 //! stages them ([`ShardStore::tier_stage`]), copied into the generation's
-//! chunks (`gen`); the turn's log append ([`ShardStore::tier_commit`])
-//! makes them durable, or puts back what they replaced if it fails. With
+//! chunks (`gen`); the turn's log append ([`ShardStore::tier_commit`]:
+//! each key it changed once, at its last value) makes them durable, or
+//! puts back what they replaced if it fails. With
 //! one shard the meta cache learns a record when the drain applies it
 //! (with several, see below). Once it holds
 //! `StoreOptions::write_tier` records it becomes the draining generation:
@@ -84,6 +85,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use ahash::AHashSet;
 use bytes::Bytes;
 use rocksdb::{WriteBatch, WriteOptions};
 
@@ -269,6 +271,12 @@ pub(super) struct WriteTier {
     /// What dirty held before each record staged since the last log
     /// append, put back if the append fails ([`ShardStore::tier_stage`]).
     undo: RefCell<Vec<gen::Undo>>,
+    /// The turn's log record ([`ShardStore::tier_commit`]), its room kept.
+    turn: RefCell<super::rep::Rep>,
+    /// The keys it holds so far (by address of the tier's key), and where
+    /// in `undo` each one's last change is.
+    seen: RefCell<AHashSet<usize>>,
+    last: RefCell<Vec<usize>>,
     /// Whether a flush the cut asked for is under way (`wal::flush_aside`).
     flushing: Arc<AtomicBool>,
     /// The drain's batch, its room kept from slice to slice.
@@ -306,6 +314,9 @@ impl WriteTier {
             any: Cell::new(false),
             hasher,
             undo: RefCell::default(),
+            turn: RefCell::default(),
+            seen: RefCell::default(),
+            last: RefCell::default(),
             flushing: Arc::default(),
             rep: RefCell::default(),
         };
@@ -448,28 +459,92 @@ impl ShardStore {
         true
     }
 
-    /// Appends a group's records (`rep`, the WriteBatch representation of
-    /// what [`ShardStore::tier_stage`] staged, its count set) to the log as
-    /// one record. On failure what they replaced in dirty is put back.
-    pub(super) fn tier_commit(&self, rep: &[u8], added: usize) -> Result<(), StorageError> {
+    /// Appends what a group staged ([`ShardStore::tier_stage`], `added`
+    /// records) to the log as one record: dirty's latest value of each key
+    /// it changed, once (`tier_turn_record`). On failure what they replaced
+    /// in dirty is put back.
+    pub(super) fn tier_commit(&self, added: usize) -> Result<(), StorageError> {
         let t = &self.wtier;
         let Some(log) = &t.log else { return Ok(()) };
+        let mut body = t.turn.borrow_mut();
+        self.tier_turn_record(&mut body);
+        if body.is_empty() {
+            // Every record it staged was already there, unchanged, and
+            // logged (dirty's records are past the marks): nothing to add.
+            drop(body);
+            return self.tier_committed(added, 0);
+        }
         let pos = t.pos.get() + 1;
-        if let Err(e) = self.tier_append(log, file::BATCH, pos, rep) {
+        let appended = self.tier_append(log, file::BATCH, pos, body.data());
+        let bytes = body.data().len() as u64;
+        if body.capacity() > 4 << 20 {
+            *body = super::rep::Rep::default();
+        }
+        drop(body);
+        if let Err(e) = appended {
             // The staged values it holds go back too (`tier_stage`).
             if let Some(c) = self.cache.as_ref().filter(|_| t.held.is_some()) {
                 c.clear();
             }
             let mut d = t.dirty.borrow_mut();
-            for (k, prev) in t.undo.borrow_mut().drain(..).rev() {
+            for (k, prev, _) in t.undo.borrow_mut().drain(..).rev() {
                 d.restore(&k, prev);
             }
             t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
             return Err(e);
         }
         t.pos.set(pos);
+        self.tier_committed(added, bytes)
+    }
+
+    /// The turn's log record, in `body`: the last value staged since the
+    /// last append of each key (`undo`, walked from its end), once; a
+    /// delete for a key deleted or gone whole (a record new in dirty
+    /// deleted since, `Gen::put`). A key staged several times in one turn
+    /// is logged once: a push to one list rewrote its end record ~100
+    /// times a turn of LPUSH -P16, and the log took 503 bytes a push
+    /// (tuning.md, session 57). A record written again unchanged staged
+    /// nothing (`Gen::put`): dirty's value of it was logged before, past
+    /// the marks.
+    fn tier_turn_record(&self, body: &mut super::rep::Rep) {
+        let t = &self.wtier;
+        body.clear();
+        let undo = t.undo.borrow();
+        if undo.is_empty() {
+            return;
+        }
+        let (mut seen, mut last) = (t.seen.borrow_mut(), t.last.borrow_mut());
+        seen.clear();
+        last.clear();
+        // Each record's last change, found from the end. By the address of
+        // the tier's own key (one allocation per record held): a key gone
+        // whole and staged again has two, its older one's changes all
+        // before the newer's, so written in staging order the newer comes
+        // last, as in the batches staged.
+        for (i, (k, _, _)) in undo.iter().enumerate().rev() {
+            if seen.insert(k.as_ptr() as usize) {
+                last.push(i);
+            }
+        }
+        for &i in last.iter().rev() {
+            let (k, _, now) = &undo[i];
+            match now {
+                Some(v) => body.put_cf(self.id_of(k), k, v),
+                None => body.delete_cf(self.id_of(k), k),
+            }
+        }
+        if seen.capacity() > 1 << 16 {
+            *seen = AHashSet::default();
+            *last = Vec::new();
+        }
+    }
+
+    /// After a group's log append (`bytes` of it): what it replaced is
+    /// dropped, and dirty drains or starts draining ([`ShardStore::tier_settle`]).
+    fn tier_committed(&self, added: usize, bytes: u64) -> Result<(), StorageError> {
+        let t = &self.wtier;
         t.undo.borrow_mut().clear();
-        t.logged.set(t.logged.get() + rep.len() as u64);
+        t.logged.set(t.logged.get() + bytes);
         let full = {
             let d = t.dirty.borrow();
             d.map.len() >= t.limit.records || d.charge() >= t.limit.bytes / 2 || t.logged.get() >= t.limit.log

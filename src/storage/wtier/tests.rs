@@ -5,6 +5,7 @@ use crate::storage::{keys, test_opts, Engine};
 
 mod direct;
 mod replay;
+mod turn;
 mod view;
 mod write_back;
 
@@ -393,12 +394,15 @@ fn a_log_of_overwrites_starts_a_drain_and_is_cut() {
     let (_dir, e) = engine(1, 1 << 20, 0, budget);
     let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
     assert_eq!(s.wtier.limit.log, budget);
-    let k = keys::meta_key(0, b"hot");
-    // The same value each time: the record takes no new memory (an
-    // overwrite with a new value would, and start the drain by it).
-    let turn = |_: u32| {
+    // A long key and a one-byte value, changed every turn: each turn logs
+    // the record (~1 KB), and charges only the value it replaced. (The
+    // same value again logs nothing, `tier_turn_record`; a long value
+    // changed charges as much memory as it logs, and starts the drain at
+    // half the share first.)
+    let k = keys::meta_key(0, &[b'h'; 1000]);
+    let turn = |i: u32| {
         s.begin_group();
-        put(&s, &k, &[43; 1000]);
+        put(&s, &k, if i.is_multiple_of(2) { b"a" } else { b"b" });
         s.defer_group();
         s.end_turn();
     };
@@ -415,7 +419,7 @@ fn a_log_of_overwrites_starts_a_drain_and_is_cut() {
     }
     // The drain wrote it to the family, where a peer reads it.
     assert!(peer(&p, &k).is_some(), "drained past 128 KiB of log");
-    assert_eq!(get(&s, &k), Some(vec![43; 1000]));
+    assert_eq!(get(&s, &k), Some(b"b".to_vec()));
     assert_eq!(s.wtier.cut.get(), 0, "nothing persisted yet");
     s.db.flush_cf(s.cf).unwrap();
     s.db.flush_cf(s.sub).unwrap();
@@ -423,7 +427,7 @@ fn a_log_of_overwrites_starts_a_drain_and_is_cut() {
         turn(i);
     }
     assert!(s.wtier.cut.get() > 0, "the next drain cut the log below the persisted mark");
-    assert_eq!(get(&s, &k), Some(vec![43; 1000]));
+    assert_eq!(get(&s, &k), Some(b"b".to_vec()));
 }
 
 /// A value overwritten stays in its generation's memory until the
