@@ -110,6 +110,11 @@ impl Runs {
     pub(super) fn seal(&mut self, keep: impl Fn(&Bytes) -> bool) {
         // Drained, not taken: the next run's keys reuse its room.
         let mut run = self.spare.pop().unwrap_or_default();
+        // Room for all of them at once: grown by doubling through a filter
+        // (whose size hint is 0), a run without a spare reallocated a dozen
+        // times, its last copies on fresh pages (3.6% of LPUSH -P16's
+        // process, page faults under `Runs::seal`).
+        run.reserve(self.fresh.len());
         run.extend(self.fresh.drain(..).filter(keep).map(keyed));
         if run.is_empty() {
             self.spare.push(run);
