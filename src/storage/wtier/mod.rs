@@ -581,15 +581,6 @@ impl ShardStore {
         Ok(())
     }
 
-    /// [`ShardStore::tier_mark_clean`] after a write that is done: a
-    /// failure is logged, not returned (the batch is written; the marks
-    /// only let the log be cut sooner, and the next drain writes them).
-    pub(super) fn tier_marked_clean(&self, before: u64) {
-        if let Err(e) = self.tier_mark_clean(before) {
-            tracing::warn!("write tier: marking a write past the tier failed: {e}");
-        }
-    }
-
     /// After a write past the tier whose direct records took the log
     /// positions past `before`: when the tier holds nothing, the families
     /// hold every record up to the last position, and the marks say so;
@@ -597,11 +588,14 @@ impl ShardStore {
     /// pass a multiple of 64. Unmarked, a shard written only by
     /// transactions over several shards (or scripts behind the gate) kept
     /// every direct record, and each restart loaded them all into its tier.
-    pub(super) fn tier_mark_clean(&self, before: u64) -> Result<(), StorageError> {
+    /// A failure is logged, not returned: the write is done (a caller took
+    /// the marks' error for the write's), the marks only let the log be
+    /// cut sooner, and the next drain writes them.
+    pub(super) fn tier_marked_clean(&self, before: u64) {
         let t = &self.wtier;
         let pos = t.pos.get();
         if !t.on() || t.any.get() || pos == before {
-            return Ok(());
+            return;
         }
         // The marks without the WAL, as an apply writes them: one recovered
         // from the WAL would claim records that earlier applies wrote
@@ -611,11 +605,16 @@ impl ShardStore {
         marks.put_cf(self.sub, MARK, pos.to_be_bytes());
         let mut wo = WriteOptions::default();
         wo.disable_wal(true);
-        self.db.write_opt(marks, &wo)?;
-        if pos / 64 != before / 64 {
-            self.tier_cut()?;
+        let done = self.db.write_opt(marks, &wo).map_err(StorageError::from).and_then(|()| {
+            if pos / 64 != before / 64 {
+                self.tier_cut()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = done {
+            tracing::warn!("write tier: marking a write past the tier failed: {e}");
         }
-        Ok(())
     }
 
     /// Before `rep` (a batch's representation) is written past the tier:
