@@ -233,34 +233,40 @@ mod table {
 
     #[test]
     fn peers_read_while_the_owner_writes() {
-        use std::sync::atomic::AtomicBool;
+        use std::sync::atomic::{AtomicBool, AtomicU64};
         let c = Arc::new(MetaCache::new(16 * 16 * 1024));
         let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(AtomicU64::new(0));
         let peer = {
-            let (c, stop) = (c.clone(), stop.clone());
+            let (c, stop, seen) = (c.clone(), stop.clone(), seen.clone());
             std::thread::spawn(move || {
-                let mut seen = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     for i in 0..500u32 {
                         if let Some(Some(v)) = peeked(&c, format!("\0Mk{i}").as_bytes()) {
                             // Every value written for k<i> is i's byte, 16 long.
                             assert!(v.len() == 16 && v.iter().all(|&b| b == i as u8));
-                            seen += 1;
+                            seen.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 }
-                seen
             })
         };
-        for r in 0..100u32 {
+        // At least 100 rounds, and on until the peer has read some (with
+        // the tests beside it on two cores, the peer's thread could start
+        // after 100 rounds were done: `seen` 0, about 1 run in 30).
+        let began = std::time::Instant::now();
+        let mut r = 0u32;
+        while r < 100 || (seen.load(Ordering::Relaxed) == 0 && began.elapsed().as_secs() < 30) {
             for i in 0..500u32 {
                 c.insert(format!("\0Mk{i}").as_bytes(), val(16, i as u8).as_deref());
-                if r % 7 == 0 && i == 250 {
+                if r.is_multiple_of(7) && i == 250 {
                     c.clear();
                 }
             }
+            r += 1;
         }
         stop.store(true, Ordering::Relaxed);
-        assert!(peer.join().is_ok_and(|seen| seen > 0));
+        assert!(peer.join().is_ok(), "a peer read a torn or foreign value");
+        assert!(seen.load(Ordering::Relaxed) > 0);
     }
 }
