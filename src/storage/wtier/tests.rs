@@ -29,6 +29,20 @@ fn fail_next_append(s: &ShardStore) {
         .store(true, std::sync::atomic::Ordering::Release);
 }
 
+/// One put of a record its writer read absent, as one batch.
+fn put_new(s: &ShardStore, k: &[u8], v: &[u8]) {
+    let mut b = s.batch();
+    s.put_new(&mut b, k, v);
+    s.write(b).unwrap();
+}
+
+/// One delete, as one batch.
+fn delete(s: &ShardStore, k: &[u8]) {
+    let mut b = s.batch();
+    s.delete(&mut b, k);
+    s.write(b).unwrap();
+}
+
 fn stores(limit: usize) -> (tempfile::TempDir, ShardStore, crate::storage::PeerStore) {
     let (dir, e) = engine(1, 1 << 20, limit, 0);
     (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
@@ -631,16 +645,8 @@ fn the_meta_cache_learns_a_record_when_the_tier_applies_it() {
 fn a_new_record_deleted_in_its_generation_leaves_no_tombstone() {
     let (_d, s, p) = stores(100_000);
     let k = |i: usize| keys::sub_key(0, b"z", 1, format!("m{i}").as_bytes());
-    let put_new = |key: &[u8], v: &[u8]| {
-        let mut b = s.batch();
-        s.put_new(&mut b, key, v);
-        s.write(b).unwrap();
-    };
-    let delete = |key: &[u8]| {
-        let mut b = s.batch();
-        s.delete(&mut b, key);
-        s.write(b).unwrap();
-    };
+    let put_new = |key: &[u8], v: &[u8]| put_new(&s, key, v);
+    let delete = |key: &[u8]| delete(&s, key);
     // One written the usual way reaches the families; its delete is a
     // tombstone the tier keeps for them.
     assert!(grouped(&s, &k(0), Some(b"old")).is_empty());

@@ -23,16 +23,8 @@ fn a_turn_logs_each_key_it_changed_once_at_its_last_value() {
     let (d, s, _p) = stores(100_000);
     let (hot, cold) = (keys::meta_key(0, b"hot"), keys::meta_key(0, b"cold"));
     let m = |i: u32| keys::sub_key(0, b"z", 1, format!("m{i}").as_bytes());
-    let put_new = |key: &[u8], v: &[u8]| {
-        let mut bt = s.batch();
-        s.put_new(&mut bt, key, v);
-        s.write(bt).unwrap();
-    };
-    let delete = |key: &[u8]| {
-        let mut bt = s.batch();
-        s.delete(&mut bt, key);
-        s.write(bt).unwrap();
-    };
+    let put_new = |key: &[u8], v: &[u8]| put_new(&s, key, v);
+    let delete = |key: &[u8]| delete(&s, key);
     let turn = |f: &dyn Fn()| {
         s.begin_group();
         f();
@@ -95,9 +87,7 @@ fn the_log_replayed_in_order_gives_the_last_values() {
         for i in 0..50u32 {
             put(&s, &k(i % 7), format!("{t}-{i}").as_bytes());
             if i.is_multiple_of(5) {
-                let mut bt = s.batch();
-                s.delete(&mut bt, &k(100 + t));
-                s.write(bt).unwrap();
+                delete(&s, &k(100 + t));
                 put(&s, &k(100 + t + 1), b"next");
             }
         }
