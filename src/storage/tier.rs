@@ -169,7 +169,7 @@ impl ShardStore {
                 }
             }
             if let Some(v) = self.wtier.get(k) {
-                held[i] = Some(v);
+                held[i] = Some(v.as_deref().map(bytes::Bytes::copy_from_slice));
                 continue;
             }
             if let Some(v) = self.members.as_ref().and_then(|m| m.get(k)) {

@@ -4,10 +4,10 @@
 //! cut below what both families persisted (see the module above for the
 //! whole design).
 
-use bytes::Bytes;
 use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
 
 use super::gen::{self, Gen};
+use super::slab::Span;
 use super::{direct_key, runs, MARK};
 use crate::storage::{keys, ShardStore, StorageError};
 
@@ -61,6 +61,10 @@ impl ShardStore {
     /// Makes dirty the draining generation, its keys sorted.
     pub(super) fn tier_start_drain(&self) {
         let t = &self.wtier;
+        // The turn's undo list holds spans of dirty's chunks: a generation
+        // starts draining only once the turn is logged (every caller
+        // flushes the group first), so no span of it outlives its chunks.
+        debug_assert!(t.undo.borrow().is_empty(), "a generation drains with its turn unlogged");
         t.logged.set(0);
         let mut gen = {
             let mut dirty = t.dirty.borrow_mut();
@@ -93,7 +97,7 @@ impl ShardStore {
         let mut room = t.rep.borrow_mut();
         let wb = &mut *room;
         wb.clear();
-        let slice: Vec<Bytes> = d.order.by_ref().take(n).collect();
+        let slice: Vec<Span> = d.order.by_ref().take(n).collect();
         let cache = self.cache.as_ref();
         for k in &slice {
             // Its meta cache entry is written after RocksDB's write: the
@@ -102,7 +106,7 @@ impl ShardStore {
                 c.prefetch_slot(k);
             }
             match d.gen.get(k) {
-                Some(Some(v)) => wb.put_cf(self.id_of(k), k, v),
+                Some(Some(v)) => wb.put_cf(self.id_of(k), k, &v),
                 Some(None) => wb.delete_cf(self.id_of(k), k),
                 // Staged, then put back when its log append failed.
                 None => {}
@@ -165,18 +169,26 @@ impl ShardStore {
         if let Some(h) = &t.held {
             h[d.filter].clear();
         }
-        // Its chunks go to dirty once nothing of it is left (`gen`), and
-        // its runs' room.
+        // Its chunks go to dirty once nothing of it is left (`gen`): now,
+        // or once no read holds a span of them (`slab::Pins`); and its
+        // runs' room.
         let chunks = d.gen.take_chunks();
         let runs = slot.take().map(|Drain { gen, order, .. }| {
             *t.spare.borrow_mut() = gen.into_spare_map();
             order.into_spare()
         });
         drop((slot, slice));
-        if let Ok(mut dirty) = t.dirty.try_borrow_mut() {
-            dirty.give_chunks(chunks, t.limit.bytes);
-            dirty.reuse_runs(runs.unwrap_or_default(), t.limit.bytes);
-        }
+        // A turn not yet logged holds spans in its undo list: never of
+        // this generation (see `tier_start_drain`), but its chunks wait
+        // for the turn's end anyway rather than trust that.
+        let unlogged = t.undo.try_borrow().map_or(true, |u| !u.is_empty());
+        let dirty = t.dirty.try_borrow_mut();
+        t.pins.release(chunks, unlogged, |c| {
+            if let Ok(mut d) = dirty {
+                d.give_chunks(c, t.limit.bytes);
+                d.reuse_runs(runs.unwrap_or_default(), t.limit.bytes);
+            }
+        });
         t.any.set(!t.dirty.borrow().map.is_empty());
         self.tier_cut()
     }
@@ -291,6 +303,8 @@ impl ShardStore {
             // Staged records reach the families only once logged.
             self.flush_group()?;
         }
+        // The part taken is read after the borrows end.
+        let _pin = t.pins.pin();
         let mut left = max;
         loop {
             // The older generation's first: dirty's record of a key both
@@ -306,8 +320,8 @@ impl ShardStore {
                 let mut wb = WriteBatch::default();
                 for (k, v) in &part {
                     match v {
-                        Some(v) => wb.put_cf(self.sub, k, v),
-                        None => wb.delete_cf(self.sub, k),
+                        Some(v) => wb.put_cf(self.sub, &k[..], &v[..]),
+                        None => wb.delete_cf(self.sub, &k[..]),
                     }
                 }
                 let mut wo = WriteOptions::default();

@@ -77,6 +77,7 @@ mod held;
 mod log;
 mod recs;
 mod runs;
+mod slab;
 #[cfg(test)]
 mod tests;
 mod turn;
@@ -282,6 +283,9 @@ pub(super) struct WriteTier {
     flushing: Arc<AtomicBool>,
     /// The drain's batch, its room kept from slice to slice.
     rep: RefCell<super::rep::Rep>,
+    /// Reads under way that hold spans of the tier's chunks, and the
+    /// chunks an applied generation left meanwhile (`slab`).
+    pins: slab::Pins,
 }
 
 impl WriteTier {
@@ -320,6 +324,7 @@ impl WriteTier {
             last: RefCell::default(),
             flushing: Arc::default(),
             rep: RefCell::default(),
+            pins: slab::Pins::default(),
         };
         if t.log.is_some() && !loaded.is_empty() {
             let mut d = t.dirty.borrow_mut();
@@ -382,9 +387,12 @@ impl WriteTier {
         self.held.as_ref().is_some_and(|h| h[0].may_hold(key) || h[1].may_hold(key))
     }
 
-    /// The tier's latest value of `key`, if it holds one.
+    /// The tier's latest value of `key`, if it holds one, readable while
+    /// the answer lives (it pins the tier's chunks: code that runs
+    /// meanwhile may write, and a drain that ends then leaves its chunks
+    /// in limbo, `slab::Pins`).
     #[inline]
-    pub(super) fn get(&self, key: &[u8]) -> Option<Option<Bytes>> {
+    pub(super) fn get(&self, key: &[u8]) -> Option<slab::Found<'_>> {
         if !self.any.get() {
             return None;
         }
@@ -393,14 +401,15 @@ impl WriteTier {
 
     /// [`WriteTier::get`] with `key`'s hash ([`WriteTier::hasher`]).
     #[inline]
-    pub(super) fn get_hashed(&self, h: u64, key: &[u8]) -> Option<Option<Bytes>> {
+    pub(super) fn get_hashed(&self, h: u64, key: &[u8]) -> Option<slab::Found<'_>> {
         if !self.any.get() {
             return None;
         }
-        if let Some(v) = self.dirty.borrow().get_hashed(h, key) {
-            return Some(v.clone());
-        }
-        self.drain.borrow().as_ref().and_then(|d| d.gen.get_hashed(h, key).cloned())
+        let v = match self.dirty.borrow().get_hashed(h, key) {
+            Some(v) => v,
+            None => self.drain.borrow().as_ref().and_then(|d| d.gen.get_hashed(h, key))?,
+        };
+        Some(slab::Found::new(v, self.pins.pin()))
     }
 
     /// The hasher of its maps: one hash of a key serves them and the
@@ -451,7 +460,7 @@ impl ShardStore {
             // entry follows every write (`PeerStore::get_with`).
             if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
                 if let Some((key, value)) = d.get_key_value(k) {
-                    c.update(key, value.as_deref());
+                    c.update(&key, value.as_deref());
                 }
             }
             undo.extend(changed);
@@ -489,7 +498,7 @@ impl ShardStore {
             }
             let mut d = t.dirty.borrow_mut();
             for (k, prev, _) in t.undo.borrow_mut().drain(..).rev() {
-                d.restore(&k, prev);
+                d.restore(k, prev);
             }
             t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
             return Err(e);
@@ -503,6 +512,13 @@ impl ShardStore {
     fn tier_committed(&self, added: usize, bytes: u64) -> Result<(), StorageError> {
         let t = &self.wtier;
         t.undo.borrow_mut().clear();
+        // Chunks an applied generation left while a read held spans of
+        // them, once none does.
+        t.pins.settle(|c| {
+            if let Ok(mut d) = t.dirty.try_borrow_mut() {
+                d.give_chunks(c, t.limit.bytes);
+            }
+        });
         t.logged.set(t.logged.get() + bytes);
         let full = {
             let d = t.dirty.borrow();
@@ -666,7 +682,7 @@ impl ShardStore {
             keys.iter()
                 .filter_map(|k| {
                     let v = dirty.get(k).or_else(|| drain.as_ref().and_then(|d| d.gen.get(k)))?;
-                    Some((Bytes::copy_from_slice(k), v.clone()))
+                    Some((Bytes::copy_from_slice(k), v.map(|v| Bytes::copy_from_slice(&v))))
                 })
                 .collect()
         };

@@ -15,12 +15,12 @@
 //! fresh shard, 11% after 600k LPUSHes). Records move into the reserve
 //! once the small map is full.
 
-use bytes::Bytes;
 use hashbrown::hash_map::RawEntryMut;
 
 use super::gen::Rec;
+use super::slab::Span;
 
-pub(super) type Map = hashbrown::HashMap<Bytes, Rec, ahash::RandomState>;
+pub(super) type Map = hashbrown::HashMap<Span, Rec, ahash::RandomState>;
 
 /// Below this many records a full map still grows in place (its rehash
 /// takes well under a millisecond).
@@ -97,7 +97,7 @@ impl Recs {
     }
 
     #[inline]
-    pub(super) fn get_key_value(&self, k: &[u8]) -> Option<(&Bytes, &Rec)> {
+    pub(super) fn get_key_value(&self, k: &[u8]) -> Option<(&Span, &Rec)> {
         self.maps.iter().rev().find_map(|m| m.get_key_value(k))
     }
 
@@ -109,12 +109,12 @@ impl Recs {
         self.remove_entry(k).map(|(_, r)| r)
     }
 
-    pub(super) fn remove_entry(&mut self, k: &[u8]) -> Option<(Bytes, Rec)> {
+    pub(super) fn remove_entry(&mut self, k: &[u8]) -> Option<(Span, Rec)> {
         self.maps.iter_mut().rev().find_map(|m| m.remove_entry(k))
     }
 
     /// Keeps the records `keep` answers true for.
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Bytes, &mut Rec) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&Span, &mut Rec) -> bool) {
         for m in &mut self.maps {
             m.retain(&mut keep);
         }
@@ -166,7 +166,7 @@ impl Recs {
     }
 
     /// Puts `rec` back under `k` (none of its maps holds `k`).
-    pub(super) fn insert(&mut self, k: Bytes, rec: Rec) {
+    pub(super) fn insert(&mut self, k: Span, rec: Rec) {
         self.make_room();
         self.newest().insert(k, rec);
     }
@@ -180,23 +180,23 @@ pub(super) enum Slot<'a> {
 
 /// Where a new record goes ([`Recs::slot`]).
 pub(super) struct Vacant<'a> {
-    map: hashbrown::hash_map::RawVacantEntryMut<'a, Bytes, Rec, ahash::RandomState>,
+    map: hashbrown::hash_map::RawVacantEntryMut<'a, Span, Rec, ahash::RandomState>,
     h: u64,
 }
 
 impl Vacant<'_> {
-    pub(super) fn insert(self, k: Bytes, rec: Rec) {
+    pub(super) fn insert(self, k: Span, rec: Rec) {
         self.map.insert_hashed_nocheck(self.h, k, rec);
     }
 }
 
 /// A record one of the maps holds ([`Recs::slot`]).
 pub(super) struct Held<'a> {
-    map: hashbrown::hash_map::RawOccupiedEntryMut<'a, Bytes, Rec, ahash::RandomState>,
+    map: hashbrown::hash_map::RawOccupiedEntryMut<'a, Span, Rec, ahash::RandomState>,
 }
 
 impl Held<'_> {
-    pub(super) fn key(&self) -> &Bytes {
+    pub(super) fn key(&self) -> &Span {
         self.map.key()
     }
 
@@ -208,7 +208,7 @@ impl Held<'_> {
         self.map.get_mut()
     }
 
-    pub(super) fn remove_entry(self) -> (Bytes, Rec) {
+    pub(super) fn remove_entry(self) -> (Span, Rec) {
         self.map.remove_entry()
     }
 }
@@ -218,7 +218,7 @@ mod tests {
     use super::*;
 
     fn rec(v: &[u8]) -> Rec {
-        Rec::new(Some(Bytes::copy_from_slice(v)), false)
+        Rec::new(Some(Span::leaked(v)), false)
     }
 
     fn put(r: &mut Recs, hasher: &ahash::RandomState, k: &[u8], v: &[u8]) -> bool {
@@ -228,7 +228,7 @@ mod tests {
                 false
             }
             Slot::Vacant(at) => {
-                at.insert(Bytes::copy_from_slice(k), rec(v));
+                at.insert(Span::leaked(k), rec(v));
                 true
             }
         }
@@ -251,7 +251,7 @@ mod tests {
         for i in 0..n {
             let k = key(i);
             assert!(!put(&mut r, &hasher, &k, b"b"), "{i} is held");
-            assert_eq!(r.get(&k).and_then(|x| x.v.clone()).as_deref(), Some(&b"b"[..]));
+            assert_eq!(r.get(&k).and_then(|x| x.v).as_deref(), Some(&b"b"[..]));
             let (kk, _) = r.get_key_value(&k).unwrap();
             assert_eq!(kk.as_ref(), &k[..]);
             assert!(r.get_hashed(hasher.hash_one(&k[..]), &k).is_some());
@@ -263,8 +263,8 @@ mod tests {
         assert!(!r.contains_key(&key(0)) && !r.contains_key(&key(n - 1)));
         r.retain(|k, _| !k.ends_with(b"7"));
         assert!((1..n - 1).all(|i| r.contains_key(&key(i)) != i.to_string().ends_with('7')));
-        r.insert(Bytes::from(key(0)), rec(b"c"));
-        assert_eq!(r.get(&key(0)).and_then(|x| x.v.clone()).as_deref(), Some(&b"c"[..]));
+        r.insert(Span::leaked(&key(0)), rec(b"c"));
+        assert_eq!(r.get(&key(0)).and_then(|x| x.v).as_deref(), Some(&b"c"[..]));
         r.retain(|_, _| false);
         assert!(r.is_empty());
     }
@@ -306,7 +306,7 @@ mod tests {
         assert!(r.reserve.is_none());
         for i in 0..=first {
             assert!(!put(&mut r, &hasher, &key(i), b"w"), "{i} is held");
-            assert_eq!(r.get(&key(i)).and_then(|x| x.v.clone()).as_deref(), Some(&b"w"[..]));
+            assert_eq!(r.get(&key(i)).and_then(|x| x.v).as_deref(), Some(&b"w"[..]));
         }
         assert_eq!(r.len(), first + 1);
         // Unused, the reserve is still what is handed on.

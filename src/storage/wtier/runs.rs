@@ -11,16 +11,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use bytes::Bytes;
+use super::slab::Span;
 
 /// New keys sorted together into one run.
 pub(super) const RUN: usize = 4096;
 
 /// A key with its first 16 bytes as a number: most comparisons end there,
 /// without reading the key's bytes on the heap.
-pub(super) type Keyed = (u128, Bytes);
+pub(super) type Keyed = (u128, Span);
 
-fn keyed(k: Bytes) -> Keyed {
+fn keyed(k: Span) -> Keyed {
     let mut h = [0u8; 16];
     let n = k.len().min(16);
     h[..n].copy_from_slice(&k[..n]);
@@ -56,8 +56,8 @@ impl Start<'_> {
 /// is among `keys`, so a read may use them up to it and go on past it.
 #[derive(Default)]
 pub(super) struct Taken {
-    pub(super) keys: Vec<Bytes>,
-    pub(super) bound: Option<Bytes>,
+    pub(super) keys: Vec<Span>,
+    pub(super) bound: Option<Span>,
 }
 
 impl Taken {
@@ -65,17 +65,12 @@ impl Taken {
     fn take_run(&mut self, run: &[Keyed], from: Start<'_>, hi: &[u8], n: usize) {
         let start = run.partition_point(|(_, k)| from.before(k));
         let before = self.keys.len();
-        self.keys.extend(
-            run[start..]
-                .iter()
-                .take(n)
-                .take_while(|(_, k)| k.as_ref() < hi)
-                .map(|(_, k)| k.clone()),
-        );
+        self.keys
+            .extend(run[start..].iter().take(n).take_while(|(_, k)| k.as_ref() < hi).map(|(_, k)| *k));
         if self.keys.len() - before == n {
             if let Some(last) = self.keys.last() {
                 if self.bound.as_ref().is_none_or(|b| last < b) {
-                    self.bound = Some(last.clone());
+                    self.bound = Some(*last);
                 }
             }
         }
@@ -86,7 +81,7 @@ impl Taken {
 /// keys not yet sorted.
 #[derive(Default)]
 pub(super) struct Runs {
-    fresh: Vec<Bytes>,
+    fresh: Vec<Span>,
     runs: Vec<Vec<Keyed>>,
     /// Emptied runs of a generation merged before it, for its own
     /// ([`Runs::reuse`]): a run is 4096 keys of 48 bytes, and a fresh one
@@ -99,7 +94,7 @@ impl Runs {
     /// Notes a key new to the generation. True when [`RUN`] of them wait
     /// to be sorted ([`Runs::seal`]).
     #[must_use]
-    pub(super) fn add(&mut self, k: Bytes) -> bool {
+    pub(super) fn add(&mut self, k: Span) -> bool {
         self.fresh.push(k);
         self.fresh.len() >= RUN
     }
@@ -107,7 +102,7 @@ impl Runs {
     /// Sorts the keys added since the last run into a run, leaving out
     /// those `keep` says the generation no longer holds (a record that
     /// left whole: `Gen::put`), which the drain would pass over.
-    pub(super) fn seal(&mut self, keep: impl Fn(&Bytes) -> bool) {
+    pub(super) fn seal(&mut self, keep: impl Fn(&Span) -> bool) {
         // Drained, not taken: the next run's keys reuse its room.
         let mut run = self.spare.pop().unwrap_or_default();
         // Room for all of them at once: grown by doubling through a filter
@@ -161,7 +156,7 @@ impl Runs {
         for (r, run) in self.runs.iter_mut().enumerate() {
             left += run.len();
             if let Some((h, k)) = run.first_mut() {
-                heap.push(Reverse((*h, std::mem::take(k), r)));
+                heap.push(Reverse((*h, *k, r)));
             }
         }
         Merge {
@@ -180,15 +175,15 @@ pub(super) struct Merge {
     runs: Vec<Vec<Keyed>>,
     /// The next key of each run.
     pos: Vec<usize>,
-    heap: BinaryHeap<Reverse<(u128, Bytes, usize)>>,
+    heap: BinaryHeap<Reverse<(u128, Span, usize)>>,
     /// The next key, out of the heap while its run keeps the lead: runs
     /// that do not interleave (a list's pushes, a stream's entries) are
     /// then taken with one comparison a key instead of a pop and a push
     /// (the heap's sifts were ~650 instructions a key of LPUSH's drain).
-    lead: Option<(u128, Bytes, usize)>,
+    lead: Option<(u128, Span, usize)>,
     left: usize,
     /// Keys taken and given back (a slice that failed to apply), first.
-    back: std::collections::VecDeque<Bytes>,
+    back: std::collections::VecDeque<Span>,
 }
 
 impl Merge {
@@ -215,7 +210,7 @@ impl Merge {
             .iter()
             .map(|Reverse((_, k, _))| k)
             .chain(self.lead.iter().map(|(_, k, _)| k));
-        out.keys.extend(next.chain(self.back.iter()).filter(|k| from.holds(k, hi)).cloned());
+        out.keys.extend(next.chain(self.back.iter()).filter(|k| from.holds(k, hi)).copied());
     }
 
     /// Keys not yet taken.
@@ -225,7 +220,7 @@ impl Merge {
 
     /// Gives back `keys`, the last ones taken, in the order taken: they
     /// come out again before the rest.
-    pub(super) fn put_back(&mut self, keys: Vec<Bytes>) {
+    pub(super) fn put_back(&mut self, keys: Vec<Span>) {
         self.left += keys.len();
         for k in keys.into_iter().rev() {
             self.back.push_front(k);
@@ -234,9 +229,9 @@ impl Merge {
 }
 
 impl Iterator for Merge {
-    type Item = Bytes;
+    type Item = Span;
 
-    fn next(&mut self) -> Option<Bytes> {
+    fn next(&mut self) -> Option<Span> {
         if let Some(k) = self.back.pop_front() {
             self.left -= 1;
             return Some(k);
@@ -246,12 +241,8 @@ impl Iterator for Merge {
             None => self.heap.pop()?.0,
         };
         self.pos[r] += 1;
-        // Moved out of its run, not cloned: a clone touches the key's
-        // reference count, a cache miss for a key written long ago (the
-        // drain's slices were 12% of SET -P16 over 1M keys, most of it
-        // here).
-        if let Some((h, next)) = self.runs[r].get_mut(self.pos[r]) {
-            let next = (*h, std::mem::take(next), r);
+        if let Some(&(h, next)) = self.runs[r].get(self.pos[r]) {
+            let next = (h, next, r);
             match self.heap.peek() {
                 Some(Reverse(top)) if *top < next => self.heap.push(Reverse(next)),
                 _ => self.lead = Some(next),
@@ -289,7 +280,7 @@ mod tests {
             if !k.ends_with('7') || i >= RUN * 3 {
                 want.push(k.clone().into_bytes());
             }
-            if runs.add(Bytes::from(k)) {
+            if runs.add(Span::leaked(k.as_bytes())) {
                 runs.seal(|k| !k.ends_with(b"7"));
             }
         }
@@ -303,7 +294,7 @@ mod tests {
         }
         assert_eq!(m.left(), want.len() - 100);
         // A slice that failed to apply is taken again, in order.
-        let taken: Vec<Bytes> = m.by_ref().take(5).collect();
+        let taken: Vec<Span> = m.by_ref().take(5).collect();
         m.put_back(taken);
         assert_eq!(m.left(), want.len() - 100);
         got.extend(m.by_ref().map(|k| k.to_vec()));
@@ -322,7 +313,7 @@ mod tests {
             for i in (0..RUN * 2 + 3).rev() {
                 let k = format!("{tag}:{i:08}");
                 want.push(k.clone().into_bytes());
-                if runs.add(Bytes::from(k)) {
+                if runs.add(Span::leaked(k.as_bytes())) {
                     runs.seal(|_| true);
                 }
             }
@@ -353,14 +344,14 @@ mod tests {
         for i in (0..(RUN * 3) as u64).rev() {
             let k = [&b"\x00list-prefix-longer-than-16:"[..], &i.to_be_bytes()].concat();
             want.push(k.clone());
-            if runs.add(Bytes::from(k)) {
+            if runs.add(Span::leaked(&k)) {
                 runs.seal(|_| true);
             }
         }
         // Written again after its run was sealed: there twice.
         let again = [&b"\x00list-prefix-longer-than-16:"[..], &5u64.to_be_bytes()].concat();
         want.push(again.clone());
-        let _ = runs.add(Bytes::from(again));
+        let _ = runs.add(Span::leaked(&again));
         want.sort();
         let got: Vec<Vec<u8>> = runs.merge().map(|k| k.to_vec()).collect();
         assert_eq!(got, want);

@@ -102,14 +102,16 @@ impl ShardStore {
         }
         found.sort_unstable();
         found.dedup();
+        // Copied out: the caller's visit may write (and end a drain).
         let dirty = t.dirty.borrow();
         let recs = found
             .into_iter()
             .filter_map(|k| {
-                let v = dirty.get(&k).or_else(|| drain.as_ref().and_then(|d| d.gen.get(&k)))?.clone();
-                Some((k, v))
+                let v = dirty.get(&k).or_else(|| drain.as_ref().and_then(|d| d.gen.get(&k)))?;
+                Some((Bytes::copy_from_slice(&k), v.map(|v| Bytes::copy_from_slice(&v))))
             })
             .collect();
+        let next = next.map(|b| Bytes::copy_from_slice(&b));
         (recs, next)
     }
 }

@@ -1,6 +1,7 @@
 //! The idle write-back (`ShardStore::tier_write_back`): slice by slice,
 //! the draining generation first, then dirty; nothing while staged
-//! records wait for their log append.
+//! records wait for their log append. And what a read of the tier holds
+//! while the tier is written back.
 
 use super::*;
 
@@ -43,4 +44,35 @@ fn an_idle_write_back_empties_the_tier_a_slice_at_a_time() {
     assert_eq!(peer(&p, &k(0)), Some(b"new".to_vec()));
     assert_eq!(get(&s, &k(0)), Some(b"new".to_vec()));
     assert_eq!(s.tier_write_back(4).unwrap(), WriteBack::Done);
+}
+
+/// A value read from the tier stays as it was while the read's own code
+/// writes, has the generation holding it applied, and fills the memory it
+/// was in with later records: that generation's chunks wait until the read
+/// is over, and the next logged turn after it hands them on.
+#[test]
+fn a_value_read_from_the_tier_outlives_the_drain_its_reader_causes() {
+    let (_d, s, _p) = stores(1000);
+    let k = |i: usize| keys::sub_key(0, b"h", 1, format!("f{i:04}").as_bytes());
+    for i in 0..100 {
+        put(&s, &k(i), &[b'a'; 200]);
+    }
+    let seen = s
+        .get_with(&k(7), |v| {
+            let v = v.expect("in the tier");
+            s.tier_apply().unwrap();
+            assert_eq!(s.write_tier_size().records, 0, "applied");
+            assert!(s.wtier.pins.waiting() > 0, "its chunks wait for the read");
+            for i in 0..200 {
+                put(&s, &k(1000 + i), &[b'z'; 200]);
+            }
+            assert!(s.wtier.pins.waiting() > 0, "still: the read is not over");
+            v.to_vec()
+        })
+        .unwrap();
+    assert_eq!(seen, vec![b'a'; 200]);
+    put(&s, &k(5000), b"x");
+    assert_eq!(s.wtier.pins.waiting(), 0, "handed on once no read holds them");
+    assert_eq!(get(&s, &k(7)), Some(vec![b'a'; 200]));
+    assert_eq!(get(&s, &k(1100)), Some(vec![b'z'; 200]));
 }
