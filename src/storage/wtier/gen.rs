@@ -74,9 +74,6 @@ pub(super) struct Gen {
     /// A record left the map since the last run was sealed (only then
     /// does a seal look its keys up).
     gone: bool,
-    /// Records it let go of once applied ([`Gen::applied`]): their
-    /// memory is the generation's until its end, so still charged.
-    applied: u64,
     /// Bytes of records it no longer holds (a value overwritten, a record
     /// gone): in its chunks until it is applied, so charged to the budget.
     waste: u64,
@@ -111,7 +108,6 @@ impl Gen {
             bytes: 0,
             order: runs::Runs::default(),
             gone: false,
-            applied: 0,
             waste: 0,
             slab: Slab::new(chunk),
         }
@@ -175,7 +171,7 @@ impl Gen {
 
     /// The memory it takes, as the budget counts it.
     pub(super) fn charge(&self) -> u64 {
-        self.bytes + self.waste + (self.map.len() as u64 + self.applied) * RECORD_OVERHEAD
+        self.bytes + self.waste + self.map.len() as u64 * RECORD_OVERHEAD
     }
 
     /// `k`'s latest value, if it holds one (None inside: deleted).
@@ -296,14 +292,6 @@ impl Gen {
     pub(super) fn forget(&mut self, k: &[u8]) {
         if let Some((key, r)) = self.map.remove_entry(k) {
             self.left(key.len() as u64 + len(&r.v));
-        }
-    }
-
-    /// Lets go of `k`'s record, applied to the families by the drain (its
-    /// bytes stay charged until the generation ends).
-    pub(super) fn applied(&mut self, k: &[u8]) {
-        if self.map.remove(k).is_some() {
-            self.applied += 1;
         }
     }
 

@@ -351,7 +351,9 @@ impl WriteTier {
     /// Records it holds in memory and the memory they take (INFO).
     pub(super) fn size(&self) -> (u64, u64) {
         let (d, g) = (self.dirty.borrow(), self.drain.borrow());
-        let (n, b) = g.as_ref().map_or((0, 0), |g| (g.gen.map.len() as u64, g.gen.charge()));
+        // The draining generation's records not yet applied (it keeps
+        // the applied ones to its end, charged).
+        let (n, b) = g.as_ref().map_or((0, 0), |g| (g.order.left() as u64, g.gen.charge()));
         (d.map.len() as u64 + n, d.charge() + b)
     }
 
