@@ -9,10 +9,14 @@ use std::cmp::Ordering;
 
 /// A position's first 8 bytes, big-endian, zero-padded: comparing these,
 /// then the bytes on a tie, orders positions as their bytes do.
+#[inline]
 pub fn lead(p: &[u8]) -> u64 {
+    if let Some(b) = p.first_chunk::<8>() {
+        // Every stored position (a score's 8 bytes, then the member).
+        return u64::from_be_bytes(*b);
+    }
     let mut b = [0u8; 8];
-    let n = p.len().min(8);
-    b[..n].copy_from_slice(&p[..n]);
+    b[..p.len()].copy_from_slice(p);
     u64::from_be_bytes(b)
 }
 
@@ -67,19 +71,21 @@ impl Positions {
         }
     }
 
-    /// Where `p` is (Ok) or would go (Err).
+    /// Where `p` is (Ok) or would go (Err): the first position whose lead
+    /// is not below `p`'s (std's branchless search: a search that branched
+    /// on each compare mispredicted about half of them, 3.9% of ZADD -P16
+    /// over 1000 members), then those with `p`'s lead by their bytes.
     pub fn search(&self, p: &[u8]) -> Result<usize, usize> {
         let k = lead(p);
-        let (mut lo, mut hi) = (0usize, self.leads.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match cmp_led(self.leads[mid], &self.all[mid], k, p) {
-                Ordering::Less => lo = mid + 1,
-                Ordering::Greater => hi = mid,
-                Ordering::Equal => return Ok(mid),
+        let mut i = self.leads.partition_point(|&x| x < k);
+        while self.leads.get(i) == Some(&k) {
+            match self.all[i].as_slice().cmp(p) {
+                Ordering::Less => i += 1,
+                Ordering::Equal => return Ok(i),
+                Ordering::Greater => return Err(i),
             }
         }
-        Err(lo)
+        Err(i)
     }
 
     /// How many positions sort before `p`.
@@ -148,6 +154,38 @@ mod tests {
         }
         assert_eq!(set.search(&[1, 2, 3, 4, 5, 6, 7, 8, 5]), Err(6));
         assert_eq!(set.below(&[2]), 8);
+    }
+
+    /// Searches agree with a search of the bytes, over runs of equal
+    /// leads (equal scores) and short positions.
+    #[test]
+    fn search_agrees_with_the_bytes() {
+        let mut all: Vec<Vec<u8>> = Vec::new();
+        for score in [0u64, 1, 1 << 40, u64::MAX] {
+            for m in 0..20u8 {
+                let mut p = score.to_be_bytes().to_vec();
+                p.extend(std::iter::repeat_n(m, (m % 4) as usize));
+                all.push(p);
+            }
+        }
+        all.extend([vec![], vec![0], vec![0, 0, 0]]);
+        all.sort();
+        all.dedup();
+        let set = Positions::from_sorted(all.clone());
+        let mut probes = all.clone();
+        for p in &all {
+            let mut q = p.clone();
+            q.push(0);
+            probes.push(q);
+            if let Some(l) = p.last() {
+                let mut q = p.clone();
+                *q.last_mut().unwrap() = l.wrapping_add(1);
+                probes.push(q);
+            }
+        }
+        for p in &probes {
+            assert_eq!(set.search(p), all.binary_search(p), "{p:?}");
+        }
     }
 
     #[test]
