@@ -43,6 +43,19 @@ fn delete(s: &ShardStore, k: &[u8]) {
     s.write(b).unwrap();
 }
 
+/// A transaction's delete of every meta record of db 0 (a range delete:
+/// it goes past the tier).
+fn delete_db0_in_tx(s: &ShardStore) {
+    s.begin_tx(false);
+    let mut b = s.batch();
+    let (lo, hi) = keys::meta_db_range(0);
+    s.delete_range(&mut b, &lo, &hi);
+    s.write(b).unwrap();
+    let w = s.write_own_tx();
+    s.end_tx(&w);
+    w.unwrap();
+}
+
 fn stores(limit: usize) -> (tempfile::TempDir, ShardStore, crate::storage::PeerStore) {
     let (dir, e) = engine(1, 1 << 20, limit, 0);
     (dir, e.shard(0).unwrap(), e.peer(0).unwrap())
@@ -586,14 +599,7 @@ fn a_transaction_on_one_shard_waits_in_the_write_tier() {
     assert_eq!((get(&s, &a), get(&s, &f)), (Some(b"1".to_vec()), Some(b"x".to_vec())));
     // A range delete goes past the tier: what the tier holds inside its
     // range is dropped, the rest (the member `f`) stays in the tier.
-    s.begin_tx(false);
-    let mut b = s.batch();
-    let (lo, hi) = keys::meta_db_range(0);
-    s.delete_range(&mut b, &lo, &hi);
-    s.write(b).unwrap();
-    let w = s.write_own_tx();
-    s.end_tx(&w);
-    w.unwrap();
+    delete_db0_in_tx(&s);
     assert_eq!(get(&s, &a), None);
     assert_eq!((get(&s, &f), peer(&p, &f)), (Some(b"x".to_vec()), None), "f waits in the tier");
     assert_eq!(s.write_tier_size().records, 1);

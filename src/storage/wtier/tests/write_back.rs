@@ -94,14 +94,7 @@ fn applied_records_stay_readable_and_a_delete_past_the_tier_forgets_them() {
     put(&s, &k(1), b"newer");
     assert_eq!(get(&s, &k(1)), Some(b"newer".to_vec()), "dirty's over the applied record");
     // A transaction's range delete goes past the tier.
-    s.begin_tx(false);
-    let mut b = s.batch();
-    let (lo, hi) = keys::meta_db_range(0);
-    s.delete_range(&mut b, &lo, &hi);
-    s.write(b).unwrap();
-    let w = s.write_own_tx();
-    s.end_tx(&w);
-    w.unwrap();
+    delete_db0_in_tx(&s);
     for i in 0..10 {
         assert_eq!(get(&s, &k(i)), None, "k{i} deleted");
     }
