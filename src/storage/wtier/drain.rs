@@ -98,12 +98,11 @@ impl ShardStore {
         let wb = &mut *room;
         wb.clear();
         let slice: Vec<Span> = d.order.by_ref().take(n).collect();
-        // Each record's value, found with the slice's one probe of the
-        // generation's map (it took three: the write, the cache's insert
-        // and the record's removal, each most often a miss on a big map:
-        // a third of the drain of SET -P16 over a million keys).
-        // The probes in a loop of their own: independent, their misses
-        // overlap.
+        // Each record's value, found with one probe of the generation's
+        // map and reused for the meta cache (it probed three times: the
+        // write, the cache's insert and the record's removal; the later
+        // two hit the lines the first brought in, so what the drain pays
+        // is that first probe's misses: tuning.md, session 59).
         let vals: Vec<Option<Option<Span>>> = slice.iter().map(|k| d.gen.get(k)).collect();
         let cache = self.cache.as_ref();
         for (k, v) in slice.iter().zip(&vals) {
