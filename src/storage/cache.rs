@@ -47,8 +47,8 @@ use super::keys::TAG_META;
 
 /// What an entry costs beyond its key and value bytes: its allocation's
 /// header (the counts, its own 3 bytes, the allocator's rounding) and its
-/// slot at the table's fill (tuning.md, "Meta cache").
-const ENTRY_OVERHEAD: u64 = 64;
+/// slot (32 bytes) at the table's fill (tuning.md, "Meta cache").
+const ENTRY_OVERHEAD: u64 = 75;
 
 /// The table's parts (a part's lock is what a peer's read and the owner's
 /// write meet on); picked by the hash's top bits.
@@ -61,7 +61,7 @@ const HOT: u64 = 1 << 59;
 /// A part's first table (slots); it doubles past 3/4 full.
 const FIRST_SLOTS: usize = 256;
 /// A part this long makes the table [`MetaCache::big`]: 16 parts of 4096
-/// slots of 24 bytes are 1.5 MiB of slots, past a core's L2.
+/// slots of 32 bytes are 2 MiB of slots, past a core's L2.
 const BIG_SLOTS: usize = 4096;
 
 /// Hits and misses since start, for INFO.
@@ -142,6 +142,10 @@ fn weigh(key: &[u8], value: Option<&[u8]>) -> u64 {
 struct Slot {
     /// The key's hash, with [`HOT`] set by reads.
     tag: AtomicU64,
+    /// The owner's copy of the key's access stamp (`types::access`; 0:
+    /// none yet), on the line a read of the key loads anyway
+    /// ([`MetaCache::with_stamp`]).
+    stamp: AtomicU64,
     entry: Option<Cached>,
 }
 
@@ -193,6 +197,7 @@ impl Part {
         self.weight += entry.weight();
         self.slots[i] = Slot {
             tag: AtomicU64::new(hash),
+            stamp: AtomicU64::new(0),
             entry: Some(entry),
         };
         self.len += 1;
@@ -357,6 +362,36 @@ impl MetaCache {
             s.tag.fetch_or(HOT, Ordering::Relaxed);
         }
         s.entry.clone()
+    }
+
+    /// The owner's copy of the access stamp of the key hashed `hash` (by
+    /// [`MetaCache::hasher`]), when it holds an entry of that hash: `f`
+    /// sees the copy (0: none yet) and returns the one to keep (None:
+    /// unchanged). False when no entry has the hash. Keyed by the hash
+    /// alone, as the access table is (two keys of one 63-bit hash would
+    /// share a stamp, which only blurs an estimate).
+    #[inline]
+    pub fn with_stamp(&self, hash: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
+        let hash = hash & !HOT;
+        let part = self.read(hash);
+        if part.slots.is_empty() {
+            return false;
+        }
+        let mask = part.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &part.slots[i];
+            if s.entry.is_none() {
+                return false;
+            }
+            if s.tag.load(Ordering::Relaxed) & !HOT == hash {
+                if let Some(w) = f(s.stamp.load(Ordering::Relaxed)) {
+                    s.stamp.store(w, Ordering::Relaxed);
+                }
+                return true;
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// The owner's lookup: `None` when not cached, else the entry (whose

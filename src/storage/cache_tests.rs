@@ -31,6 +31,49 @@ mod basics {
         assert!(!range_spares_meta(b"", b"\xff"));
     }
 
+    /// A slot's stamp copy (`with_stamp`): there only while the key's
+    /// entry is, kept by a new value and by the table's growth, found by
+    /// the key's hash.
+    #[test]
+    fn a_stamp_copy_lives_with_its_entry() {
+        let c = MetaCache::new(1 << 20);
+        let h = |k: &[u8]| c.hasher().hash_one(k);
+        let stamp = |k: &[u8]| {
+            let mut got = None;
+            c.with_stamp(h(k), |w| {
+                got = Some(w);
+                None
+            })
+            .then_some(got)
+            .flatten()
+        };
+        assert!(!c.with_stamp(h(b"\0Mk"), |_| Some(9)), "no entry, no copy");
+        c.insert(b"\0Mk", Some(b"v"));
+        assert_eq!(stamp(b"\0Mk"), Some(0), "a new entry has none yet");
+        assert!(c.with_stamp(h(b"\0Mk"), |_| Some(77)));
+        assert_eq!(stamp(b"\0Mk"), Some(77));
+        c.update(b"\0Mk", Some(b"w"));
+        c.insert(b"\0Mk", None);
+        assert_eq!(stamp(b"\0Mk"), Some(77), "a new value keeps it");
+        for i in 0..5_000u32 {
+            let k = format!("\0Mk{i}");
+            c.insert(k.as_bytes(), Some(b"x"));
+            assert!(c.with_stamp(h(k.as_bytes()), |_| Some(u64::from(i) + 1)));
+        }
+        for i in (0..5_000u32).step_by(97) {
+            assert_eq!(
+                stamp(format!("\0Mk{i}").as_bytes()),
+                Some(u64::from(i) + 1),
+                "k{i} after the growth"
+            );
+        }
+        assert_eq!(stamp(b"\0Mk"), Some(77));
+        c.clear();
+        assert_eq!(stamp(b"\0Mk"), None, "gone with its entry");
+        c.insert(b"\0Mk", Some(b"v"));
+        assert_eq!(stamp(b"\0Mk"), Some(0), "a new entry starts without");
+    }
+
     #[test]
     fn hits_misses_and_absent_keys() {
         let c = MetaCache::new(1 << 20);

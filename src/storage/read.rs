@@ -44,6 +44,14 @@ impl ShardStore {
         }
     }
 
+    /// The owner's copy of an access stamp on the meta cache's slot of the
+    /// meta key hashed `h` (`MetaCache::with_stamp`): false without an
+    /// entry of that hash.
+    #[inline]
+    pub fn with_meta_stamp(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
+        self.cache.as_ref().is_some_and(|c| c.with_stamp(h, f))
+    }
+
     /// The hasher the write tier's maps use: a caller that hashes a key
     /// with it for its own table reads the tier with the same hash.
     pub fn key_hasher(&self) -> &ahash::RandomState {

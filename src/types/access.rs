@@ -25,8 +25,11 @@ const BUCKETS: usize = 1 << 17;
 /// Words per bucket: a bucket is one 64-byte cache line (the mapping is
 /// page-aligned).
 const WAYS: usize = 8;
-/// Keys placed before the table moves to huge pages ([`Access::go_huge`]).
-const HUGE_AT: u32 = 1024;
+/// Keys placed before the table moves to huge pages ([`Words::on_huge_pages`]).
+/// At 1024 a keyspace of 1000 hot keys (redis-benchmark's `-r 1000`) never
+/// moved: ~800 small pages, and `touch_hashed` 7.7% of GET -P16, nearly
+/// all of it the bucket's load.
+const HUGE_AT: u32 = 256;
 /// Redis's LFU_INIT_VAL: a new key's counter.
 pub const LFU_INIT: u8 = 5;
 /// Redis's LRU clock: Unix seconds, 24 bits (it wraps every 194 days).
@@ -89,8 +92,9 @@ fn place(h: u64) -> (usize, u64) {
 /// to a mapping on huge pages: a thousand hot keys are a thousand 4 KiB
 /// pages, and their touches missed the TLB (84% of `touch_hashed`'s
 /// samples on the bucket's load, 6.4% of INCR -P16 over 1000 keys; 2.9%
-/// on huge pages), while by then ~800 of its 2048 small pages take memory
-/// anyway.
+/// on huge pages), while by then ~250 of its 2048 small pages take memory
+/// (its 8 MiB on huge pages are then what a shard pays once it holds a few
+/// hundred keys).
 struct Words {
     at: std::ptr::NonNull<u64>,
     len: usize,
@@ -172,6 +176,31 @@ impl Drop for Words {
     fn drop(&mut self) {
         // SAFETY: the mapping `map` made, not used after this.
         unsafe { libc::munmap(self.at.as_ptr().cast(), self.len * std::mem::size_of::<u64>()) };
+    }
+}
+
+/// Where the owner keeps copies of keys' stamps beside their cached
+/// records (the meta cache's slots: `ShardStore::with_meta_stamp`). The
+/// table stays the stamps' record: a copy only spares reading it, and
+/// every write of a stamp goes to both.
+pub trait Copies {
+    /// `f` sees the copy of the stamp of the key hashed `h` (0: none yet)
+    /// and returns the one to keep (None: unchanged); false when there is
+    /// no place for one (`f` not called).
+    fn with_copy(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool;
+}
+
+/// No copies: every touch reads the table.
+impl Copies for () {
+    fn with_copy(&self, _: u64, _: impl FnOnce(u64) -> Option<u64>) -> bool {
+        false
+    }
+}
+
+impl Copies for crate::storage::ShardStore {
+    #[inline]
+    fn with_copy(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
+        self.with_meta_stamp(h, f)
     }
 }
 
@@ -327,35 +356,67 @@ impl Access {
     /// Key `mk` was accessed at `now_ms`: its time, and its counter as
     /// Redis's `updateLFU` (decay for the minutes since, then a
     /// logarithmic increment).
-    pub fn touch(&self, mk: &[u8], now_ms: u64) {
-        self.touch_hashed(self.hasher.hash_one(mk), now_ms);
+    pub fn touch(&self, mk: &[u8], now_ms: u64, copies: &impl Copies) {
+        self.touch_hashed(self.hasher.hash_one(mk), now_ms, copies);
     }
 
     /// [`Access::touch`] of the meta key whose hash by the hasher given to
-    /// [`Access::new`] is `h`.
-    pub fn touch_hashed(&self, h: u64, now_ms: u64) {
+    /// [`Access::new`] is `h`. A key whose record the meta cache holds
+    /// keeps a copy of its stamp on the cache's slot ([`Copies`]), which a
+    /// read of the key has just loaded: the touch reads the copy, and
+    /// writes the table only when the stamp changes (a new second, a
+    /// counter raised), not on every read. The bucket's load was ~6-8% of
+    /// GET -P16 over 1000 keys, huge pages or not.
+    pub fn touch_hashed(&self, h: u64, now_ms: u64, copies: &impl Copies) {
         let (log_factor, decay_min) = (self.log_factor.get(), self.decay_min.get());
         let r = self.random();
         // Not remembered: it has been idle since the floor.
         let floor = self.floor();
-        self.update(h, now_ms, |was| {
-            let was = was.unwrap_or(floor);
-            Stamp::at(now_ms, log_incr(decayed(&was, now_ms, decay_min), log_factor, r))
+        let next = |was: Stamp| Stamp::at(now_ms, log_incr(decayed(&was, now_ms, decay_min), log_factor, r));
+        let tag = place(h).1;
+        let copied = copies.with_copy(h, |w| {
+            if w != 0 {
+                let new = next(Stamp::unpack(w));
+                let packed = new.pack(tag);
+                if packed == w {
+                    return None;
+                }
+                self.update(h, now_ms, |_| new);
+                return Some(packed);
+            }
+            let mut packed = 0;
+            self.update(h, now_ms, |was| {
+                let new = next(was.unwrap_or(floor));
+                packed = new.pack(tag);
+                new
+            });
+            (packed != 0).then_some(packed)
         });
+        if !copied {
+            self.update(h, now_ms, |was| next(was.unwrap_or(floor)));
+        }
+    }
+
+    /// Sets the stamp of the key hashed `h` to `new`, in the table and in
+    /// its copy if it has one.
+    fn put(&self, h: u64, now_ms: u64, new: Stamp, copies: &impl Copies) {
+        self.update(h, now_ms, |_| new);
+        copies.with_copy(h, |_| Some(new.pack(place(h).1)));
     }
 
     /// Key `mk` was created: idle 0, Redis's initial counter.
-    pub fn created(&self, mk: &[u8], now_ms: u64) {
-        self.update(self.hasher.hash_one(mk), now_ms, |_| Stamp::at(now_ms, LFU_INIT));
+    pub fn created(&self, mk: &[u8], now_ms: u64, copies: &impl Copies) {
+        self.put(self.hasher.hash_one(mk), now_ms, Stamp::at(now_ms, LFU_INIT), copies);
     }
 
     /// RESTORE's IDLETIME and FREQ: sets what the key's next reads report.
-    pub fn set(&self, mk: &[u8], now_ms: u64, idle_s: Option<u64>, freq: Option<u8>) {
+    pub fn set(&self, mk: &[u8], now_ms: u64, idle_s: Option<u64>, freq: Option<u8>, copies: &impl Copies) {
         let at_ms = now_ms.saturating_sub(idle_s.unwrap_or(0).saturating_mul(1000));
-        self.update(self.hasher.hash_one(mk), now_ms, |_| Stamp {
+        let new = Stamp {
             ldt: minutes(now_ms),
             ..Stamp::at(at_ms, freq.unwrap_or(LFU_INIT))
-        });
+        };
+        self.put(self.hasher.hash_one(mk), now_ms, new, copies);
     }
 
     /// Milliseconds since key `mk` was last accessed, in whole seconds as
@@ -405,21 +466,21 @@ mod tests {
     fn idle_time_and_counter() {
         let a = Access::new(1_000, ahash::RandomState::new());
         assert_eq!(a.idle_ms(b"k", 5_000), 4_000, "never touched: idle since the floor");
-        a.created(b"k", 10_000);
+        a.created(b"k", 10_000, &());
         assert_eq!(a.freq(b"k", 10_000), LFU_INIT);
         // Redis's clock: whole seconds.
         assert_eq!(a.idle_ms(b"k", 12_500), 2_000);
         // Many touches raise the counter, logarithmically.
         a.configure(10, 0, 10_000);
         for i in 0..10_000 {
-            a.touch(b"k", 10_000 + i);
+            a.touch(b"k", 10_000 + i, &());
         }
         let f = a.freq(b"k", 20_000);
         assert!((10..100).contains(&f), "{f}");
         // Decay: one per minute with lfu-decay-time 1.
         a.configure(10, 1, 20_000);
         assert_eq!(a.freq(b"k", 20_000 + 3 * 60_000), f - 3);
-        a.set(b"r", 100_000, Some(50), Some(77));
+        a.set(b"r", 100_000, Some(50), Some(77), &());
         assert_eq!(a.idle_ms(b"r", 100_000), 50_000);
         assert_eq!(a.freq(b"r", 100_000), 77);
     }
@@ -430,12 +491,73 @@ mod tests {
     fn a_touch_by_hash_is_the_touch_of_its_key() {
         let h = ahash::RandomState::new();
         let a = Access::new(1_000, h.clone());
-        a.touch_hashed(h.hash_one(&b"\x00Mkey"[..]), 7_000);
+        a.touch_hashed(h.hash_one(&b"\x00Mkey"[..]), 7_000, &());
         assert_eq!(a.idle_ms(b"\x00Mkey", 9_000), 2_000);
         assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 8_000);
-        a.touch(b"\x00Mother", 5_500);
-        a.touch_hashed(h.hash_one(&b"\x00Mother"[..]), 8_800);
+        a.touch(b"\x00Mother", 5_500, &());
+        a.touch_hashed(h.hash_one(&b"\x00Mother"[..]), 8_800, &());
         assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 1_000);
+    }
+
+    /// Copies as the meta cache keeps them: a slot per cached key.
+    struct Slots(RefCell<std::collections::HashMap<u64, u64>>);
+
+    impl Copies for Slots {
+        fn with_copy(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
+            let mut m = self.0.borrow_mut();
+            let Some(w) = m.get_mut(&h) else { return false };
+            if let Some(new) = f(*w) {
+                *w = new;
+            }
+            true
+        }
+    }
+
+    /// With a copy beside the cached record, the stamps read what they
+    /// read without one: a touch that changes nothing writes nothing, one
+    /// that does writes the table too, and a key created again (or given
+    /// RESTORE's stamp) starts over in both, not from its old copy.
+    #[test]
+    fn a_copy_of_the_stamp_reads_as_the_table() {
+        let h = ahash::RandomState::new();
+        let a = Access::new(1_000, h.clone());
+        let plain = Access::new(1_000, h.clone());
+        let hk = h.hash_one(&b"\x00Mk"[..]);
+        let slots = Slots(RefCell::new([(hk, 0)].into_iter().collect()));
+        a.configure(10, 1, 2_000);
+        plain.configure(10, 1, 2_000);
+        a.created(b"\x00Mk", 2_000, &slots);
+        plain.created(b"\x00Mk", 2_000, &());
+        assert_ne!(slots.0.borrow()[&hk], 0, "the create left its copy");
+        // The same touches, through the copy and without it (the same
+        // random draws: both tables started from the same seed).
+        for i in 0..20_000u64 {
+            let t = 2_000 + i * 7;
+            a.touch_hashed(hk, t, &slots);
+            plain.touch_hashed(hk, t, &());
+        }
+        let now = 2_000 + 20_000 * 7;
+        assert_eq!(a.idle_ms(b"\x00Mk", now + 3_000), plain.idle_ms(b"\x00Mk", now + 3_000));
+        assert_eq!(a.freq(b"\x00Mk", now), plain.freq(b"\x00Mk", now));
+        assert!(a.freq(b"\x00Mk", now) > LFU_INIT, "the counter rose");
+        let copy = Stamp::unpack(slots.0.borrow()[&hk]);
+        assert_eq!(copy, a.find(hk).unwrap_or_else(|| a.floor()), "the copy is the table's stamp");
+        // Created again: the counter starts over, and the next touch counts
+        // from there, not from the copy it had.
+        a.created(b"\x00Mk", now, &slots);
+        assert_eq!(a.freq(b"\x00Mk", now), LFU_INIT);
+        a.touch_hashed(hk, now + 1_000, &slots);
+        assert!(a.freq(b"\x00Mk", now + 1_000) <= LFU_INIT + 1);
+        assert_eq!(a.idle_ms(b"\x00Mk", now + 1_000), 0);
+        // RESTORE's IDLETIME and FREQ reach the copy too.
+        a.set(b"\x00Mk", now + 2_000, Some(100), Some(42), &slots);
+        a.touch_hashed(hk, now + 2_000, &slots);
+        let f = a.freq(b"\x00Mk", now + 2_000);
+        assert!((42..=43).contains(&f), "{f}");
+        // A key without a slot is touched in the table alone.
+        a.touch(b"\x00Mnone", now + 5_000, &slots);
+        assert_eq!(a.idle_ms(b"\x00Mnone", now + 5_000), 0);
+        assert_eq!(slots.0.borrow().len(), 1);
     }
 
     /// A key new to a full bucket takes the stalest key's word, and only
@@ -463,11 +585,11 @@ mod tests {
     fn the_clocks_wrap_as_redis_s() {
         let a = Access::new(0, ahash::RandomState::new());
         let wrap_s = (CLOCK_MAX + 1) * 1000;
-        a.created(b"k", wrap_s - 3_000);
+        a.created(b"k", wrap_s - 3_000, &());
         assert_eq!(a.idle_ms(b"k", wrap_s + 2_000), 5_000);
         a.configure(10, 1, 0);
         let wrap_min = 0x1_0000 * 60_000;
-        a.set(b"f", wrap_min - 60_000, None, Some(50));
+        a.set(b"f", wrap_min - 60_000, None, Some(50), &());
         assert_eq!(a.freq(b"f", wrap_min + 120_000), 47);
     }
 
@@ -477,7 +599,7 @@ mod tests {
         let a = Access::new(0, ahash::RandomState::new());
         let n = HUGE_AT + 100;
         for i in 0..n {
-            a.created(&i.to_le_bytes(), 5_000 + i as u64 * 1000);
+            a.created(&i.to_le_bytes(), 5_000 + i as u64 * 1000, &());
         }
         assert_eq!(a.placed.get(), HUGE_AT);
         let kept = (0..n)
@@ -495,12 +617,12 @@ mod tests {
         let a = Access::new(0, ahash::RandomState::new());
         let held = |n: u32| (0..n).filter(|i| a.idle_ms(&i.to_le_bytes(), 6_000) == 1_000).count();
         for i in 0..500_000u32 {
-            a.created(&i.to_le_bytes(), 5_000);
+            a.created(&i.to_le_bytes(), 5_000, &());
         }
         let half = held(500_000);
         assert!(half > 490_000, "{half}");
         for i in 500_000..1_000_000u32 {
-            a.created(&i.to_le_bytes(), 5_000);
+            a.created(&i.to_le_bytes(), 5_000, &());
         }
         let all = held(1_000_000);
         assert!(all > 850_000, "{all}");

@@ -239,12 +239,12 @@ impl Keyspace {
     /// update, no read (an entry for a key deleted meanwhile is harmless:
     /// a new key starts fresh).
     pub fn touch(&self, db: u8, key: &[u8], now_ms: u64) {
-        self.access.touch(&meta_key_buf(db, key), now_ms);
+        self.access.touch(&meta_key_buf(db, key), now_ms, &self.store);
     }
 
     /// RESTORE's IDLETIME and FREQ for `key`.
     pub fn set_access(&self, db: u8, key: &[u8], now_ms: u64, idle_s: Option<u64>, freq: Option<u8>) {
-        self.access.set(&meta_key_buf(db, key), now_ms, idle_s, freq);
+        self.access.set(&meta_key_buf(db, key), now_ms, idle_s, freq, &self.store);
     }
 
     /// SWAPDB `a` `b` on this shard, once the engine switched its map
@@ -365,7 +365,7 @@ impl Keyspace {
             },
         })??;
         if live && self.access.touching() {
-            self.access.touch_hashed(h, now_ms);
+            self.access.touch_hashed(h, now_ms, &self.store);
         }
         let f = f.take();
         match (step, f) {
@@ -447,11 +447,11 @@ impl Keyspace {
         let mk = meta_key_buf(db, key);
         if prior.is_none() {
             // A new key starts with a fresh access time and counter.
-            self.access.created(&mk, self.access.now());
+            self.access.created(&mk, self.access.now(), &self.store);
         } else if !self.access.touching() {
             // A write that read no key first (MSET, a move's destination)
             // still accesses it.
-            self.access.touch(&mk, self.access.now());
+            self.access.touch(&mk, self.access.now(), &self.store);
         }
         if prior.is_some() {
             self.store.put_present(b, &mk, raw);
