@@ -112,6 +112,35 @@ pub fn encode_buf(ty: KeyType, expire_ms: u64, body: &[u8]) -> MetaBuf {
     v
 }
 
+/// What a collection's meta value is encoded into: a `Vec`, or a
+/// [`MetaBuf`] on the stack ([`Coll::encode_buf`]).
+pub trait Out {
+    fn put(&mut self, b: u8);
+    fn put_slice(&mut self, s: &[u8]);
+}
+
+impl Out for Vec<u8> {
+    #[inline]
+    fn put(&mut self, b: u8) {
+        self.push(b);
+    }
+    #[inline]
+    fn put_slice(&mut self, s: &[u8]) {
+        self.extend_from_slice(s);
+    }
+}
+
+impl Out for MetaBuf {
+    #[inline]
+    fn put(&mut self, b: u8) {
+        self.push(b);
+    }
+    #[inline]
+    fn put_slice(&mut self, s: &[u8]) {
+        self.extend_from_slice(s);
+    }
+}
+
 /// Encodes a meta value of any type with the given body.
 pub fn encode(ty: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(HEADER + body.len());
@@ -410,46 +439,60 @@ impl Coll {
         }
     }
 
-    fn encode_body_into(&self, v: &mut Vec<u8>) {
-        v.extend_from_slice(&self.version.to_be_bytes());
-        v.extend_from_slice(&self.size.to_be_bytes());
+    fn encode_body_into(&self, v: &mut impl Out) {
+        v.put_slice(&self.version.to_be_bytes());
+        v.put_slice(&self.size.to_be_bytes());
         if let Some(h) = &self.hfe {
-            v.push(MODE_HFE);
-            v.extend_from_slice(&h.persist.to_be_bytes());
-            v.extend_from_slice(&h.lower.to_be_bytes());
-            v.extend_from_slice(&h.upper.to_be_bytes());
+            v.put(MODE_HFE);
+            v.put_slice(&h.persist.to_be_bytes());
+            v.put_slice(&h.lower.to_be_bytes());
+            v.put_slice(&h.upper.to_be_bytes());
             if let Some(s) = &h.sweep {
-                v.extend_from_slice(&s.lower.to_be_bytes());
-                v.extend_from_slice(&s.upper.to_be_bytes());
-                v.extend_from_slice(&s.touched_ms.to_be_bytes());
-                v.push(s.exact as u8);
-                v.extend_from_slice(s.cursor());
+                v.put_slice(&s.lower.to_be_bytes());
+                v.put_slice(&s.upper.to_be_bytes());
+                v.put_slice(&s.touched_ms.to_be_bytes());
+                v.put(s.exact as u8);
+                v.put_slice(s.cursor());
             }
         } else if let Some(head) = self.list_head {
-            v.push(MODE_LIST);
-            v.extend_from_slice(&head.to_be_bytes());
+            v.put(MODE_LIST);
+            v.put_slice(&head.to_be_bytes());
             if self.chunk_shift != 0 {
-                v.push(self.chunk_shift);
+                v.put(self.chunk_shift);
             }
         } else if self.zblocks {
-            v.push(MODE_ZBLOCKS);
+            v.put(MODE_ZBLOCKS);
         } else if let Some(s) = &self.stream {
-            v.push(MODE_STREAM);
+            v.put(MODE_STREAM);
             s.encode_into(v);
         } else if self.chunk_shift != 0 {
-            v.push(MODE_CHUNKS);
-            v.push(self.chunk_shift);
+            v.put(MODE_CHUNKS);
+            v.put(self.chunk_shift);
         }
     }
 
     /// The full meta value of a collection of type `ty` (one allocation).
     pub fn encode(&self, ty: KeyType, expire_ms: u64) -> Vec<u8> {
         let mut v = Vec::with_capacity(HEADER + self.body_room());
-        v.push(FORMAT);
-        v.push(ty as u8);
-        v.extend_from_slice(&expire_ms.to_be_bytes());
-        self.encode_body_into(&mut v);
+        self.encode_into(ty, expire_ms, &mut v);
         v
+    }
+
+    /// [`Coll::encode`] on the stack up to 128 bytes (a list's, a set's, a
+    /// hash's without a sweep cursor): a write that changes a
+    /// collection's size allocates nothing for its meta record.
+    pub fn encode_buf(&self, ty: KeyType, expire_ms: u64) -> MetaBuf {
+        let mut v = MetaBuf::new();
+        v.reserve_exact(HEADER + self.body_room());
+        self.encode_into(ty, expire_ms, &mut v);
+        v
+    }
+
+    fn encode_into(&self, ty: KeyType, expire_ms: u64, v: &mut impl Out) {
+        v.put(FORMAT);
+        v.put(ty as u8);
+        v.put_slice(&expire_ms.to_be_bytes());
+        self.encode_body_into(v);
     }
 }
 
@@ -481,10 +524,10 @@ impl StreamMeta {
         })
     }
 
-    fn encode_into(&self, v: &mut Vec<u8>) {
+    fn encode_into(&self, v: &mut impl Out) {
         for (a, b) in [self.last, self.first, self.floor, self.max_deleted, self.tail_last] {
-            v.extend_from_slice(&a.to_be_bytes());
-            v.extend_from_slice(&b.to_be_bytes());
+            v.put_slice(&a.to_be_bytes());
+            v.put_slice(&b.to_be_bytes());
         }
         for n in [
             self.added,
@@ -496,14 +539,14 @@ impl StreamMeta {
             self.tail_valid,
             self.head_node,
         ] {
-            v.extend_from_slice(&n.to_be_bytes());
+            v.put_slice(&n.to_be_bytes());
         }
         let (known, valid, (ms, seq)) = match self.head {
             Some((n, valid, last)) => (n.wrapping_add(1), valid, last),
             None => (0, 0, (0, 0)),
         };
         for n in [known, valid, ms, seq] {
-            v.extend_from_slice(&n.to_be_bytes());
+            v.put_slice(&n.to_be_bytes());
         }
     }
 }

@@ -69,9 +69,57 @@ fn split_frame(b: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((e, &b[4 + n..]))
 }
 
+/// Bytes a loaded chunk has room for beyond its record: a push of a
+/// redis-benchmark-sized element (100 bytes and its frame) reallocates
+/// nothing.
+const HEADROOM: usize = 128;
+
 fn frame_into(out: &mut Vec<u8>, v: &[u8]) {
     out.extend_from_slice(&(v.len() as u32).to_le_bytes());
     out.extend_from_slice(v);
+}
+
+/// The chunks a command read to change, or changed, by number, in order:
+/// a push or a pop changes one, so they are kept inline, sorted (a
+/// `BTreeMap` allocated a node for every LPUSH).
+#[derive(Default)]
+pub struct Chunks(smallvec::SmallVec<[(u64, Chunk); 2]>);
+
+impl Chunks {
+    fn at(&self, c: u64) -> Result<usize, usize> {
+        self.0.binary_search_by_key(&c, |(k, _)| *k)
+    }
+
+    pub fn contains_key(&self, c: &u64) -> bool {
+        self.at(*c).is_ok()
+    }
+
+    pub fn get(&self, c: &u64) -> Option<&Chunk> {
+        self.at(*c).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn get_mut(&mut self, c: &u64) -> Option<&mut Chunk> {
+        self.at(*c).ok().map(|i| &mut self.0[i].1)
+    }
+
+    /// Sets chunk `c` (replacing what it held).
+    pub fn insert(&mut self, c: u64, ch: Chunk) {
+        match self.at(c) {
+            Ok(i) => self.0[i].1 = ch,
+            Err(i) => self.0.insert(i, (c, ch)),
+        }
+    }
+
+    /// The chunks numbered in `range`, in order.
+    pub fn range_mut(&mut self, range: std::ops::Range<u64>) -> impl Iterator<Item = &mut Chunk> {
+        let from = self.at(range.start).unwrap_or_else(|i| i);
+        self.0[from..].iter_mut().take_while(move |(k, _)| *k < range.end).map(|(_, ch)| ch)
+    }
+
+    /// Every chunk with its number, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Chunk)> {
+        self.0.iter().map(|(k, ch)| (*k, ch))
+    }
 }
 
 /// A chunk a command reads or changes: the elements it holds (framed, in
@@ -95,13 +143,13 @@ impl Chunk {
     /// The chunk record value `v` of a list packed by `shift`, its first
     /// element at `first`; CORRUPT unless it holds exactly `count`.
     pub fn load(shift: u8, v: &[u8], first: u64, count: u64) -> CmdResult<Chunk> {
-        let data = if shift == 0 {
-            let mut d = Vec::with_capacity(4 + v.len());
-            frame_into(&mut d, v);
-            d
+        // Room for a push at either end without a second allocation.
+        let mut data = Vec::with_capacity(4 + v.len() + HEADROOM);
+        if shift == 0 {
+            frame_into(&mut data, v);
         } else {
-            v.to_vec()
-        };
+            data.extend_from_slice(v);
+        }
         let mut it = elems(shift, v);
         let n = it.by_ref().count() as u64;
         if it.bad || n != count {
@@ -157,10 +205,13 @@ impl Chunk {
             return Ok(());
         }
         if Some(p) == self.first.checked_sub(1) {
-            let mut d = Vec::with_capacity(4 + v.len() + self.data.len());
-            frame_into(&mut d, v);
-            d.extend_from_slice(&self.data);
-            self.data = d;
+            // In place: the bytes move up by the new frame (no new
+            // allocation when the load left room, [`HEADROOM`]).
+            let (n, len) = (4 + v.len(), self.data.len());
+            self.data.resize(len + n, 0);
+            self.data.copy_within(..len, n);
+            self.data[..4].copy_from_slice(&(v.len() as u32).to_le_bytes());
+            self.data[4..n].copy_from_slice(v);
             self.first = p;
             self.count += 1;
             return Ok(());
@@ -327,5 +378,52 @@ mod tests {
             assert_eq!(elements_of(head + 1, 21, shift, &refs), None, "shifted");
             assert_eq!(elements_of(head, 21, shift, &refs[1..]), None, "a record missing");
         }
+    }
+
+    /// A loaded chunk takes pushes at its front in place, past its
+    /// headroom too, and keeps every element.
+    #[test]
+    fn pushes_at_the_front_of_a_loaded_chunk() {
+        let mut c = Chunk::empty();
+        c.put(100, b"z").unwrap();
+        let mut c = Chunk::load(3, c.value(3), 100, 1).unwrap();
+        let big = vec![7u8; 300];
+        for p in (90..100).rev() {
+            let v = if p == 95 { big.clone() } else { format!("e{p}").into_bytes() };
+            c.put(p, &v).unwrap();
+        }
+        assert_eq!((c.first, c.count), (90, 11));
+        let got: Vec<Vec<u8>> = c.iter().map(<[u8]>::to_vec).collect();
+        let mut want: Vec<Vec<u8>> = (90..100)
+            .map(|p| if p == 95 { big.clone() } else { format!("e{p}").into_bytes() })
+            .collect();
+        want.push(b"z".to_vec());
+        assert_eq!(got, want);
+    }
+
+    /// The command's chunks by number: sorted whatever the order they
+    /// came in, replaced in place, ranges by number.
+    #[test]
+    fn chunks_by_number() {
+        let mut m = Chunks::default();
+        let ch = |first: u64| Chunk { first, ..Chunk::default() };
+        for c in [5u64, 1, 9, 3, 7] {
+            m.insert(c, ch(c));
+        }
+        assert!(m.contains_key(&3) && !m.contains_key(&4));
+        m.insert(3, ch(33));
+        assert_eq!(m.get(&3).map(|c| c.first), Some(33));
+        assert_eq!(m.iter().map(|(k, _)| k).collect::<Vec<_>>(), [1, 3, 5, 7, 9]);
+        for c in m.range_mut(4..9) {
+            c.count = 1;
+        }
+        assert_eq!(m.iter().filter(|(_, c)| c.count == 1).map(|(k, _)| k).collect::<Vec<_>>(), [5, 7]);
+        assert_eq!(m.range_mut(10..20).count(), 0);
+        assert_eq!(m.range_mut(0..2).count(), 1);
+        if let Some(c) = m.get_mut(&9) {
+            c.first = 99;
+        }
+        assert_eq!(m.get(&9).map(|c| c.first), Some(99));
+        assert!(m.get(&2).is_none());
     }
 }

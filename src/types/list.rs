@@ -21,7 +21,6 @@ use crate::storage::meta::{Coll, KeyType, Meta};
 use crate::storage::Batch;
 use crate::types::keyspace::{Keyspace, Prior};
 use crate::types::lchunk::{self, Chunk};
-use std::collections::BTreeMap;
 
 /// The index of a new list's first element.
 pub const MID: u64 = 1 << 63;
@@ -126,7 +125,7 @@ pub struct List<'k> {
     /// element a record, a list from before packing).
     shift: u8,
     /// The chunks this command read to change, or changed, by number.
-    chunks: BTreeMap<u64, Chunk>,
+    chunks: lchunk::Chunks,
     /// Chunk numbers `[lo, hi)` this command deleted whole in one range
     /// delete: empty, with no record, whatever storage still says.
     cut_spans: Vec<(u64, u64)>,
@@ -162,7 +161,7 @@ impl<'k> List<'k> {
             head,
             b: ks.store.batch(),
             dirty: false,
-            chunks: BTreeMap::new(),
+            chunks: lchunk::Chunks::default(),
             cut_spans: Vec::new(),
         }))
     }
@@ -184,7 +183,7 @@ impl<'k> List<'k> {
             head: MID,
             b: ks.store.batch(),
             dirty: false,
-            chunks: BTreeMap::new(),
+            chunks: lchunk::Chunks::default(),
             cut_spans: Vec::new(),
         }
     }
@@ -480,7 +479,7 @@ impl<'k> List<'k> {
             let (a, b) = (self.record(inner_lo), self.record(inner_hi));
             self.ks.store.delete_range(&mut self.b, &a, &b);
             self.cut_spans.push((inner_lo, inner_hi));
-            for (_, ch) in self.chunks.range_mut(inner_lo..inner_hi) {
+            for ch in self.chunks.range_mut(inner_lo..inner_hi) {
                 *ch = Chunk::empty();
             }
         } else {
@@ -636,7 +635,7 @@ impl<'k> List<'k> {
             return Ok((false, self.b));
         }
         let end = self.head.saturating_add(self.c.size);
-        for (&c, ch) in &self.chunks {
+        for (c, ch) in self.chunks.iter() {
             // What the chunk must hold now: the list's positions in it.
             let lo = (c << self.shift).max(self.head);
             let hi = c.saturating_add(1).checked_shl(self.shift as u32).unwrap_or(u64::MAX).min(end);
@@ -656,7 +655,7 @@ impl<'k> List<'k> {
             }
         }
         if !self.existed() || self.c != self.orig {
-            let raw = self.c.encode(KeyType::List, self.expire_ms);
+            let raw = self.c.encode_buf(KeyType::List, self.expire_ms);
             self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);
         }
         Ok((true, self.b))

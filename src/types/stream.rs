@@ -619,7 +619,7 @@ impl<'k> Stream<'k> {
         }
         self.c.stream = Some(Box::new(self.s));
         if !self.existed() || self.c != self.orig {
-            let raw = self.c.encode(KeyType::Stream, self.expire_ms);
+            let raw = self.c.encode_buf(KeyType::Stream, self.expire_ms);
             self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);
         }
         Ok(self.b)

@@ -415,7 +415,7 @@ impl<'k> Writer<'k> {
         // Overwriting a field's value leaves the metadata as it was: then
         // only the member is written.
         if !self.existed() || self.c != self.orig {
-            let raw = self.c.encode(self.ty, self.expire_ms);
+            let raw = self.c.encode_buf(self.ty, self.expire_ms);
             self.ks.stage_put(&mut self.b, self.db, self.key, &raw, self.prior);
         }
         // A field now expires earlier than any before: active expiration
