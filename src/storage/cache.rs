@@ -475,7 +475,11 @@ impl MetaCache {
         }
     }
 
+    /// A new value for the entry at `i`: its stamp copy goes too (a key
+    /// written is touched through the write tier's copy meanwhile, so
+    /// the one here may be behind the access table's).
     fn replace(part: &mut Part, i: usize, new: Cached) {
+        part.slots[i].stamp.store(0, Ordering::Relaxed);
         let w = new.weight();
         if let Some(old) = part.slots[i].entry.replace(new) {
             part.weight = part.weight - old.weight() + w;

@@ -32,8 +32,9 @@ mod basics {
     }
 
     /// A slot's stamp copy (`with_stamp`): there only while the key's
-    /// entry is, kept by a new value and by the table's growth, found by
-    /// the key's hash.
+    /// entry is, kept by the table's growth, dropped by a new value (the
+    /// key was written, and touched meanwhile through the write tier's
+    /// copy), found by the key's hash.
     #[test]
     fn a_stamp_copy_lives_with_its_entry() {
         let c = MetaCache::new(1 << 20);
@@ -53,8 +54,13 @@ mod basics {
         assert!(c.with_stamp(h(b"\0Mk"), |_| Some(77)));
         assert_eq!(stamp(b"\0Mk"), Some(77));
         c.update(b"\0Mk", Some(b"w"));
+        assert_eq!(stamp(b"\0Mk"), Some(0), "a new value drops it");
+        assert!(c.with_stamp(h(b"\0Mk"), |_| Some(78)));
         c.insert(b"\0Mk", None);
-        assert_eq!(stamp(b"\0Mk"), Some(77), "a new value keeps it");
+        assert_eq!(stamp(b"\0Mk"), Some(0), "so does a new insert of the key");
+        assert!(c.with_stamp(h(b"\0Mk"), |_| Some(77)));
+        assert!(c.get(b"\0Mk").is_some());
+        assert_eq!(stamp(b"\0Mk"), Some(77), "a read keeps it");
         for i in 0..5_000u32 {
             let k = format!("\0Mk{i}");
             c.insert(k.as_bytes(), Some(b"x"));

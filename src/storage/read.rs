@@ -44,12 +44,20 @@ impl ShardStore {
         }
     }
 
-    /// The owner's copy of an access stamp on the meta cache's slot of the
-    /// meta key hashed `h` (`MetaCache::with_stamp`): false without an
-    /// entry of that hash.
+    /// The owner's copy of the access stamp of meta key `key` (hashed `h`
+    /// by [`ShardStore::key_hasher`]): on its record in the write tier's
+    /// dirty generation (`WriteTier::with_stamp`), else on the meta
+    /// cache's slot (`MetaCache::with_stamp`); `f` sees it (0: none yet)
+    /// and returns the one to keep. False when neither holds the key.
+    /// `all`: `f` is asked for both places (a stamp set, not read).
     #[inline]
-    pub fn with_meta_stamp(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
-        self.cache.as_ref().is_some_and(|c| c.with_stamp(h, f))
+    pub fn with_meta_stamp(&self, h: u64, key: &[u8], all: bool, f: impl Fn(u64) -> Option<u64>) -> bool {
+        let tier = self.wtier.with_stamp(h, key, &f);
+        if tier && !all {
+            return true;
+        }
+        let cache = self.cache.as_ref().is_some_and(|c| c.with_stamp(h, &f));
+        tier || cache
     }
 
     /// The hasher the write tier's maps use: a caller that hashes a key

@@ -179,28 +179,36 @@ impl Drop for Words {
     }
 }
 
-/// Where the owner keeps copies of keys' stamps beside their cached
-/// records (the meta cache's slots: `ShardStore::with_meta_stamp`). The
-/// table stays the stamps' record: a copy only spares reading it, and
-/// every write of a stamp goes to both.
+/// Where the owner keeps copies of keys' stamps beside their records (the
+/// write tier's dirty records, the meta cache's slots:
+/// `ShardStore::with_meta_stamp`). The table stays the stamps' record: a
+/// copy only spares reading it, and every write of a stamp through a copy
+/// goes to the table too.
 pub trait Copies {
-    /// `f` sees the copy of the stamp of the key hashed `h` (0: none yet)
-    /// and returns the one to keep (None: unchanged); false when there is
-    /// no place for one (`f` not called).
-    fn with_copy(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool;
+    /// `f` sees the copy of the stamp of meta key `mk` (hashed `h`; 0:
+    /// none yet) and returns the one to keep (None: unchanged); false
+    /// when there is no place for one (`f` not called).
+    fn with_copy(&self, h: u64, mk: &[u8], f: impl Fn(u64) -> Option<u64>) -> bool;
+    /// Sets every copy of `mk`'s stamp to `w`.
+    fn set_copies(&self, h: u64, mk: &[u8], w: u64);
 }
 
 /// No copies: every touch reads the table.
 impl Copies for () {
-    fn with_copy(&self, _: u64, _: impl FnOnce(u64) -> Option<u64>) -> bool {
+    fn with_copy(&self, _: u64, _: &[u8], _: impl Fn(u64) -> Option<u64>) -> bool {
         false
     }
+    fn set_copies(&self, _: u64, _: &[u8], _: u64) {}
 }
 
 impl Copies for crate::storage::ShardStore {
     #[inline]
-    fn with_copy(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
-        self.with_meta_stamp(h, f)
+    fn with_copy(&self, h: u64, mk: &[u8], f: impl Fn(u64) -> Option<u64>) -> bool {
+        self.with_meta_stamp(h, mk, false, f)
+    }
+
+    fn set_copies(&self, h: u64, mk: &[u8], w: u64) {
+        self.with_meta_stamp(h, mk, true, |_| Some(w));
     }
 }
 
@@ -357,24 +365,24 @@ impl Access {
     /// Redis's `updateLFU` (decay for the minutes since, then a
     /// logarithmic increment).
     pub fn touch(&self, mk: &[u8], now_ms: u64, copies: &impl Copies) {
-        self.touch_hashed(self.hasher.hash_one(mk), now_ms, copies);
+        self.touch_hashed(self.hasher.hash_one(mk), mk, now_ms, copies);
     }
 
     /// [`Access::touch`] of the meta key whose hash by the hasher given to
-    /// [`Access::new`] is `h`. A key whose record the meta cache holds
-    /// keeps a copy of its stamp on the cache's slot ([`Copies`]), which a
-    /// read of the key has just loaded: the touch reads the copy, and
+    /// [`Access::new`] is `h`. A key whose record the write tier or the
+    /// meta cache holds keeps a copy of its stamp there ([`Copies`]), which
+    /// a read of the key has just loaded: the touch reads the copy, and
     /// writes the table only when the stamp changes (a new second, a
     /// counter raised), not on every read. The bucket's load was ~6-8% of
     /// GET -P16 over 1000 keys, huge pages or not.
-    pub fn touch_hashed(&self, h: u64, now_ms: u64, copies: &impl Copies) {
+    pub fn touch_hashed(&self, h: u64, mk: &[u8], now_ms: u64, copies: &impl Copies) {
         let (log_factor, decay_min) = (self.log_factor.get(), self.decay_min.get());
         let r = self.random();
         // Not remembered: it has been idle since the floor.
         let floor = self.floor();
         let next = |was: Stamp| Stamp::at(now_ms, log_incr(decayed(&was, now_ms, decay_min), log_factor, r));
         let tag = place(h).1;
-        let copied = copies.with_copy(h, |w| {
+        let copied = copies.with_copy(h, mk, |w| {
             if w != 0 {
                 let new = next(Stamp::unpack(w));
                 let packed = new.pack(tag);
@@ -397,16 +405,16 @@ impl Access {
         }
     }
 
-    /// Sets the stamp of the key hashed `h` to `new`, in the table and in
-    /// its copy if it has one.
-    fn put(&self, h: u64, now_ms: u64, new: Stamp, copies: &impl Copies) {
+    /// Sets the stamp of meta key `mk` (hashed `h`) to `new`, in the table
+    /// and in its copies.
+    fn put(&self, h: u64, mk: &[u8], now_ms: u64, new: Stamp, copies: &impl Copies) {
         self.update(h, now_ms, |_| new);
-        copies.with_copy(h, |_| Some(new.pack(place(h).1)));
+        copies.set_copies(h, mk, new.pack(place(h).1));
     }
 
     /// Key `mk` was created: idle 0, Redis's initial counter.
     pub fn created(&self, mk: &[u8], now_ms: u64, copies: &impl Copies) {
-        self.put(self.hasher.hash_one(mk), now_ms, Stamp::at(now_ms, LFU_INIT), copies);
+        self.put(self.hasher.hash_one(mk), mk, now_ms, Stamp::at(now_ms, LFU_INIT), copies);
     }
 
     /// RESTORE's IDLETIME and FREQ: sets what the key's next reads report.
@@ -416,7 +424,7 @@ impl Access {
             ldt: minutes(now_ms),
             ..Stamp::at(at_ms, freq.unwrap_or(LFU_INIT))
         };
-        self.put(self.hasher.hash_one(mk), now_ms, new, copies);
+        self.put(self.hasher.hash_one(mk), mk, now_ms, new, copies);
     }
 
     /// Milliseconds since key `mk` was last accessed, in whole seconds as
@@ -491,11 +499,11 @@ mod tests {
     fn a_touch_by_hash_is_the_touch_of_its_key() {
         let h = ahash::RandomState::new();
         let a = Access::new(1_000, h.clone());
-        a.touch_hashed(h.hash_one(&b"\x00Mkey"[..]), 7_000, &());
+        a.touch_hashed(h.hash_one(&b"\x00Mkey"[..]), b"\x00Mkey", 7_000, &());
         assert_eq!(a.idle_ms(b"\x00Mkey", 9_000), 2_000);
         assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 8_000);
         a.touch(b"\x00Mother", 5_500, &());
-        a.touch_hashed(h.hash_one(&b"\x00Mother"[..]), 8_800, &());
+        a.touch_hashed(h.hash_one(&b"\x00Mother"[..]), b"\x00Mother", 8_800, &());
         assert_eq!(a.idle_ms(b"\x00Mother", 9_000), 1_000);
     }
 
@@ -503,13 +511,17 @@ mod tests {
     struct Slots(RefCell<std::collections::HashMap<u64, u64>>);
 
     impl Copies for Slots {
-        fn with_copy(&self, h: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
+        fn with_copy(&self, h: u64, _: &[u8], f: impl Fn(u64) -> Option<u64>) -> bool {
             let mut m = self.0.borrow_mut();
             let Some(w) = m.get_mut(&h) else { return false };
             if let Some(new) = f(*w) {
                 *w = new;
             }
             true
+        }
+
+        fn set_copies(&self, h: u64, mk: &[u8], w: u64) {
+            self.with_copy(h, mk, |_| Some(w));
         }
     }
 
@@ -533,8 +545,8 @@ mod tests {
         // random draws: both tables started from the same seed).
         for i in 0..20_000u64 {
             let t = 2_000 + i * 7;
-            a.touch_hashed(hk, t, &slots);
-            plain.touch_hashed(hk, t, &());
+            a.touch_hashed(hk, b"\x00Mk", t, &slots);
+            plain.touch_hashed(hk, b"\x00Mk", t, &());
         }
         let now = 2_000 + 20_000 * 7;
         assert_eq!(a.idle_ms(b"\x00Mk", now + 3_000), plain.idle_ms(b"\x00Mk", now + 3_000));
@@ -546,12 +558,12 @@ mod tests {
         // from there, not from the copy it had.
         a.created(b"\x00Mk", now, &slots);
         assert_eq!(a.freq(b"\x00Mk", now), LFU_INIT);
-        a.touch_hashed(hk, now + 1_000, &slots);
+        a.touch_hashed(hk, b"\x00Mk", now + 1_000, &slots);
         assert!(a.freq(b"\x00Mk", now + 1_000) <= LFU_INIT + 1);
         assert_eq!(a.idle_ms(b"\x00Mk", now + 1_000), 0);
         // RESTORE's IDLETIME and FREQ reach the copy too.
         a.set(b"\x00Mk", now + 2_000, Some(100), Some(42), &slots);
-        a.touch_hashed(hk, now + 2_000, &slots);
+        a.touch_hashed(hk, b"\x00Mk", now + 2_000, &slots);
         let f = a.freq(b"\x00Mk", now + 2_000);
         assert!((42..=43).contains(&f), "{f}");
         // A key without a slot is touched in the table alone.

@@ -365,7 +365,7 @@ impl Keyspace {
             },
         })??;
         if live && self.access.touching() {
-            self.access.touch_hashed(h, now_ms, &self.store);
+            self.access.touch_hashed(h, &mk, now_ms, &self.store);
         }
         let f = f.take();
         match (step, f) {

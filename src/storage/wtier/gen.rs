@@ -27,17 +27,21 @@ pub(super) fn chunk_size(bytes: u64) -> usize {
 /// whether it is known to be absent below the tier (`fresh`: its writer
 /// read it missing, so no older generation, nor the families, hold it
 /// live). A fresh record deleted in the generation that took it goes
-/// whole, no tombstone: what is below already says it is absent.
+/// whole, no tombstone: what is below already says it is absent. A meta
+/// record also keeps the owner's copy of its key's access stamp (`stamp`,
+/// 0: none; `types::access`), on the line a write of the key has just
+/// loaded.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Rec {
     pub(super) v: Option<Span>,
     fresh: bool,
+    pub(super) stamp: u64,
 }
 
 #[cfg(test)]
 impl Rec {
     pub(super) fn new(v: Option<Span>, fresh: bool) -> Rec {
-        Rec { v, fresh }
+        Rec { v, fresh, stamp: 0 }
     }
 }
 
@@ -186,6 +190,18 @@ impl Gen {
         self.map.get_hashed(h, k).map(|r| r.v)
     }
 
+    /// The access stamp copy of `k`'s record (hashed `h`), if it holds
+    /// one: `f` sees it (0: none yet) and returns the one to keep (None:
+    /// unchanged).
+    #[inline]
+    pub(super) fn with_stamp(&mut self, h: u64, k: &[u8], f: impl FnOnce(u64) -> Option<u64>) -> bool {
+        let Some(r) = self.map.get_hashed_mut(h, k) else { return false };
+        if let Some(w) = f(r.stamp) {
+            r.stamp = w;
+        }
+        true
+    }
+
     /// `k` and its latest value, if it holds one.
     #[inline]
     pub(super) fn get_key_value(&self, k: &[u8]) -> Option<(Span, Option<Span>)> {
@@ -206,7 +222,7 @@ impl Gen {
                 let key = self.slab.copy(k);
                 let value = v.map(|v| self.slab.copy(v));
                 let fresh = fresh && value.is_some();
-                at.insert(key, Rec { v: value, fresh });
+                at.insert(key, Rec { v: value, fresh, stamp: 0 });
                 let whole = key.len() as u64 + len(&value);
                 return Some(self.added(k, key, whole, hasher, value));
             }
@@ -226,10 +242,10 @@ impl Gen {
         let (key, added) = (*e.key(), len(&new));
         let rec = e.get_mut();
         let was = std::mem::replace(&mut rec.v, new);
-        let (old, fresh) = (len(&was), rec.fresh);
+        let (old, fresh, stamp) = (len(&was), rec.fresh, rec.stamp);
         self.bytes = (self.bytes + added).saturating_sub(old);
         self.waste += old;
-        Some((key, Some(Rec { v: was, fresh }), new))
+        Some((key, Some(Rec { v: was, fresh, stamp }), new))
     }
 
     /// Books a new record `key` (`k`), of `whole` bytes.

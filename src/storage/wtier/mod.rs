@@ -414,6 +414,20 @@ impl WriteTier {
         Some(slab::Found::new(v, self.pins.pin()))
     }
 
+    /// The access stamp copy of `key` (hashed `h`) in dirty, when dirty
+    /// holds its record ([`Gen::with_stamp`]); false otherwise, or while
+    /// dirty is borrowed.
+    #[inline]
+    pub(super) fn with_stamp(&self, h: u64, key: &[u8], f: impl FnOnce(u64) -> Option<u64>) -> bool {
+        if !self.any.get() {
+            return false;
+        }
+        match self.dirty.try_borrow_mut() {
+            Ok(mut d) => d.with_stamp(h, key, f),
+            Err(_) => false,
+        }
+    }
+
     /// The hasher of its maps: one hash of a key serves them and the
     /// shard's other tables keyed by it (the access table).
     pub(super) fn hasher(&self) -> &ahash::RandomState {

@@ -97,6 +97,17 @@ impl Recs {
     }
 
     #[inline]
+    pub(super) fn get_hashed_mut(&mut self, h: u64, k: &[u8]) -> Option<&mut Rec> {
+        self.maps
+            .iter_mut()
+            .rev()
+            .find_map(|m| match m.raw_entry_mut().from_key_hashed_nocheck(h, k) {
+                RawEntryMut::Occupied(e) => Some(e.into_mut()),
+                RawEntryMut::Vacant(_) => None,
+            })
+    }
+
+    #[inline]
     pub(super) fn get_key_value(&self, k: &[u8]) -> Option<(&Span, &Rec)> {
         self.maps.iter().rev().find_map(|m| m.get_key_value(k))
     }

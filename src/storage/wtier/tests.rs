@@ -642,6 +642,51 @@ fn the_meta_cache_learns_a_record_when_the_tier_applies_it() {
     assert_eq!(peer(&p, &m), Some(b"v3".to_vec()));
 }
 
+/// The owner's copy of a key's access stamp (`ShardStore::with_meta_stamp`)
+/// sits on its record in dirty while dirty holds it, kept by a new value;
+/// once applied, on the meta cache's slot, which starts without one (the
+/// value it learned is new); a set reaches both places.
+#[test]
+fn a_stamp_copy_follows_the_record_from_the_tier_to_the_cache() {
+    let (_d, s, _p) = stores(1000);
+    let m = keys::meta_key(0, b"m");
+    let h = s.key_hasher().hash_one(&m[..]);
+    let read = |s: &ShardStore| {
+        let got = std::cell::Cell::new(None);
+        s.with_meta_stamp(h, &m, false, |w| {
+            got.set(Some(w));
+            None
+        })
+        .then(|| got.get())
+        .flatten()
+    };
+    assert_eq!(read(&s), None, "no record, no copy");
+    s.begin_group();
+    put(&s, &m, b"v1");
+    assert!(s.end_group().is_empty());
+    assert_eq!(read(&s), Some(0), "in dirty, none yet");
+    assert!(s.with_meta_stamp(h, &m, false, |_| Some(41)));
+    assert_eq!(read(&s), Some(41));
+    s.begin_group();
+    put(&s, &m, b"v2");
+    assert!(s.end_group().is_empty());
+    assert_eq!(read(&s), Some(41), "a new value keeps it");
+    s.tier_apply().unwrap();
+    assert_eq!(get(&s, &m), Some(b"v2".to_vec()));
+    assert_eq!(read(&s), Some(0), "the cache's entry is new");
+    assert!(s.with_meta_stamp(h, &m, false, |_| Some(7)));
+    // Written again: dirty holds it (no copy), the cache still has its own.
+    s.begin_group();
+    put(&s, &m, b"v3");
+    assert!(s.end_group().is_empty());
+    assert_eq!(read(&s), Some(0), "dirty's record is read first");
+    s.with_meta_stamp(h, &m, true, |_| Some(99));
+    assert_eq!(read(&s), Some(99));
+    s.tier_apply().unwrap();
+    assert_eq!(get(&s, &m), Some(b"v3".to_vec()));
+    assert_eq!(read(&s), Some(0), "the applied value's entry starts over");
+}
+
 /// A member record its writer read absent (`put_new`) and deleted while
 /// the generation that took it still holds it goes whole: no tombstone
 /// waits in the tier for the families. One put back after a failed log
