@@ -169,6 +169,13 @@ impl Part {
     /// The slot holding `key`, if any.
     #[inline]
     fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        self.probe(hash, |e| e.key() == key)
+    }
+
+    /// The first slot on `hash`'s probe chain with that hash whose entry
+    /// `is` accepts.
+    #[inline]
+    fn probe(&self, hash: u64, is: impl Fn(&Cached) -> bool) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
@@ -178,7 +185,7 @@ impl Part {
             let s = &self.slots[i];
             match &s.entry {
                 None => return None,
-                Some(e) if s.tag.load(Ordering::Relaxed) & !HOT == hash && e.key() == key => return Some(i),
+                Some(e) if s.tag.load(Ordering::Relaxed) & !HOT == hash && is(e) => return Some(i),
                 Some(_) => i = (i + 1) & mask,
             }
         }
@@ -374,24 +381,12 @@ impl MetaCache {
     pub fn with_stamp(&self, hash: u64, f: impl FnOnce(u64) -> Option<u64>) -> bool {
         let hash = hash & !HOT;
         let part = self.read(hash);
-        if part.slots.is_empty() {
-            return false;
+        let Some(i) = part.probe(hash, |_| true) else { return false };
+        let s = &part.slots[i];
+        if let Some(w) = f(s.stamp.load(Ordering::Relaxed)) {
+            s.stamp.store(w, Ordering::Relaxed);
         }
-        let mask = part.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let s = &part.slots[i];
-            if s.entry.is_none() {
-                return false;
-            }
-            if s.tag.load(Ordering::Relaxed) & !HOT == hash {
-                if let Some(w) = f(s.stamp.load(Ordering::Relaxed)) {
-                    s.stamp.store(w, Ordering::Relaxed);
-                }
-                return true;
-            }
-            i = (i + 1) & mask;
-        }
+        true
     }
 
     /// The owner's lookup: `None` when not cached, else the entry (whose

@@ -119,27 +119,22 @@ pub trait Out {
     fn put_slice(&mut self, s: &[u8]);
 }
 
-impl Out for Vec<u8> {
-    #[inline]
-    fn put(&mut self, b: u8) {
-        self.push(b);
-    }
-    #[inline]
-    fn put_slice(&mut self, s: &[u8]) {
-        self.extend_from_slice(s);
-    }
+macro_rules! out_for {
+    ($($t:ty),*) => {$(
+        impl Out for $t {
+            #[inline]
+            fn put(&mut self, b: u8) {
+                self.push(b);
+            }
+            #[inline]
+            fn put_slice(&mut self, s: &[u8]) {
+                self.extend_from_slice(s);
+            }
+        }
+    )*};
 }
 
-impl Out for MetaBuf {
-    #[inline]
-    fn put(&mut self, b: u8) {
-        self.push(b);
-    }
-    #[inline]
-    fn put_slice(&mut self, s: &[u8]) {
-        self.extend_from_slice(s);
-    }
-}
+out_for!(Vec<u8>, MetaBuf);
 
 /// Encodes a meta value of any type with the given body.
 pub fn encode(ty: KeyType, expire_ms: u64, body: &[u8]) -> Vec<u8> {
