@@ -398,7 +398,8 @@ impl Access {
                 packed = new.pack(tag);
                 new
             });
-            (packed != 0).then_some(packed)
+            // Never 0: a packed word carries its tag, which is odd.
+            Some(packed)
         });
         if !copied {
             self.update(h, now_ms, |was| next(was.unwrap_or(floor)));
