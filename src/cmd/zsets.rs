@@ -91,7 +91,7 @@ pub fn zadd(ctx: &Ctx, argv: &[Bytes], r: &mut Reply) -> CmdResult {
     if incr && pairs.len() > 2 {
         return Err(err("ERR INCR option supports a single increment-element pair"));
     }
-    let mut scores = Vec::with_capacity(pairs.len() / 2);
+    let mut scores: smallvec::SmallVec<[f64; 8]> = smallvec::SmallVec::with_capacity(pairs.len() / 2);
     for p in pairs.chunks(2) {
         scores.push(parse_f64(&p[0]).ok_or(NOT_FLOAT)?);
     }

@@ -35,16 +35,23 @@ use crate::types::zlayout::{block, Layout, Loc, Positions};
 use crate::types::zset::{from_sort_key, sort_key, walk, At, RANK, SCORE};
 
 /// A head's sub key: `r` and the position.
-pub fn head_sub(pos: &[u8]) -> Vec<u8> {
-    let mut s = Vec::with_capacity(1 + pos.len());
+pub fn head_sub(pos: &[u8]) -> HeadSub {
+    let mut s = HeadSub::new();
     s.push(RANK);
     s.extend_from_slice(pos);
     s
 }
 
+/// A head's sub key, inline for members up to 55 bytes.
+pub type HeadSub = SmallVec<[u8; 64]>;
+
+/// A position, inline for members up to 56 bytes (a ZADD's positions
+/// were two or three allocations of its seven).
+pub type Pos = SmallVec<[u8; 64]>;
+
 /// A score record's position: sort key and member.
-pub fn position(score: f64, m: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(8 + m.len());
+pub fn position(score: f64, m: &[u8]) -> Pos {
+    let mut p = Pos::new();
     p.extend_from_slice(&sort_key(score));
     p.extend_from_slice(m);
     p
@@ -93,14 +100,14 @@ fn with_layout<R>(z: At<'_>, f: impl FnOnce(&mut Layout) -> R) -> CmdResult<R> {
 /// positions are found by one sort.
 #[derive(Default, Debug)]
 pub struct Changes {
-    ops: Vec<(Vec<u8>, bool)>,
+    ops: SmallVec<[(Pos, bool); 2]>,
 }
 
 /// A command's changes netted: positions put and deleted, each sorted.
 #[derive(Default, Debug)]
 struct Net {
-    ins: SmallVec<[Vec<u8>; 1]>,
-    del: SmallVec<[Vec<u8>; 1]>,
+    ins: SmallVec<[Pos; 1]>,
+    del: SmallVec<[Pos; 1]>,
 }
 
 impl Net {
@@ -109,7 +116,7 @@ impl Net {
     }
 
     /// The positions put in `[from, to)`.
-    fn put_in<'a>(&'a self, from: &[u8], to: Option<&[u8]>) -> &'a [Vec<u8>] {
+    fn put_in<'a>(&'a self, from: &[u8], to: Option<&[u8]>) -> &'a [Pos] {
         let a = self.ins.partition_point(|p| p.as_slice() < from);
         let b = to.map_or(self.ins.len(), |t| self.ins.partition_point(|p| p.as_slice() < t));
         &self.ins[a..b.max(a)]
@@ -117,11 +124,11 @@ impl Net {
 }
 
 impl Changes {
-    pub fn insert(&mut self, pos: Vec<u8>) {
+    pub fn insert(&mut self, pos: Pos) {
         self.ops.push((pos, true));
     }
 
-    pub fn delete(&mut self, pos: Vec<u8>) {
+    pub fn delete(&mut self, pos: Pos) {
         self.ops.push((pos, false));
     }
 
@@ -159,11 +166,11 @@ fn positions(z: At<'_>, from: &[u8], to: Option<&[u8]>, ch: &Net) -> CmdResult<P
             return false;
         }
         if !ch.deleted(&p) {
-            out.push(p);
+            out.push(p.to_vec());
         }
         true
     })?;
-    out.extend(ch.put_in(from, to).iter().cloned());
+    out.extend(ch.put_in(from, to).iter().map(|p| p.to_vec()));
     out.sort();
     out.dedup();
     Ok(Positions::from_sorted(out))
@@ -211,7 +218,7 @@ pub fn stage(w: &mut Writer<'_>, ch: Changes) -> CmdResult {
             ks.zlayouts.update(c.version, failures, |lay| {
                 if let Some(l) = lay.first() {
                     lay.set(l, c.size);
-                    lay.edit_kept(l, |k| apply(k, ch.ins.iter(), ch.del.iter()));
+                    lay.edit_kept(l, |k| apply(k, ch.ins.iter().map(|p| &p[..]), ch.del.iter().map(|p| &p[..])));
                 }
             });
             return Ok(());
@@ -234,7 +241,7 @@ pub fn stage(w: &mut Writer<'_>, ch: Changes) -> CmdResult {
 }
 
 /// Head records to write (the head's sub key, Some count) or delete (None).
-type Heads = SmallVec<[(Vec<u8>, Option<u64>); 2]>;
+type Heads = SmallVec<[(HeadSub, Option<u64>); 2]>;
 
 /// Cuts the set `w` writes into blocks (it just grew past twice the block
 /// size): their heads go in `w`'s batch, the meta gets mode 3, and the
@@ -258,13 +265,15 @@ fn give_blocks(w: &mut Writer<'_>, z: At<'_>, ch: &Net) -> CmdResult {
     Ok(())
 }
 
-/// Applies puts and deletes to kept positions (kept sorted).
-fn apply<'a>(kept: &mut Positions, ins: impl Iterator<Item = &'a Vec<u8>>, del: impl Iterator<Item = &'a Vec<u8>>) {
+/// Applies puts and deletes to kept positions (kept sorted); a put takes
+/// the buffer of a position deleted (a score change moves a member).
+fn apply<'a>(kept: &mut Positions, ins: impl Iterator<Item = &'a [u8]>, del: impl Iterator<Item = &'a [u8]>) {
+    let mut spare: SmallVec<[Vec<u8>; 1]> = SmallVec::new();
     for p in del {
-        kept.remove(p);
+        spare.extend(kept.remove(p));
     }
     for p in ins {
-        kept.add(p);
+        kept.add_in(p, spare.pop());
     }
 }
 
@@ -272,8 +281,8 @@ fn apply<'a>(kept: &mut Positions, ins: impl Iterator<Item = &'a Vec<u8>>, del: 
 /// any block moved, and its positions put and deleted.
 struct Share<'a> {
     at: Loc,
-    ins: SmallVec<[&'a Vec<u8>; 1]>,
-    del: SmallVec<[&'a Vec<u8>; 1]>,
+    ins: SmallVec<[&'a Pos; 1]>,
+    del: SmallVec<[&'a Pos; 1]>,
 }
 
 impl Share<'_> {
@@ -334,7 +343,7 @@ fn restructure(z: At<'_>, lay: &mut Layout, ch: &Net, writes: &mut Heads) -> Cmd
             .ok_or(CORRUPT)?;
         // The block's positions after the command, if kept.
         let was_kept = lay.kept(l).is_some();
-        lay.edit_kept(l, |k| apply(k, share.ins.iter().copied(), share.del.iter().copied()));
+        lay.edit_kept(l, |k| apply(k, share.ins.iter().map(|p| &p[..]), share.del.iter().map(|p| &p[..])));
         let prev = lay.prev(l).filter(|p| n < size / 4 && lay.count(*p) + n <= size);
         if n > 2 * size {
             moved = true;
@@ -562,13 +571,14 @@ mod tests {
             let mut ch = Changes::default();
             for (p, put) in ops {
                 if *put {
-                    ch.insert(p.to_vec());
+                    ch.insert(Pos::from_slice(p));
                 } else {
-                    ch.delete(p.to_vec());
+                    ch.delete(Pos::from_slice(p));
                 }
             }
             let n = ch.net();
-            (n.ins.into_vec(), n.del.into_vec())
+            let v = |ps: SmallVec<[Pos; 1]>| ps.into_iter().map(|p| p.to_vec()).collect::<Vec<_>>();
+            (v(n.ins), v(n.del))
         };
         let none: (Vec<Vec<u8>>, Vec<Vec<u8>>) = (vec![], vec![]);
         assert_eq!(net(&[(b"a", true), (b"a", false)]), none);
@@ -586,13 +596,14 @@ mod tests {
         let (ins, del) = net(&[(b"z", true), (b"y", false), (b"a", true), (b"b", false)]);
         assert_eq!(ins, vec![b"a".to_vec(), b"z".to_vec()]);
         assert_eq!(del, vec![b"b".to_vec(), b"y".to_vec()]);
+        let pos = |ps: &[Vec<u8>]| ps.iter().map(|p| Pos::from_slice(p)).collect::<SmallVec<[Pos; 1]>>();
         let n = Net {
-            ins: ins.clone().into(),
-            del: del.into(),
+            ins: pos(&ins),
+            del: pos(&del),
         };
         assert!(n.deleted(b"y") && !n.deleted(b"z"));
-        assert_eq!(n.put_in(b"b", None), &ins[1..]);
-        assert_eq!(n.put_in(b"", Some(b"b")), &ins[..1]);
+        assert_eq!(n.put_in(b"b", None), &pos(&ins)[1..]);
+        assert_eq!(n.put_in(b"", Some(b"b")), &pos(&ins)[..1]);
         assert!(n.put_in(b"q", Some(b"c")).is_empty());
     }
 

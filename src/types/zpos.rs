@@ -97,18 +97,26 @@ impl Positions {
 
     /// Adds `p` unless there.
     pub fn add(&mut self, p: &[u8]) {
+        self.add_in(p, None);
+    }
+
+    /// [`Positions::add`], copying `p` into `buf` when given (one
+    /// [`Positions::remove`] handed back) rather than a new allocation.
+    pub fn add_in(&mut self, p: &[u8], buf: Option<Vec<u8>>) {
         if let Err(i) = self.search(p) {
+            let mut v = buf.unwrap_or_default();
+            v.clear();
+            v.extend_from_slice(p);
             self.leads.insert(i, lead(p));
-            self.all.insert(i, p.to_vec());
+            self.all.insert(i, v);
         }
     }
 
-    /// Removes `p` if there.
-    pub fn remove(&mut self, p: &[u8]) {
-        if let Ok(i) = self.search(p) {
-            self.leads.remove(i);
-            self.all.remove(i);
-        }
+    /// Removes `p` if there, handing its buffer back.
+    pub fn remove(&mut self, p: &[u8]) -> Option<Vec<u8>> {
+        let i = self.search(p).ok()?;
+        self.leads.remove(i);
+        Some(self.all.remove(i))
     }
 
     /// Appends `other`, whose positions all sort after these.
@@ -195,8 +203,8 @@ mod tests {
             s.add(p);
         }
         assert_eq!(s.range(0, 9).collect::<Vec<_>>(), vec![&b"a"[..], b"c", b"m", b"x"]);
-        s.remove(b"c");
-        s.remove(b"zz");
+        assert_eq!(s.remove(b"c"), Some(b"c".to_vec()), "the removed position's buffer comes back");
+        assert_eq!(s.remove(b"zz"), None);
         assert_eq!(s.len(), 3);
         assert_eq!(s.get(1), Some(&b"m"[..]));
         let tail = s.slice(1, 3);
@@ -206,5 +214,24 @@ mod tests {
         assert_eq!(head, s);
         assert_eq!(s.range(2, 1).count(), 0, "an empty range when reversed");
         assert!(s.slice(5, 9).is_empty());
+    }
+
+    /// A put into a deleted position's buffer reads as a put of its own:
+    /// the buffer's old bytes are gone, the order kept.
+    #[test]
+    fn a_put_reuses_a_removed_buffer() {
+        let mut s = Positions::default();
+        for p in [b"b".as_slice(), b"d", b"f"] {
+            s.add(p);
+        }
+        let buf = s.remove(b"f");
+        assert!(buf.is_some());
+        s.add_in(b"a-longer-position", buf);
+        s.add_in(b"e", None);
+        s.add_in(b"d", Some(b"junk".to_vec()));
+        assert_eq!(s.range(0, 9).collect::<Vec<_>>(), vec![&b"a-longer-position"[..], b"b", b"d", b"e"]);
+        for (i, p) in s.range(0, 9).enumerate() {
+            assert_eq!(s.search(p), Ok(i));
+        }
     }
 }

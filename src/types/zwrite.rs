@@ -128,7 +128,7 @@ pub fn records(offset: usize, items: &[Scored], mut put: impl FnMut(&[u8], &[u8]
         put(&member_sub(m), &s.to_bits().to_be_bytes());
         put(&score_sub(s, m), b"");
         if i % size == 0 {
-            let head = if offset + i == 0 { Vec::new() } else { position(s, m) };
+            let head = if offset + i == 0 { Default::default() } else { position(s, m) };
             let n = size.min(items.len() - i) as u64;
             put(&zblock::head_sub(&head), &n.to_be_bytes());
         }
