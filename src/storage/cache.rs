@@ -430,20 +430,23 @@ impl MetaCache {
     /// Then for the entry in `key`'s home slot, if that slot (fetched by
     /// [`MetaCache::prefetch_slot`]) holds a key of its hash.
     #[inline]
-    pub fn prefetch_entry(&self, key: &[u8]) {
+    pub fn prefetch_entry(&self, key: &[u8]) -> bool {
         self.prefetch_entry_hashed(self.hash(key))
     }
 
-    /// [`MetaCache::prefetch_entry`] by the key's hash.
+    /// [`MetaCache::prefetch_entry`] by the key's hash: whether the home
+    /// slot held a key of that hash (else the key is likely not cached).
     #[inline]
-    pub fn prefetch_entry_hashed(&self, hash: u64) {
+    pub fn prefetch_entry_hashed(&self, hash: u64) -> bool {
         let hash = hash & !HOT;
         let part = self.read(hash);
         if let Some(s) = part.home(hash) {
             if let Some(e) = s.entry.as_ref().filter(|_| s.tag.load(Ordering::Relaxed) & !HOT == hash) {
                 prefetch(e.0.as_ptr());
+                return true;
             }
         }
+        false
     }
 
     /// Only the owner inserts (see the module's notes). An entry heavier

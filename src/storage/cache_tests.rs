@@ -265,7 +265,7 @@ mod table {
         // Prefetches of an empty table, absent keys and present ones are
         // hints only.
         c.prefetch_slot(b"\0Mnone");
-        c.prefetch_entry(b"\0Mnone");
+        assert!(!c.prefetch_entry(b"\0Mnone"), "an empty table holds no entry");
         assert!(!c.big());
         for i in 0..(PARTS * BIG_SLOTS) as u32 {
             c.insert(format!("\0Mk{i}").as_bytes(), Some(b"v"));
@@ -273,7 +273,7 @@ mod table {
         assert!(c.big(), "{:?}", c.stats());
         let h = c.hasher().hash_one(b"\0Mk7");
         c.prefetch_slot_hashed(h);
-        c.prefetch_entry_hashed(h);
+        assert!(c.prefetch_entry_hashed(h), "a cached key's home slot holds it");
         assert_eq!(got(&c, b"\0Mk7"), Some(Some(b"v".to_vec())));
         assert_eq!(c.get_hashed(h, b"\0Mk7").and_then(|e| e.to_bytes()), Some(Bytes::from_static(b"v")));
         c.clear();

@@ -36,11 +36,15 @@ impl ShardStore {
         }
     }
 
-    /// Then the entry that slot points to (after [`ShardStore::prefetch_meta`]).
+    /// Then the entry that slot points to (after [`ShardStore::prefetch_meta`]),
+    /// or, when the slot holds another key, the key filter's lines: the
+    /// read of a key the cache does not hold asks the filter next.
     #[inline]
     pub fn prefetch_meta_entry(&self, h: u64) {
         if let Some(c) = &self.cache {
-            c.prefetch_entry_hashed(h);
+            if !c.prefetch_entry_hashed(h) && self.keys.on() {
+                self.keys.prefetch(h);
+            }
         }
     }
 
