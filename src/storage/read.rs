@@ -42,7 +42,7 @@ impl ShardStore {
     #[inline]
     pub fn prefetch_meta_entry(&self, h: u64) {
         if let Some(c) = &self.cache {
-            if !c.prefetch_entry_hashed(h) && self.keys.on() {
+            if !c.prefetch_entry_hashed(h) {
                 self.keys.prefetch(h);
             }
         }
