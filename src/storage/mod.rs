@@ -433,7 +433,7 @@ impl Engine {
         // One hash of a meta key serves the cache, the tier and the access
         // table (`Keyspace::lookup`).
         let hasher = cache.as_ref().map_or_else(ahash::RandomState::new, |c| c.hasher().clone());
-        Ok(ShardStore {
+        let s = ShardStore {
             engine: self,
             home,
             home_index,
@@ -459,7 +459,9 @@ impl Engine {
             found: self.gc_found.iter().find(|(n, _)| *n == cf_name(i)).map(|(_, f)| f.clone()),
             spare: Default::default(),
             keys: Default::default(),
-        })
+        };
+        s.tier_set_room(0);
+        Ok(s)
     }
 
     /// A read-only view of shard `i` for another shard's thread: it looks

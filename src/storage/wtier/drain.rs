@@ -77,12 +77,37 @@ impl ShardStore {
         let order = gen.take_order();
         let filter = t.cur.get();
         t.cur.set(1 - filter);
+        self.tier_set_room(gen.charge());
         *t.drain.borrow_mut() = Some(Drain {
             gen,
             order,
             mark: t.pos.get(),
             filter,
         });
+    }
+
+    /// Sets what the next generation may take before it drains (dirty's
+    /// room), while one of `draining` bytes drains: half the shard's share
+    /// of `write-tier-memory`, plus half the meta cache's free room beyond
+    /// what the draining generation's records will take there, and as many
+    /// log bytes (from [`Limits::log`] to [`LOG_BORROWED_MAX`]). Most of
+    /// what a write-back costs is paid once per key per generation (its
+    /// memtable insert, its flush, its share of each compaction), so a
+    /// generation that holds a whole working set of a million keys (~230
+    /// MB of 100-byte strings) writes each key back once per cycle of the
+    /// log instead of once per ~560k writes (tuning.md, session 63). A
+    /// cache filled by the data (larger than memory) leaves no room: the
+    /// share alone, as before.
+    pub(in crate::storage) fn tier_set_room(&self, draining: u64) {
+        let t = &self.wtier;
+        let half = t.limit.bytes / 2;
+        if t.limit.bytes == u64::MAX {
+            return;
+        }
+        let borrowed = self.cache.as_ref().map_or(0, |c| c.room().saturating_sub(draining) / 2);
+        let room = half.saturating_add(borrowed);
+        t.room.set(room);
+        t.log_room.set(t.limit.log.max(room.min(super::LOG_BORROWED_MAX)));
     }
 
     /// Applies up to `n` more records of the draining generation, without
@@ -190,8 +215,12 @@ impl ShardStore {
         let dirty = t.dirty.try_borrow_mut();
         t.pins.release(chunks, unlogged, |c| {
             if let Ok(mut d) = dirty {
-                d.give_chunks(c, t.limit.bytes);
-                d.reuse_runs(runs.unwrap_or_default(), t.limit.bytes);
+                // As many as dirty's room takes (a generation that
+                // borrowed the cache's room freed and faulted in hundreds
+                // of MB of chunks each time when only half the share was
+                // kept).
+                d.give_chunks(c, t.room.get().saturating_mul(2));
+                d.reuse_runs(runs.unwrap_or_default(), t.room.get().saturating_mul(2));
             }
         });
         t.any.set(!t.dirty.borrow().map.is_empty());
@@ -405,7 +434,7 @@ impl ShardStore {
         // holds closed segments the marks do not pass: their drains put little in
         // the memtables (1000 keys' SETs left 160 MB of log before 4096
         // positions). Not while only the open segment is left: no cut follows.
-        let held = || log.has_closed() && log.bytes() > 2 * self.wtier.limit.log;
+        let held = || log.has_closed() && log.bytes() > 2 * self.wtier.log_room.get();
         if self.wtier.pos.get() - safe > LOG_FLUSH_AFTER || held() {
             crate::storage::wal::flush_aside(self.db, if meta <= sub { self.cf } else { self.sub }, &self.wtier.flushing);
         }

@@ -178,6 +178,12 @@ impl Gen {
         self.bytes + self.waste + self.map.len() as u64 * RECORD_OVERHEAD
     }
 
+    /// The part of [`Gen::charge`] that is values overwritten since it
+    /// began (its chunks keep them until it is applied).
+    pub(super) fn waste(&self) -> u64 {
+        self.waste
+    }
+
     /// `k`'s latest value, if it holds one (None inside: deleted).
     #[inline]
     pub(super) fn get(&self, k: &[u8]) -> Option<Option<Span>> {
