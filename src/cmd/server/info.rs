@@ -224,7 +224,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
         let budget = &g.memory;
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nmember_cache_bytes:{}\r\nmember_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\nkey_filter_bytes:{}\r\nkey_filter_keys:{}\r\nkey_filter_capacity:{}\r\nkey_filter_absent_reads:{}\r\n\r\n",
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_source:{}\r\nmaxmemory_policy:noeviction\r\nrocksdb_block_cache_capacity:{}\r\nrocksdb_block_cache_usage:{}\r\nrocksdb_block_cache_pinned_usage:{}\r\nrocksdb_index_filter_in_cache:{}\r\nrocksdb_memtables:{}\r\nrocksdb_memtables_cap:{}\r\nrocksdb_table_readers:{}\r\nmeta_cache_capacity:{}\r\nmeta_cache_bytes:{meta}\r\nmeta_cache_entries:{}\r\nmember_cache_bytes:{}\r\nmember_cache_entries:{}\r\nwtier_records:{}\r\nwtier_bytes:{}\r\nwtier_log_bytes:{}\r\nwtier_budget:{}\r\nwtier_room:{}\r\nkey_filter_bytes:{}\r\nkey_filter_keys:{}\r\nkey_filter_capacity:{}\r\nkey_filter_absent_reads:{}\r\n\r\n",
             human(used),
             human(rss),
             budget.total,
@@ -245,6 +245,7 @@ async fn info_text(shard: &Rc<Shard<ShardState>>, g: &Global, argv: &[Bytes]) ->
             reports.iter().map(|r| r.wtier.bytes).sum::<u64>(),
             reports.iter().map(|r| r.wtier.log_bytes).sum::<u64>(),
             reports.iter().map(|r| r.wtier.budget).sum::<u64>(),
+            reports.iter().map(|r| r.wtier.room).sum::<u64>(),
             reports.iter().map(|r| r.key_filter.0).sum::<usize>(),
             reports.iter().map(|r| r.key_filter.1).sum::<usize>(),
             reports.iter().map(|r| r.key_filter.2).sum::<usize>(),

@@ -69,7 +69,7 @@
 //! values they overwrote still drain it at half the share): a working set
 //! of a million keys stays in one generation and is written back once a
 //! cycle of the log ([`ShardStore::tier_set_room`]). INFO memory: `wtier_records`, `wtier_bytes`,
-//! `wtier_log_bytes`, `wtier_budget`. On by default: 256 MB, or 10% of a
+//! `wtier_log_bytes`, `wtier_budget`, `wtier_room`. On by default: 256 MB, or 10% of a
 //! memory budget (`budget`); `write-tier-memory 0` (and no `BASALT_TIER`)
 //! turns it off.
 
@@ -138,6 +138,9 @@ pub struct TierSize {
     pub log_bytes: u64,
     /// Its share of `write-tier-memory` (0: no cap by memory).
     pub budget: u64,
+    /// What dirty may take before it drains, with what it borrowed of the
+    /// meta cache's room ([`ShardStore::tier_set_room`]; 0: no cap).
+    pub room: u64,
 }
 
 /// A shard's tier limits: dirty starts draining at either.
@@ -813,6 +816,10 @@ impl ShardStore {
             bytes,
             log_bytes: self.wtier.log.as_ref().map_or(0, |l| l.bytes()),
             budget: self.wtier.budget(),
+            room: match self.wtier.budget() {
+                0 => 0,
+                _ => self.wtier.room.get(),
+            },
         }
     }
 }
