@@ -78,6 +78,9 @@ pub use drain::WriteBack;
 mod file;
 mod gen;
 mod held;
+mod limits;
+pub(super) use limits::Limits;
+use limits::LOG_BORROWED_MAX;
 mod log;
 mod recs;
 mod runs;
@@ -141,48 +144,6 @@ pub struct TierSize {
     /// What dirty may take before it drains, with what it borrowed of the
     /// meta cache's room ([`ShardStore::tier_set_room`]; 0: no cap).
     pub room: u64,
-}
-
-/// A shard's tier limits: dirty starts draining at either.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Limits {
-    /// Records per generation (`BASALT_TIER`).
-    pub(super) records: usize,
-    /// The shard's share of `write-tier-memory`: dirty and the draining
-    /// generation together stay near it (each drains at half).
-    pub(super) bytes: u64,
-    /// Log bytes after which dirty starts draining even below the other
-    /// two: a hot key written again with the same value takes no room, and
-    /// the log is only cut below a drain (it grew without end).
-    pub(super) log: u64,
-}
-
-/// The least and the most log between two drains ([`Limits::log`]).
-const LOG_DRAIN_MIN: u64 = 64 << 10;
-const LOG_DRAIN_MAX: u64 = 64 << 20;
-/// The most log between two drains of a generation that borrowed the meta
-/// cache's room ([`ShardStore::tier_set_room`]): a restart replays up to
-/// two generations' log (the draining one's and dirty's).
-const LOG_BORROWED_MAX: u64 = 128 << 20;
-
-impl crate::storage::StoreOptions {
-    /// Whether the write tier is on (`write_tier` or `write_tier_bytes`).
-    pub(super) fn tier_on(&self) -> bool {
-        self.write_tier > 0 || self.write_tier_bytes > 0
-    }
-
-    /// Each shard's limits.
-    pub(super) fn tier_limits(&self) -> Limits {
-        let bytes = match self.write_tier_bytes {
-            0 => u64::MAX,
-            b => b / self.shards.max(1) as u64,
-        };
-        Limits {
-            records: if self.write_tier > 0 { self.write_tier } else { usize::MAX },
-            bytes,
-            log: bytes.clamp(LOG_DRAIN_MIN, LOG_DRAIN_MAX),
-        }
-    }
 }
 
 /// Per shard, its log (with the tier on).
