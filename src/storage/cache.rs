@@ -520,12 +520,7 @@ impl MetaCache {
     /// What its entries may take beyond what they take now (bytes; a
     /// write tier borrows from it, `wtier`'s `tier_set_room`).
     pub fn room(&self) -> u64 {
-        let used: u64 = self
-            .parts
-            .iter()
-            .map(|p| p.read().unwrap_or_else(PoisonError::into_inner).weight)
-            .sum();
-        (self.part_budget * PARTS as u64).saturating_sub(used)
+        (self.part_budget * PARTS as u64).saturating_sub(self.stats().bytes)
     }
 
     pub fn stats(&self) -> CacheStats {

@@ -100,10 +100,10 @@ impl ShardStore {
     /// share alone, as before.
     pub(in crate::storage) fn tier_set_room(&self, draining: u64) {
         let t = &self.wtier;
-        let half = t.limit.bytes / 2;
         if t.limit.bytes == u64::MAX {
             return;
         }
+        let half = t.limit.bytes / 2;
         let borrowed = self.cache.as_ref().map_or(0, |c| c.room().saturating_sub(draining) / 2);
         let room = half.saturating_add(borrowed);
         t.room.set(room);
