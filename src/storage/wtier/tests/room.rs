@@ -39,8 +39,10 @@ fn dirty_borrows_half_of_the_meta_caches_room() {
     assert!(s.write_tier_size().bytes > budget, "{:?}", s.write_tier_size());
     assert_eq!(peer(&p, &k(0)), None, "only in the tier");
     // A cache filled by reads lends nothing: the next write drains.
-    for i in 0..200u32 {
-        c.insert(&keys::meta_key(0, format!("r{i}").as_bytes()), Some(&[7; 8000]));
+    // (Small entries: each of the cache's parts stops short of its
+    // budget by less than one entry.)
+    for i in 0..2000u32 {
+        c.insert(&keys::meta_key(0, format!("r{i}").as_bytes()), Some(&[7; 800]));
     }
     assert!(c.room() < 32 << 10, "{}", c.room());
     s.tier_set_room(0);
