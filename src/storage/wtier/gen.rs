@@ -49,7 +49,10 @@ impl Rec {
 /// when the generation did not hold it), and the value it holds now
 /// (None: deleted, or gone whole), which the turn's log record takes.
 /// Spans of the generation's chunks, which stay while the turn's undo
-/// list is kept (a generation starts draining only with it empty).
+/// list is kept (a generation starts draining only with it empty). A
+/// value written again in place ([`Gen::put_over`]) is both the old and
+/// the new value ([`Span::same`]); its old bytes wait in the turn's
+/// `saved` bytes.
 pub(super) type Undo = (Span, Option<Rec>, Option<Span>);
 
 /// One generation of records: the latest value of each key (None: deleted)
@@ -222,6 +225,37 @@ impl Gen {
     /// for [`Gen::restore`]; None when it held `v` already (nothing to
     /// undo; a collection's meta record is often written unchanged).
     pub(super) fn put(&mut self, k: &[u8], v: Option<&[u8]>, fresh: bool, hasher: &ahash::RandomState) -> Option<Undo> {
+        self.put_with(k, v, fresh, hasher, None)
+    }
+
+    /// [`Gen::put`], and a value of the same length as the one it replaces
+    /// is written over it in place: the old bytes are appended to `saved`
+    /// (for [`Gen::restore`]) and the generation takes no new memory. A
+    /// SET of a changing value over a million keys left its old value in
+    /// the chunks each time, and the waste drained a generation long
+    /// before it held the working set (tuning.md, session 63).
+    ///
+    /// Only while no read holds a span of the tier (`slab::Pins::free`):
+    /// a reader's value must not change under it.
+    pub(super) fn put_over(
+        &mut self,
+        k: &[u8],
+        v: Option<&[u8]>,
+        fresh: bool,
+        hasher: &ahash::RandomState,
+        saved: &mut Vec<u8>,
+    ) -> Option<Undo> {
+        self.put_with(k, v, fresh, hasher, Some(saved))
+    }
+
+    fn put_with(
+        &mut self,
+        k: &[u8],
+        v: Option<&[u8]>,
+        fresh: bool,
+        hasher: &ahash::RandomState,
+        saved: Option<&mut Vec<u8>>,
+    ) -> Option<Undo> {
         let mut e = match self.map.slot(hasher.hash_one(k), k) {
             Slot::Held(e) => e,
             Slot::Vacant(at) => {
@@ -243,6 +277,16 @@ impl Gen {
             let (key, was) = e.remove_entry();
             self.left(key.len() as u64 + len(&was.v));
             return Some((key, Some(was), None));
+        }
+        if let (Some(saved), Some(v), Some(old)) = (saved, v, e.get().v) {
+            if old.len() == v.len() {
+                saved.extend_from_slice(&old);
+                // SAFETY: `old` is this generation's own value (dirty's:
+                // only dirty takes puts), and `put_over`'s caller holds no
+                // pin: no read holds a span of it; `v` is the caller's.
+                unsafe { old.overwrite(v) };
+                return Some((*e.key(), Some(*e.get()), Some(old)));
+            }
         }
         let new = v.map(|v| self.slab.copy(v));
         let (key, added) = (*e.key(), len(&new));
@@ -284,10 +328,20 @@ impl Gen {
         std::mem::take(&mut self.order).merge()
     }
 
-    /// Puts back what `k` held before a [`Gen::put`] (its answer). A key
-    /// it forgets stays in `order`: the drain passes over keys the map
-    /// does not hold.
-    pub(super) fn restore(&mut self, k: Span, prev: Option<Rec>) {
+    /// Puts back what `k` held before a [`Gen::put`] (its answer, `undo`;
+    /// undone in the reverse order of the puts). A key it forgets stays in
+    /// `order`: the drain passes over keys the map does not hold. A value
+    /// written over in place comes back from the end of `saved` as a new
+    /// copy (a read may hold the span now: it keeps the bytes it has).
+    pub(super) fn restore(&mut self, undo: Undo, saved: &mut Vec<u8>) {
+        let (k, mut prev, now) = undo;
+        if let (Some(p), Some(now)) = (&mut prev, now) {
+            if let Some(was) = p.v.filter(|was| was.same(&now)) {
+                let from = saved.len().saturating_sub(was.len());
+                p.v = Some(self.slab.copy(&saved[from..]));
+                saved.truncate(from);
+            }
+        }
         let held = match self.map.remove(&k) {
             Some(n) => {
                 self.bytes = self.bytes.saturating_sub(k.len() as u64 + len(&n.v));
@@ -530,12 +584,12 @@ mod tests {
         assert_eq!(now, None);
         assert_eq!(g.bytes, 5);
         assert_eq!(g.get(b"\x00Mkey"), Some(None), "a record not known fresh leaves a tombstone");
-        g.restore(k, p2);
+        g.restore((k, p2, None), &mut Vec::new());
         assert_eq!(g.get(b"\x00Mkey").flatten().as_deref(), Some(&b"longer"[..]));
         assert_eq!(g.bytes, 11);
-        g.restore(k, prev);
+        g.restore((k, prev, None), &mut Vec::new());
         assert_eq!(g.bytes, 7);
-        g.restore(k, None);
+        g.restore((k, None, None), &mut Vec::new());
         assert!(g.map.is_empty());
         assert_eq!(g.bytes, 0);
     }
@@ -556,10 +610,10 @@ mod tests {
         assert_eq!(g.bytes, 0);
         assert_eq!(g.coll_records(h.hash_one(&k[..keys::coll_prefix_len(k).unwrap()])).count(), 0);
         // A failed log append puts it back, fresh still.
-        g.restore(key, del);
+        g.restore((key, del, None), &mut Vec::new());
         assert_eq!(g.get(k).flatten().as_deref(), Some(&b"22"[..]));
         assert_eq!(g.bytes, k.len() as u64 + 2);
-        g.restore(key, over);
+        g.restore((key, over, None), &mut Vec::new());
         assert_eq!(g.get(k).flatten().as_deref(), Some(&b"1"[..]));
         g.put(k, None, false, &h).unwrap();
         assert_eq!(g.get(k), None);

@@ -251,6 +251,9 @@ pub(super) struct WriteTier {
     /// What dirty held before each record staged since the last log
     /// append, put back if the append fails ([`ShardStore::tier_stage`]).
     undo: RefCell<Vec<gen::Undo>>,
+    /// The bytes of the values written over in place since the last log
+    /// append, in order (`Gen::put_over`), for the same.
+    saved: RefCell<Vec<u8>>,
     /// The turn's log record ([`ShardStore::tier_commit`]), its room kept.
     turn: RefCell<super::rep::Rep>,
     /// The keys it holds so far (by address of the tier's key), and where
@@ -299,6 +302,7 @@ impl WriteTier {
             any: Cell::new(false),
             hasher,
             undo: RefCell::default(),
+            saved: RefCell::default(),
             turn: RefCell::default(),
             seen: RefCell::default(),
             last: RefCell::default(),
@@ -441,17 +445,26 @@ impl ShardStore {
         }
         let mut d = t.dirty.borrow_mut();
         let mut undo = t.undo.borrow_mut();
+        let mut saved = t.saved.borrow_mut();
+        // A value of the same length is written over in place unless a
+        // read holds a span of the tier (a command that writes while it
+        // reads a value: its value must not change under it).
+        let over = t.pins.free();
+        let mut put = |d: &mut Gen, k: &[u8], v: Option<&[u8]>, new: bool| match over {
+            true => d.put_over(k, v, new, &t.hasher, &mut saved),
+            false => d.put(k, v, new, &t.hasher),
+        };
         let held = t.held.as_ref().map(|h| &h[t.cur.get()]);
         let (mut at, mut next) = (0u32, fresh.iter().copied().peekable());
         log::each_put(data, |k, v| {
             let new = next.next_if_eq(&at).is_some();
             at += 1;
             let Some(h) = held.filter(|_| super::cache::is_meta(k)) else {
-                undo.extend(d.put(k, v, new, &t.hasher));
+                undo.extend(put(&mut d, k, v, new));
                 return;
             };
             h.set(k);
-            let changed = d.put(k, v, new, &t.hasher);
+            let changed = put(&mut d, k, v, new);
             // Other shards answer a key the meta cache holds from it, so an
             // entry follows every write (`PeerStore::get_with`).
             if let Some(c) = self.cache.as_ref().filter(|c| c.holds(k)) {
@@ -493,9 +506,11 @@ impl ShardStore {
                 c.clear();
             }
             let mut d = t.dirty.borrow_mut();
-            for (k, prev, _) in t.undo.borrow_mut().drain(..).rev() {
-                d.restore(k, prev);
+            let mut saved = t.saved.borrow_mut();
+            for u in t.undo.borrow_mut().drain(..).rev() {
+                d.restore(u, &mut saved);
             }
+            saved.clear();
             t.any.set(!d.map.is_empty() || t.drain.borrow().is_some());
             return Err(e);
         }
@@ -508,6 +523,12 @@ impl ShardStore {
     fn tier_committed(&self, added: usize, bytes: u64) -> Result<(), StorageError> {
         let t = &self.wtier;
         t.undo.borrow_mut().clear();
+        let mut saved = t.saved.borrow_mut();
+        saved.clear();
+        if saved.capacity() > 1 << 20 {
+            *saved = Vec::new();
+        }
+        drop(saved);
         // Chunks an applied generation left while a read held spans of
         // them, once none does.
         t.pins.settle(|c| {

@@ -1,7 +1,9 @@
 //! The memory a generation's records live in, owned by the generation, and
 //! the handles its tables keep of them ([`Span`]): a key or a value copied
-//! once into a chunk, never moved or written again while the generation
-//! lives, and named by its address.
+//! once into a chunk, never moved while the generation lives, and named by
+//! its address. A value of dirty is written again in place by a write of
+//! the same length while no read holds a span of the tier
+//! ([`Span::overwrite`], `Gen::put_over`); nothing else is.
 //!
 //! Until session 59 a record was a `Bytes` slice of a shared chunk: every
 //! handle the map, the runs, a collection's list and the turn's undo list
@@ -41,6 +43,29 @@ impl Span {
     /// as long as the span (or a copy of it) is read.
     unsafe fn new(ptr: NonNull<u8>, len: usize) -> Span {
         Span { ptr, len }
+    }
+
+    /// Whether `o` names the same bytes (a value written again in place:
+    /// `Gen::put_over`'s undo).
+    #[inline]
+    pub(super) fn same(&self, o: &Span) -> bool {
+        self.len > 0 && self.ptr == o.ptr && self.len == o.len
+    }
+
+    /// Writes `v`, as long as the span, over its bytes.
+    ///
+    /// # Safety
+    /// The span must be in a chunk of a [`Slab`] (not [`Span::leaked`]),
+    /// of a generation that takes writes (dirty), and nothing may read
+    /// its bytes meanwhile or after expecting the old ones: no read holds
+    /// a span of the tier ([`Pins::free`]) and no table but the
+    /// generation's map and the turn's undo list names it.
+    #[inline]
+    pub(super) unsafe fn overwrite(&self, v: &[u8]) {
+        debug_assert_eq!(v.len(), self.len);
+        // SAFETY: inside the span's allocation (at most `len` bytes), which
+        // the caller owns for writing; `copy` allows an overlap.
+        unsafe { std::ptr::copy(v.as_ptr(), self.ptr.as_ptr(), v.len().min(self.len)) }
     }
 
     /// The empty span (no memory behind it).
@@ -278,6 +303,13 @@ impl Pins {
     pub(super) fn pin(&self) -> Pin<'_> {
         self.held.set(self.held.get() + 1);
         Pin(self)
+    }
+
+    /// Whether no read holds a span of the tier: a value may be written
+    /// again in place ([`Span::overwrite`]).
+    #[inline]
+    pub(super) fn free(&self) -> bool {
+        self.held.get() == 0
     }
 
     /// `chunks`, taken from an applied generation: to `reuse` now if no

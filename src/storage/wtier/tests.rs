@@ -4,6 +4,7 @@ use crate::storage::testkit::{get, grouped, peer, put};
 use crate::storage::{keys, test_opts, Engine};
 
 mod direct;
+mod in_place;
 mod replay;
 mod room;
 mod turn;
@@ -261,8 +262,9 @@ fn peers_leave_what_the_tier_holds_to_the_owner() {
     s.defer_group();
     s.end_turn();
     assert_eq!(s.write_tier_size().records, 1);
-    // "old" is charged until the generation holding both is applied.
-    assert_eq!(s.write_tier_size().bytes, m.len() as u64 + 3 + 3 + RECORD_OVERHEAD);
+    // "new" was written over "old" in place (the same length): one
+    // value's bytes (`Gen::put_over`).
+    assert_eq!(s.write_tier_size().bytes, m.len() as u64 + 3 + RECORD_OVERHEAD);
     assert!(s.write_tier_size().log_bytes > 0, "the log file holds it");
     assert_eq!(get(&s, &m), Some(b"new".to_vec()), "the owner reads its tier");
     assert_eq!(
@@ -458,19 +460,21 @@ fn a_log_of_overwrites_starts_a_drain_and_is_cut() {
     assert_eq!(get(&s, &k), Some(b"b".to_vec()));
 }
 
-/// A value overwritten stays in its generation's memory until the
-/// generation is applied (records are carved from chunks the next
-/// generations reuse, `gen`): the budget charges it, so a hot key written
-/// with new values drains at half the share, before its log would.
+/// A value overwritten by one of another length stays in its
+/// generation's memory until the generation is applied (records are
+/// carved from chunks the next generations reuse, `gen`): the budget
+/// charges it, so a hot key written with new values drains at half the
+/// share, before its log would.
 #[test]
 fn overwritten_values_are_charged_and_start_the_drain() {
     let budget = 128 << 10;
     let (_dir, e) = engine(1, 0, 0, budget);
     let (s, p) = (e.shard(0).unwrap(), e.peer(0).unwrap());
     let k = keys::meta_key(0, b"hot");
+    let value = |i: u32| vec![i as u8; 1000 + i as usize % 2];
     let turn = |i: u32| {
         s.begin_group();
-        put(&s, &k, &[i as u8; 1000]);
+        put(&s, &k, &value(i));
         s.defer_group();
         s.end_turn();
     };
@@ -487,12 +491,12 @@ fn overwritten_values_are_charged_and_start_the_drain() {
     // About 80 KB of log, under its 128 KiB limit: the charge drained it.
     assert!(peer(&p, &k).is_some(), "drained at half the budget");
     assert!(s.write_tier_size().bytes <= budget, "{:?}", s.write_tier_size());
-    assert_eq!(get(&s, &k), Some(vec![79; 1000]));
+    assert_eq!(get(&s, &k), Some(value(79)));
     // Values read from the tier stay whole while later generations reuse
     // its memory.
     for i in 80..400 {
         turn(i);
-        assert_eq!(get(&s, &k), Some(vec![i as u8; 1000]));
+        assert_eq!(get(&s, &k), Some(value(i)));
     }
     assert!(s.write_tier_size().bytes <= budget, "{:?}", s.write_tier_size());
 }
